@@ -1,0 +1,3 @@
+from skillsbench_agentbeats.cli import main
+
+main()

@@ -1,0 +1,108 @@
+"""The ``skillsbench-agentbeats`` command.
+
+Sub-commands are imported lazily so that ``--help`` and light commands (``task-set digest``) do not
+pay for a2a-sdk, docker or litellm imports. Each component owns its commands in its own ``cli``
+module; this table is the only place that names them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+# name -> ("module", "attribute", "one-line help")
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "task-set": (
+        "task_sets.cli",
+        "task_set",
+        "Build, digest, verify and shard task-set manifests.",
+    ),
+    "config": ("task_sets.cli", "config", "Validate an assessment config."),
+    "worker": ("worker.cli", "worker", "Run the worker HTTP service."),
+    "run": ("worker.cli", "run", "Run a task set locally through the worker engine."),
+    "agents": ("worker.cli", "agents", "List manifest agents, or show one."),
+    "trials": ("worker.cli", "trials", "Inspect trials of a jobs directory."),
+    "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
+    "assess": (
+        "green_agent.cli",
+        "assess",
+        "Run an assessment the way the AgentBeats gateway does.",
+    ),
+    "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
+    "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
+    "readiness": (
+        "leaderboard.cli",
+        "readiness",
+        "Validate or assemble public-readiness evidence.",
+    ),
+    "images": ("leaderboard.cli", "images", "Image evidence and task environment images."),
+    "deploy-bundle": ("leaderboard.cli", "deploy_bundle", "Write a validated deploy bundle."),
+    "ghcr-preflight": ("leaderboard.cli", "ghcr_preflight", "Check a GHCR token's package scopes."),
+    "manifests": ("leaderboard.cli", "manifests", "Static checks of Amber manifests."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, attr, _ = entry
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return _missing(cmd_name, entry[2])
+            raise
+        command = getattr(module, attr, None)
+        if command is None:
+            return _missing(cmd_name, entry[2])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _missing(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=help_text + " (not available in this build)")
+    def _cmd() -> None:
+        raise click.ClickException(f"'{name}' is not available in this build yet")
+
+    return _cmd
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="skillsbench-agentbeats")
+def cli() -> None:
+    """Score AI agents on SkillsBench through AgentBeats."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI; bad input becomes one line on stderr and exit code 2, never a traceback."""
+    try:
+        return cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (ValueError, OSError) as exc:
+        click.echo(f"error: {_one_line(exc)}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())

@@ -1,0 +1,92 @@
+"""Wire models of the worker's HTTP API, shared with the green agent's HTTP adapter.
+
+Kept free of heavy imports on purpose: the green agent imports this module (and only this one)
+from the worker package. Routes: ``POST /runs``, ``GET /runs/{id}``, ``GET /runs/{id}/events``
+(server-sent events), ``POST /runs/{id}/cancel``, ``GET /healthz``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION: Final = "skillsbench.agentbeats.worker_api.v1"
+
+RunState = Literal["queued", "running", "completed", "failed", "cancelled"]
+TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+class ParticipantEndpoint(BaseModel):
+    """How the worker reaches one participant role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, description="A2A URL as reachable from the worker's process")
+    sandbox_url: str | None = Field(
+        default=None, description="A2A URL as reachable from inside task sandboxes, when different"
+    )
+
+
+class RunTask(BaseModel):
+    """One selected task with its manifest metadata (what public rows carry)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(min_length=1)
+    task_digest: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class RunRequest(BaseModel):
+    """``POST /runs`` body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["skillsbench.agentbeats.worker_api.v1"] = SCHEMA_VERSION
+    participants: dict[str, ParticipantEndpoint] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(description="The validated assessment config")
+    task_set: str = Field(min_length=1)
+    task_set_digest: str
+    tasks: list[RunTask] = Field(min_length=1)
+    agent: str | None = Field(
+        default=None,
+        description="Agent spec (oracle, nop, script:F, a2a:URL, a manifest name); "
+        "default: the a2a bridge to participants['agent']",
+    )
+
+
+class RunCreated(BaseModel):
+    run_id: str
+    status: RunState
+
+
+class Progress(BaseModel):
+    total: int = 0
+    finished: int = 0
+    running: int = 0
+
+
+class RunStatus(BaseModel):
+    """``GET /runs/{id}``: the run as stored. ``rows`` are worker rows (normalized before publishing)."""
+
+    schema_version: Literal["skillsbench.agentbeats.worker_api.v1"] = SCHEMA_VERSION
+    run_id: str
+    status: RunState
+    created_at: str
+    updated_at: str
+    progress: Progress = Field(default_factory=Progress)
+    tasks: dict[str, str] = Field(
+        default_factory=dict, description="trial key -> state (queued|running|finished)"
+    )
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    worker_meta: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+# Server-sent events on GET /runs/{id}/events: `event: <name>` with a JSON `data:` line.
+EVENT_STATUS = "status"  # data: RunStatus without rows (sent first, and on every state change)
+EVENT_ROW = "row"  # data: {"run_id", "row", "progress"} once per finished trial
+EVENT_END = "end"  # data: final RunStatus; the stream closes after it

@@ -1,0 +1,178 @@
+"""The sandbox extension point: one protocol, a registry, and the data each backend receives.
+
+Adding a backend means one new module that subclasses :class:`Sandbox` and registers it with
+``@sandbox_backend("name")``. Every backend passes the shared contract tests in
+``tests/sandbox/test_contract.py``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from task_sets.task import Task
+
+# Where things live inside every sandbox, whatever the backend.
+LOGS_DIR = "/logs"
+AGENT_LOGS_DIR = "/logs/agent"
+VERIFIER_LOGS_DIR = "/logs/verifier"
+ARTIFACTS_DIR = "/logs/artifacts"
+TESTS_DIR = "/tests"
+SOLUTION_DIR = "/solution"
+INSTRUCTION_PATH = "/instruction.md"
+DEFAULT_WORKDIR = "/root"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be started or driven (an infrastructure failure, not the agent's)."""
+
+
+class SandboxUnsupported(SandboxError):
+    """The task or host needs something this backend cannot give (e.g. "needs the docker environment")."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What a backend needs to build one trial's sandbox."""
+
+    task: Task
+    run_id: str
+    trial_id: str
+    # Host folder the backend may use for its own state (workspace copies, logs, overlays).
+    state_dir: Path
+    with_skills: bool = True
+    internet: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Override of the image to use (docker: a digest-pinned prebuilt image).
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+
+
+class SandboxProcess(abc.ABC):
+    """A long-running process in the sandbox with streaming stdio (for ACP agents over stdio)."""
+
+    stdin: asyncio.StreamWriter
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+
+    @abc.abstractmethod
+    async def wait(self) -> int:
+        """Wait for exit and return the exit code."""
+
+    @abc.abstractmethod
+    async def kill(self) -> None:
+        """Kill the process and everything it started; idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def returncode(self) -> int | None: ...
+
+
+class Sandbox(abc.ABC):
+    """One trial's isolated environment."""
+
+    name: ClassVar[str]
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+
+    @property
+    @abc.abstractmethod
+    def workdir(self) -> str:
+        """The agent's working folder inside the sandbox (the Dockerfile's WORKDIR, else /root)."""
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Bring the sandbox up; raise SandboxError (or SandboxUnsupported) when it cannot."""
+
+    @abc.abstractmethod
+    async def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        timeout_sec: float | None = None,
+        stdin: bytes | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        """Run a command to completion. A string runs under ``sh -c``."""
+
+    @abc.abstractmethod
+    async def open_process(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> SandboxProcess:
+        """Start a long-running process with streaming stdin/stdout/stderr."""
+
+    @abc.abstractmethod
+    async def upload(self, host_path: Path, sandbox_path: str) -> None:
+        """Copy a host file or folder to ``sandbox_path`` (created with parents)."""
+
+    @abc.abstractmethod
+    async def download(self, sandbox_path: str, host_path: Path) -> None:
+        """Copy a sandbox file or folder to ``host_path``; symlinks are not followed out."""
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Kill every process and release everything; idempotent and safe after a failed start."""
+
+    async def __aenter__(self) -> Sandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+_REGISTRY: dict[str, type[Sandbox]] = {}
+S = TypeVar("S", bound=type[Sandbox])
+
+
+def sandbox_backend(name: str) -> Callable[[S], S]:
+    """Register a sandbox class under ``name`` (as used by ``--environment``)."""
+
+    def register(cls: S) -> S:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+def sandbox_class(name: str) -> type[Sandbox]:
+    """The registered backend called ``name``; imports the built-in backends on first use."""
+    _load_builtin_backends()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise ValueError(f"unknown environment {name!r} (known: {known})") from None
+
+
+def _load_builtin_backends() -> None:
+    import importlib
+
+    for module in ("worker.sandbox.local", "worker.sandbox.docker"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
