@@ -21,7 +21,13 @@ $(UV):
 	$(UV) sync --frozen --quiet
 	@touch $@
 
-sync: .venv/.synced
+# A separate environment with a2a-sdk 0.3.x: tests drive our 1.x servers with a genuine 0.3 peer.
+.venv-a2a03/.synced: $(UV) tests/a2a03/requirements.txt
+	$(UV) venv --quiet --allow-existing .venv-a2a03
+	$(UV) pip install --quiet --python .venv-a2a03/bin/python -r tests/a2a03/requirements.txt
+	@touch $@
+
+sync: .venv/.synced .venv-a2a03/.synced
 
 demo: sync
 	$(RUN) python -m skillsbench_agentbeats.demo
@@ -37,4 +43,4 @@ typecheck: sync
 	$(RUN) mypy
 
 clean:
-	rm -rf .venv .tools .demo .mypy_cache .ruff_cache .pytest_cache
+	rm -rf .venv .venv-a2a03 .tools .demo .mypy_cache .ruff_cache .pytest_cache

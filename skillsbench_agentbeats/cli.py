@@ -38,10 +38,22 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "readiness",
         "Validate or assemble public-readiness evidence.",
     ),
-    "images": ("leaderboard.cli", "images", "Image evidence and task environment images."),
-    "deploy-bundle": ("leaderboard.cli", "deploy_bundle", "Write a validated deploy bundle."),
-    "ghcr-preflight": ("leaderboard.cli", "ghcr_preflight", "Check a GHCR token's package scopes."),
-    "manifests": ("leaderboard.cli", "manifests", "Static checks of Amber manifests."),
+    "images": (
+        "leaderboard.readiness_cli",
+        "images",
+        "Image evidence and task environment images.",
+    ),
+    "deploy-bundle": (
+        "leaderboard.readiness_cli",
+        "deploy_bundle",
+        "Write a validated deploy bundle.",
+    ),
+    "ghcr-preflight": (
+        "leaderboard.readiness_cli",
+        "ghcr_preflight",
+        "Check a GHCR token's package scopes.",
+    ),
+    "manifests": ("leaderboard.readiness_cli", "manifests", "Static checks of Amber manifests."),
 }
 
 

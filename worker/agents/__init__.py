@@ -1,0 +1,1 @@
+"""Agents that act in a trial's sandbox."""

@@ -1,0 +1,88 @@
+"""The agent extension point: what runs in a trial between "sandbox up" and "verifier".
+
+Built-in kinds: ``oracle``, ``nop``, ``script:<file>``; ACP kinds (manifest agents, ``a2a:<url>``)
+plug in through the same registry. An agent reports every action it takes as an ACP-style
+``tool_call`` event through ``AgentContext.record``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+from task_sets.task import Task
+from worker.failures import FailureKind
+from worker.sandbox.base import Sandbox
+
+Recorder = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class AgentContext:
+    """Everything an agent may use for one trial."""
+
+    sandbox: Sandbox
+    task: Task
+    prompt: str  # the instruction as given to the agent (skills location appended when relevant)
+    trial_dir: Path  # host folder of this trial (agent/ and trajectory/ live here)
+    timeout_sec: float  # the task's [agent].timeout_sec (or an override)
+    record: Recorder  # appends one event to trajectory/acp_trajectory.jsonl
+    env: Mapping[str, str] = field(
+        default_factory=dict
+    )  # extra agent env (secrets: process env only)
+    participant_url: str | None = None  # a2a: purple agent URL as reachable from the worker
+    participant_sandbox_url: str | None = None  # ... and from inside the sandbox
+    skills_dir: str | None = None  # sandbox path of the skills, when placed
+
+
+AgentStatus = Literal["completed", "timeout", "cancelled", "failed"]
+
+
+@dataclass
+class AgentOutcome:
+    """How the agent's turn ended. ``failure`` is set only for infrastructure/participant failures."""
+
+    status: AgentStatus = "completed"
+    failure: FailureKind | None = None
+    message: str | None = None
+    n_tool_calls: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent(abc.ABC):
+    kind: ClassVar[str]
+    # The oracle alone may see solution/; the trial uploads it only when this is True.
+    needs_solution: ClassVar[bool] = False
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec
+
+    @abc.abstractmethod
+    async def run(self, ctx: AgentContext) -> AgentOutcome:
+        """Work in the sandbox until done; must return (not hang) when cancelled."""
+
+
+_REGISTRY: dict[str, type[Agent]] = {}
+A = TypeVar("A", bound=type[Agent])
+
+
+def agent_kind(kind: str) -> Callable[[A], A]:
+    """Register an agent class; ``spec`` strings ``kind`` or ``kind:<arg>`` resolve to it."""
+
+    def register(cls: A) -> A:
+        cls.kind = kind
+        _REGISTRY[kind] = cls
+        return cls
+
+    return register
+
+
+def registered_kinds() -> dict[str, type[Agent]]:
+    return dict(_REGISTRY)

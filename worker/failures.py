@@ -1,0 +1,65 @@
+"""The one table that decides failure semantics.
+
+For each failure kind: is the trial retried, may its reward count (score-eligible), and which
+reviewed public category does the row carry. Agent timeouts and wrong answers are not failures of
+the infrastructure: they are scored (reward from the verifier, usually 0) and never retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from leaderboard.rows import FailureCategory
+
+
+class FailureKind(StrEnum):
+    SANDBOX_START = "sandbox_start"
+    SANDBOX_UNSUPPORTED = "sandbox_unsupported"
+    SANDBOX_LOST = "sandbox_lost"
+    AGENT_INSTALL = "agent_install"
+    AGENT_LAUNCH = "agent_launch"  # agent process died at start / pipe closed
+    AGENT_PROTOCOL = "agent_protocol"  # ACP error from a local agent
+    AGENT_TIMEOUT = "agent_timeout"  # the agent used its whole time: scored, not retried
+    PARTICIPANT_COMMUNICATION = "participant_communication"
+    PARTICIPANT_TIMEOUT = "participant_timeout"
+    PARTICIPANT_ERROR = "participant_error"
+    VERIFIER_INFRA = "verifier_infra"  # verifier could not run (sandbox exec failed)
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    VERIFIER_NO_REWARD = "verifier_no_reward"  # ran, produced no/invalid reward
+    WORKER_TIMEOUT = "worker_timeout"
+    WORKER_CANCELLED = "worker_cancelled"
+    WORKER_ERROR = "worker_error"
+
+
+@dataclass(frozen=True)
+class Semantics:
+    retried: bool
+    score_eligible: bool
+    category: FailureCategory | None
+
+
+FAILURE_TABLE: dict[FailureKind, Semantics] = {
+    FailureKind.SANDBOX_START: Semantics(
+        retried=True, score_eligible=False, category="sandbox_error"
+    ),
+    FailureKind.SANDBOX_UNSUPPORTED: Semantics(False, False, "sandbox_error"),
+    FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error"),
+    FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error"),
+    FailureKind.AGENT_LAUNCH: Semantics(True, False, "worker_error"),
+    FailureKind.AGENT_PROTOCOL: Semantics(False, False, "worker_error"),
+    FailureKind.AGENT_TIMEOUT: Semantics(False, True, None),
+    FailureKind.PARTICIPANT_COMMUNICATION: Semantics(False, False, "participant_communication"),
+    FailureKind.PARTICIPANT_TIMEOUT: Semantics(False, False, "participant_timeout"),
+    FailureKind.PARTICIPANT_ERROR: Semantics(False, False, "participant_error"),
+    FailureKind.VERIFIER_INFRA: Semantics(True, False, "verifier_error"),
+    FailureKind.VERIFIER_TIMEOUT: Semantics(False, False, "verifier_error"),
+    FailureKind.VERIFIER_NO_REWARD: Semantics(False, False, "verifier_error"),
+    FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
+    FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
+    FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),
+}
+
+
+def semantics(kind: FailureKind) -> Semantics:
+    return FAILURE_TABLE[kind]
