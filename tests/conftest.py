@@ -9,7 +9,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_DIR = REPO_ROOT / "tasks"
-RESEARCH_DATA = REPO_ROOT.parent / "shared" / "research" / "data"
+PUBLISHED_DATA = REPO_ROOT / "tests" / "data" / "published"  # public data, copied verbatim
 A2A03_PYTHON = REPO_ROOT / ".venv-a2a03" / "bin" / "python"
 
 
