@@ -267,7 +267,7 @@ def test_verify_reports_every_problem(tree: Path) -> None:
     text = " | ".join(problems)
     assert "'hidden-task' lives in tasks-extra/" in text
     assert "'mhc-layer-impl' is a SkillsBench task excluded" in text
-    assert "1 task ids are not direct child folders" in text and "gone-task" in text
+    assert "1 task ids are not direct child task folders" in text and "gone-task" in text
     assert len(problems) == 3
 
 
