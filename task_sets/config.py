@@ -280,6 +280,7 @@ class TaskSelection(BaseModel):
 
     task_set: str
     task_set_digest: str
+    condition: str
     shard_index: int
     num_shards: int
     num_instances: int
@@ -330,6 +331,7 @@ def select_tasks(
     return TaskSelection(
         task_set=manifest.task_set,
         task_set_digest=manifest.task_set_digest,
+        condition=config.condition,
         shard_index=config.shard_index,
         num_shards=config.num_shards,
         num_instances=config.num_instances,
