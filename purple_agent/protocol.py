@@ -20,11 +20,11 @@ add fields within v1.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-PROTOCOL = "skillsbench-shell/v1"
+PROTOCOL: Final = "skillsbench-shell/v1"
 
 ActionName = Literal["exec", "read_file", "write_file", "finish"]
 ALL_ACTIONS: tuple[ActionName, ...] = ("exec", "read_file", "write_file", "finish")
