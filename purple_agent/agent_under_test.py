@@ -12,6 +12,7 @@ import os
 
 import click
 from a2a.types import AgentCard, AgentSkill
+from starlette.applications import Starlette
 
 from purple_agent.config import AgentConfig, load_config
 from purple_agent.harnesses import HarnessAgent
@@ -63,6 +64,13 @@ def card_for(config: AgentConfig, url: str) -> AgentCard:
     )
 
 
+def create_app(config: AgentConfig, url: str, agent: TurnAgent | None = None) -> Starlette:
+    """The participant app: card, agent (made from ``config`` unless given), redacted replies."""
+    return build_app(
+        card_for(config, url), agent or make_agent(config), redact=make_redactor(config).data
+    )
+
+
 @click.command(name="agent-under-test")
 @server_options
 def agent_under_test(host: str, port: int, card_url: str | None) -> None:
@@ -82,8 +90,7 @@ def agent_under_test(host: str, port: int, card_url: str | None) -> None:
         "set" if config.api_key else "-",
         os.getpid(),
     )
-    url = public_url(host, port, card_url)
-    serve(build_app(card_for(config, url), agent, redact=redactor.data), host, port)
+    serve(create_app(config, public_url(host, port, card_url), agent), host, port)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ HARNESSES: dict[str, HarnessSpec] = {
 
 def _tar_command(folder: str) -> str:
     """A sandbox command that prints ``folder`` as one base64 line of a gzipped tar."""
-    return f"tar -C {shlex.quote(folder)} -czf - . | base64 | tr -d '\\n'"
+    return f"cd {shlex.quote(folder)} && tar -czf - . | base64 | tr -d '\\n'"
 
 
 @dataclass

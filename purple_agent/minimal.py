@@ -166,6 +166,7 @@ class MinimalAgent(TurnAgent):
             conv.waiting_for = None
             return await self._next(conv)
         timeout = max(1.0, min(timeout, conv.deadline - time.monotonic()))
+        log.info("exec (turn %d): %s", conv.turns, command)
         return Reply(text=f"$ {command}", action=ExecAction(command=command, timeout_sec=timeout))
 
     def _budget_spent(self, conv: Conversation) -> str | None:
@@ -208,6 +209,7 @@ class MinimalAgent(TurnAgent):
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             import litellm
 
+            litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
             for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
                 logger = logging.getLogger(name)
                 logger.handlers.clear()  # let records reach the redacting root handler

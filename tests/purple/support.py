@@ -165,6 +165,7 @@ class FakeModel:
 
     script: list[dict[str, Any]]
     requests: list[dict[str, Any]] = field(default_factory=list)
+    auth_headers: list[str] = field(default_factory=list)
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
@@ -172,6 +173,7 @@ class FakeModel:
     async def _complete(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append(body)
+        self.auth_headers.append(request.headers.get("authorization", ""))
         step = self.script[min(len(self.requests), len(self.script)) - 1]
         if "status" in step:
             return JSONResponse(
