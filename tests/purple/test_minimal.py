@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from purple_agent.agent_under_test import create_app, make_agent
 from purple_agent.config import AgentConfig
 from purple_agent.protocol import (
+    PROTOCOL,
     ActionResult,
     ActionResultMessage,
     ExecAction,
@@ -34,9 +35,11 @@ def context(**limits: Any) -> dict[str, Any]:
 
 
 def result(exit_code: int = 0, stdout: str = "", stderr: str = "") -> dict[str, Any]:
-    return ActionResultMessage(
+    """An action_result message as the bridge tags it (protocol and turn beside the result)."""
+    message = ActionResultMessage(
         action_result=ActionResult(exit_code=exit_code, stdout=stdout, stderr=stderr)
     ).to_data()
+    return {"protocol": PROTOCOL, "turn": 1, **message}
 
 
 @pytest.fixture
