@@ -4,8 +4,9 @@ The bridge caps each command's output (``limits.max_output_bytes``), so the fold
 a gzipped tar inside the sandbox first, then read back one base64 chunk per turn:
 
 1. ``find … | tar -czf /tmp/skillsbench-seed-<id>.tgz -T -`` — regular files only, on the
-   folder's own file system (``-xdev``), without caches (``.cache``, ``node_modules``,
-   ``__pycache__``, ``.venv``) and files over :data:`MAX_FILE_BYTES`; prints the archive size.
+   folder's own file system (``-xdev``), without caches and toolchains (``.cache``,
+   ``node_modules``, ``.venv``, ``.pyenv``, …) and files over :data:`MAX_FILE_BYTES`; prints the
+   archive size.
 2. ``tail -c +OFFSET … | head -c CHUNK | base64`` until the archive is read; the last chunk also
    removes the archive.
 
@@ -30,7 +31,20 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024
 DEFAULT_OUTPUT_LIMIT = 4 * 1024 * 1024  # when the bridge announces no max_output_bytes
 COMMAND_TIMEOUT_SEC = 120.0
-_PRUNED = (".cache", "node_modules", "__pycache__", ".venv")
+# caches and toolchains, never task data (a sandbox's /root may hold an interpreter under .pyenv)
+_PRUNED = (
+    ".cache",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    ".pyenv",
+    ".rustup",
+    ".cargo",
+    ".nvm",
+    ".npm",
+    ".local",
+    ".conda",
+)
 
 
 def chunk_size(max_output_bytes: int | None) -> int:
