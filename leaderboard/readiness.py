@@ -424,3 +424,18 @@ def _check_quick_submit(
             "quick_submit_run_url",
             "must be the workflow run that produced the referenced results file",
         )
+
+
+def check_images_section(section: dict[str, Any]) -> list[Finding]:
+    """The image rules alone (digest-pinned, public registry, linux/amd64) for one section."""
+    c = _Collector()
+    c.keys(section, json_path("images"), SECTION_KEYS["images"], frozenset())
+    _check_images(c, section)
+    return c.findings
+
+
+def check_task_images_section(section: dict[str, Any], loader: TaskSetLoader) -> list[Finding]:
+    """Task environment image rules: pinned public images covering the whole task set."""
+    c = _Collector()
+    _check_task_images(c, section, loader)
+    return c.findings
