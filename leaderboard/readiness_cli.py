@@ -182,6 +182,7 @@ def assemble(**opts: Any) -> None:
         quick_submit_run_url=opts["quick_submit_run_url"],
     )
     base_dir = output.parent
+    base_dir.mkdir(parents=True, exist_ok=True)  # results paths are recorded relative to it
     if opts["no_query_verify"]:
         doc = assemble_evidence(inputs, base_dir=base_dir, queries=None)
         _write_json(output, doc)
