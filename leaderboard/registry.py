@@ -99,11 +99,23 @@ class RegistryClient:
         media_type = document.get("mediaType") or media_type
         if media_type in INDEX_TYPES:
             child = _platform_entry(document, platform, ref)
+            await self._check_platform_manifest(ref, child, platform)
             return ResolvedImage(ref, digest, media_type, platform, child)
         if media_type in MANIFEST_TYPES:
             await self._check_config_platform(ref, document, platform)
             return ResolvedImage(ref, digest, media_type, platform, digest)
         raise RegistryError(f"{ref}: unsupported manifest media type {media_type!r}")
+
+    async def _check_platform_manifest(self, ref: ImageRef, digest: str, platform: str) -> None:
+        """The index's entry must exist, match its digest and describe the same platform."""
+        url = f"{self.base_url(ref.registry)}/v2/{ref.repository}/manifests/{digest}"
+        response = await self._get(url, ref, {"Accept": ACCEPT})
+        if "sha256:" + hashlib.sha256(response.content).hexdigest() != digest:
+            raise RegistryError(f"{ref}: the {platform} manifest does not match {digest}")
+        manifest = _json(response.content, f"{ref}: {platform} manifest")
+        if manifest.get("mediaType", MANIFEST_TYPES[0]) not in MANIFEST_TYPES:
+            raise RegistryError(f"{ref}: the {platform} entry is not an image manifest")
+        await self._check_config_platform(ref, manifest, platform)
 
     async def _check_config_platform(
         self, ref: ImageRef, manifest: dict[str, Any], platform: str

@@ -47,6 +47,20 @@ async def test_oci_index_resolves_to_index_digest_and_amd64(registry: FakeRegist
     assert "application/vnd.oci.image.index.v1+json" in registry.requests[0]["accept"]
 
 
+async def test_index_entry_that_lies_about_its_platform_fails(registry: FakeRegistry) -> None:
+    registry.add_index("acme/green", "liar", [("linux", "amd64")])
+    repo = registry.repos["acme/green"]
+    # Re-point the amd64 child at an arm64 image: the index claims amd64, the config says arm64.
+    arm = registry.add_manifest("acme/green", "arm", "linux", "arm64")
+    index = json.loads(repo.manifests["liar"][1])
+    index["manifests"][0]["digest"] = arm
+    body = json.dumps(index).encode()
+    repo.manifests["liar"] = (repo.manifests["liar"][0], body)
+    async with client_for(registry) as client:
+        with pytest.raises(RegistryError, match="linux/arm64, not linux/amd64"):
+            await client.resolve(parse_image_ref("ghcr.io/acme/green:liar"))
+
+
 async def test_docker_manifest_list(registry: FakeRegistry) -> None:
     digest = registry.add_index("acme/worker", "v1", AMD64_ARM64, media_type=DOCKER_LIST)
     async with client_for(registry) as client:
