@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import CliResult, run_cli
 from loopback_server import serve
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -43,60 +44,63 @@ def github_api() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
 def run(
-    api: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
-    full_env = {**base, "SKILLSBENCH_GITHUB_API_URL": api, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "skillsbench_agentbeats", "ghcr-preflight", *args],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    github_api: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., CliResult]:
+    """The CLI in-process with a controlled environment (``env`` entries are set, tokens cleared)."""
+
+    def invoke(*args: str, env: dict[str, str] | None = None) -> CliResult:
+        monkeypatch.delenv("GH_TOKEN", raising=False)
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        monkeypatch.setenv("SKILLSBENCH_GITHUB_API_URL", github_api)
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        return run_cli(capsys, "ghcr-preflight", *args)
+
+    return invoke
 
 
-def assert_token_hidden(done: subprocess.CompletedProcess[str], token: str) -> None:
+def assert_token_hidden(done: CliResult, token: str) -> None:
     assert token not in done.stdout and token not in done.stderr
 
 
-def test_both_package_scopes_pass(github_api: str) -> None:
-    done = run(github_api, "--token-from-env", env={"GH_TOKEN": FULL})
+def test_both_package_scopes_pass(run: Callable[..., CliResult]) -> None:
+    done = run("--token-from-env", env={"GH_TOKEN": FULL})
     assert done.returncode == 0, done.stderr
     assert "octo-operator" in done.stdout
     assert_token_hidden(done, FULL)
 
 
-def test_github_token_is_the_fallback(github_api: str) -> None:
-    done = run(github_api, "--token-from-env", env={"GITHUB_TOKEN": FULL})
+def test_github_token_is_the_fallback(run: Callable[..., CliResult]) -> None:
+    done = run("--token-from-env", env={"GITHUB_TOKEN": FULL})
     assert done.returncode == 0, done.stderr
 
 
-def test_missing_write_scope_fails(github_api: str) -> None:
-    done = run(github_api, "--token-from-env", env={"GH_TOKEN": READ_ONLY})
+def test_missing_write_scope_fails(run: Callable[..., CliResult]) -> None:
+    done = run("--token-from-env", env={"GH_TOKEN": READ_ONLY})
     assert done.returncode == 1
     assert "lacks write:packages" in done.stderr
     assert_token_hidden(done, READ_ONLY)
 
 
-def test_fine_grained_token_has_no_scope_header(github_api: str) -> None:
-    done = run(github_api, "--token-from-env", env={"GH_TOKEN": FINE_GRAINED})
+def test_fine_grained_token_has_no_scope_header(run: Callable[..., CliResult]) -> None:
+    done = run("--token-from-env", env={"GH_TOKEN": FINE_GRAINED})
     assert done.returncode == 2
     assert "X-OAuth-Scopes" in done.stderr and "Traceback" not in done.stderr
     assert_token_hidden(done, FINE_GRAINED)
 
 
-def test_rejected_token_is_not_printed(github_api: str) -> None:
+def test_rejected_token_is_not_printed(run: Callable[..., CliResult]) -> None:
     bad = "ghp_REJECTEDtoken0123456789"
-    done = run(github_api, "--token-from-env", env={"GH_TOKEN": bad})
+    done = run("--token-from-env", env={"GH_TOKEN": bad})
     assert done.returncode == 2
     assert "rejected the token (HTTP 401)" in done.stderr
     assert_token_hidden(done, bad)
 
 
-def test_no_token_in_env(github_api: str) -> None:
-    done = run(github_api, "--token-from-env")
+def test_no_token_in_env(run: Callable[..., CliResult]) -> None:
+    done = run("--token-from-env")
     assert done.returncode == 2
     assert "GH_TOKEN" in done.stderr
 
@@ -112,20 +116,34 @@ def _fake_gh(tmp_path: Path, token: str, exit_code: int = 0) -> str:
     return str(bin_dir)
 
 
-def test_default_source_is_gh_auth_token(github_api: str, tmp_path: Path) -> None:
-    done = run(github_api, env={"PATH": _fake_gh(tmp_path, FULL)})
+def test_default_source_is_gh_auth_token(run: Callable[..., CliResult], tmp_path: Path) -> None:
+    done = run(env={"PATH": _fake_gh(tmp_path, FULL)})
     assert done.returncode == 0, done.stderr
     assert "gh auth token" in done.stdout
     assert_token_hidden(done, FULL)
 
 
-def test_gh_without_login_fails(github_api: str, tmp_path: Path) -> None:
-    done = run(github_api, env={"PATH": _fake_gh(tmp_path, "", exit_code=1)})
+def test_gh_without_login_fails(run: Callable[..., CliResult], tmp_path: Path) -> None:
+    done = run(env={"PATH": _fake_gh(tmp_path, "", exit_code=1)})
     assert done.returncode == 2
     assert "gh auth login" in done.stderr
 
 
-def test_gh_not_installed(github_api: str, tmp_path: Path) -> None:
-    done = run(github_api, env={"PATH": str(tmp_path)})
+def test_gh_not_installed(run: Callable[..., CliResult], tmp_path: Path) -> None:
+    done = run(env={"PATH": str(tmp_path)})
     assert done.returncode == 2
     assert "--token-from-env" in done.stderr
+
+
+def test_real_entry_point_never_prints_the_token(github_api: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
+    env |= {"SKILLSBENCH_GITHUB_API_URL": github_api, "GITHUB_TOKEN": READ_ONLY}
+    done = subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", "ghcr-preflight", "--token-from-env"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "lacks write:packages" in done.stderr
+    assert READ_ONLY not in done.stdout + done.stderr

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli
 from fake_registry import DOCKER_LIST, DOCKER_MANIFEST, FakeRegistry
 from loopback_server import serve
 
@@ -127,16 +127,19 @@ async def test_evidence_lists_every_failing_image(registry: FakeRegistry) -> Non
 
 
 def test_cli_writes_evidence_that_passes_the_readiness_image_rules(
-    registry: FakeRegistry, tmp_path: Path
+    registry: FakeRegistry,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in ("green", "worker", "purple"):
         registry.add_index(f"acme/skillsbench-{name}", "latest", AMD64_ARM64)
     output = tmp_path / "images.json"
-    env = {**os.environ, "SKILLSBENCH_REGISTRY_URL_OVERRIDES": f"ghcr.io={registry.base_url}"}
-    args = [sys.executable, "-m", "skillsbench_agentbeats", "images", "evidence"]
+    monkeypatch.setenv("SKILLSBENCH_REGISTRY_URL_OVERRIDES", f"ghcr.io={registry.base_url}")
+    args = ["images", "evidence", "--output", str(output)]
     for name in ("green", "worker", "purple"):
         args += [f"--{name}-image", f"ghcr.io/acme/skillsbench-{name}:latest"]
-    done = subprocess.run([*args, "--output", str(output)], env=env, capture_output=True, text=True)
+    done = run_cli(capsys, *args)
     assert done.returncode == 0, done.stderr
     data = json.loads(output.read_text())
     assert data["schema_version"] == "skillsbench.agentbeats.image_evidence.v1"

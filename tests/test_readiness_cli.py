@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import CliResult, run_cli
 from conftest import PUBLISHED_DATA
 from readiness_fixtures import (
     CANONICAL_URL,
@@ -27,13 +29,9 @@ SMOKE_SET = PUBLISHED_DATA / "benchflow-ai__skillsbench-agentbeats__task_sets__s
 V11_SET = PUBLISHED_DATA / "benchflow-ai__skillsbench-agentbeats__task_sets__skillsbench-v1.1.json"
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "skillsbench_agentbeats", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    return lambda *args: run_cli(capsys, *args)
 
 
 def write(path: Path, data: Any) -> Path:
@@ -92,7 +90,7 @@ def validate_args(ws: Path, evidence: Path) -> list[str | Path]:
             "--task-set-file", SMOKE_SET]  # fmt: skip
 
 
-def test_assemble_then_validate(ws: Path) -> None:
+def test_assemble_then_validate(ws: Path, cli: Callable[..., CliResult]) -> None:
     done = cli(*assemble_args(ws), "--quick-submit-results", ws / "results" / "canonical.json",
                "--quick-submit-run-url", CANONICAL_URL)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -110,7 +108,7 @@ def test_assemble_then_validate(ws: Path) -> None:
     assert done.stdout.startswith("ok:")
 
 
-def test_assemble_refuses_bad_evidence(ws: Path) -> None:
+def test_assemble_refuses_bad_evidence(ws: Path, cli: Callable[..., CliResult]) -> None:
     done = cli(*assemble_args(ws, **{"--private-proof-storage": "http://proofs.example.com/x"}))
     assert done.returncode == 1
     assert "$.worker.private_proof_storage: [storage_scheme]" in done.stdout
@@ -122,7 +120,7 @@ def test_assemble_refuses_bad_evidence(ws: Path) -> None:
     )
 
 
-def test_draft_skips_queries_and_does_not_validate(ws: Path) -> None:
+def test_draft_skips_queries_and_does_not_validate(ws: Path, cli: Callable[..., CliResult]) -> None:
     done = cli(*assemble_args(ws), "--no-query-verify")
     assert done.returncode == 0, done.stderr
     assert "DRAFT" in done.stdout
@@ -133,7 +131,7 @@ def test_draft_skips_queries_and_does_not_validate(ws: Path) -> None:
     assert "$.leaderboard.query_row_counts: [missing_key]" in done.stdout
 
 
-def test_validate_lists_every_violation_with_paths(ws: Path) -> None:
+def test_validate_lists_every_violation_with_paths(ws: Path, cli: Callable[..., CliResult]) -> None:
     assert cli(*assemble_args(ws)).returncode == 0
     evidence = ws / "evidence" / "evidence.json"
     doc = json.loads(evidence.read_text())
@@ -152,14 +150,28 @@ def test_validate_lists_every_violation_with_paths(ws: Path) -> None:
 
 
 def test_validate_bad_json_is_one_line(tmp_path: Path) -> None:
+    """Through a real interpreter: one line on stderr, exit 2, no traceback."""
     evidence = tmp_path / "evidence.json"
     evidence.write_text("{nope")
-    done = cli("readiness", "validate", "--evidence", evidence)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skillsbench_agentbeats",
+            "readiness",
+            "validate",
+            "--evidence",
+            str(evidence),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "not valid JSON" in done.stderr
 
 
-def test_deploy_bundle_is_written_when_complete(ws: Path) -> None:
+def test_deploy_bundle_is_written_when_complete(ws: Path, cli: Callable[..., CliResult]) -> None:
     out = ws / "bundle.json"
     done = cli("deploy-bundle", "--branch-images", ws / "images.json", "--task-environment-images",
                ws / "task-images.json", "--task-set", "smoke", "--task-set-file", SMOKE_SET,
@@ -179,7 +191,7 @@ def test_deploy_bundle_is_written_when_complete(ws: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_deploy_bundle_components_shape(ws: Path) -> None:
+def test_deploy_bundle_components_shape(ws: Path, cli: Callable[..., CliResult]) -> None:
     components = {
         role: {
             "image": f"ghcr.io/acme/{role}@{d}",
@@ -195,7 +207,9 @@ def test_deploy_bundle_components_shape(ws: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_deploy_bundle_refuses_incomplete_coverage_and_unpinned_images(ws: Path) -> None:
+def test_deploy_bundle_refuses_incomplete_coverage_and_unpinned_images(
+    ws: Path, cli: Callable[..., CliResult]
+) -> None:
     images = json.loads((ws / "images.json").read_text())
     images["purple_image"] = "ghcr.io/acme/purple:latest"
     write(ws / "images.json", images)
