@@ -1,145 +1,46 @@
 """Static checks of Amber component manifests: what ``amber check`` verifies, minus the linker's
 network fetches.
 
-Parse-time rules (errors), the linker's rules we can apply to local child manifests (errors),
-and Amber's lints (warnings; ``-D warnings`` or ``-D <lint>`` turns them into errors). Every
-finding names the file, the JSON path and the rule.
+Parse-time rules (errors) live here; the linker's rules we can apply to local child manifests
+are in ``amber_link``, Amber's lints (warnings) in ``amber_lints``. Every finding names the file,
+the JSON path and the rule.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import json5
-
-from leaderboard.amber_schema import check_config_schema, property_names, resolve_config_path
+from leaderboard.amber_link import check_children
+from leaderboard.amber_lints import check_lints
+from leaderboard.amber_manifest import (
+    CAPABILITY_KINDS,
+    EXPERIMENTAL_FEATURES,
+    FRAMEWORK_CAPABILITIES,
+    LINTS,
+    RULES,
+    SLOT_FIELDS,
+    TOP_LEVEL_KEYS,
+    VERSION_GATES,
+    VERSION_PATTERN,
+    Loader,
+    ManifestCheck,
+    Use,
+    as_list,
+    as_obj,
+    binding_parts,
+    interpolations,
+    walk_strings,
+)
+from leaderboard.amber_schema import check_config_schema, resolve_config_path
 from leaderboard.findings import Finding, child, json_path
 
-TOP_LEVEL_KEYS = frozenset(
-    {
-        "manifest_version",
-        "experimental_features",
-        "program",
-        "components",
-        "use",
-        "config_schema",
-        "slots",
-        "resources",
-        "provides",
-        "bindings",
-        "policies",
-        "overlays",
-        "exports",
-        "metadata",
-    }
-)
-EXPERIMENTAL_FEATURES = frozenset({"docker", "kvm", "policies"})
-FRAMEWORK_CAPABILITIES = {"docker": "docker", "kvm": "kvm"}  # capability -> required feature
-CAPABILITY_KINDS = frozenset({"mcp", "llm", "http", "docker", "a2a", "storage"})
-SLOT_FIELDS = frozenset({"url"})
-LINTS = frozenset(
-    {
-        "unused_slot",
-        "unused_provide",
-        "unused_program",
-        "unused_config",
-        "optional_env_config",
-        "optional_command_config",
-        "optional_mount_config",
-        "required_slot_when",
-        "deprecated_binding_self_source",
-        "deprecated_export_self_target",
-    }
-)
-ERROR_RULES = frozenset(
-    {
-        "parse",
-        "duplicate_key",
-        "unknown_top_level_key",
-        "manifest_version",
-        "experimental_feature",
-        "version_gate",
-        "config_schema",
-        "endpoint_name",
-        "duplicate_endpoint",
-        "name_dot",
-        "slot_provide_conflict",
-        "capability_kind",
-        "provide_key",
-        "provide_endpoint",
-        "program_shape",
-        "unresolved_config",
-        "unresolved_slot",
-        "interpolation_source",
-        "unresolved_item",
-        "mount",
-        "framework_capability",
-        "export_target",
-        "binding",
-        "binding_slot",
-        "binding_kind",
-        "binding_source",
-        "child_manifest",
-        "child_feature",
-        "unbound_slot",
-        "child_config",
-    }
-)
-RULES = ERROR_RULES | LINTS
-_VERSION = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
-)
-_INTERPOLATION = re.compile(r"\$\{([^}]*)\}")
-_GATES = {"when": (0, 2, 0), "each": (0, 3, 0), "use": (0, 4, 0), "overlays": (0, 4, 0)}
+__all__ = ["RULES", "check_manifests", "deny_lints"]
 
 
-@dataclass
-class Manifest:
-    path: Path
-    data: dict[str, Any]
-    version: tuple[int, int, int] | None
-
-    def section(self, name: str) -> dict[str, Any]:
-        value = self.data.get(name)
-        return value if isinstance(value, dict) else {}
-
-
-@dataclass
-class _Use:
-    """One ``${...}`` or ``when`` reference, where it occurs and whether a ``when`` guards it."""
-
-    path: str
-    source: str  # "config", "slots", "item" or anything else (an error)
-    dotted: str  # path after the source, "" for the whole object
-    where: str  # "env", "command", "image", "mount", "when", "child_config"
-    guarded: bool = False
-
-
-@dataclass
-class _Checker:
-    manifest: Manifest
-    loader: _Loader
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def file(self) -> str:
-        return str(self.manifest.path)
-
-    def add(self, path: str, rule: str, message: str) -> None:
-        lint = rule in LINTS
-        self.findings.append(
-            Finding(
-                path=path,
-                rule=rule,
-                message=message,
-                file=self.file,
-                severity="warning" if lint else "error",
-            )
-        )
+class _Checker(ManifestCheck):
+    """Parse-time rules for one manifest, then the link checks and the lints."""
 
     # --- the whole manifest ---------------------------------------------------------------
     def run(self) -> list[Finding]:
@@ -162,12 +63,12 @@ class _Checker:
         self._mounts(features)
         self._exports()
         self._bindings(features)
-        self._children(features)
-        self._lints(uses)
+        check_children(self, features)
+        check_lints(self, uses)
         return self.findings
 
     def _gate(self, feature: str, path: str) -> None:
-        need = _GATES[feature]
+        need = VERSION_GATES[feature]
         version = self.manifest.version
         if version is not None and version < need:
             self.add(
@@ -182,7 +83,7 @@ class _Checker:
             self.add(
                 json_path("manifest_version"), "manifest_version", "manifest_version is required"
             )
-        elif not isinstance(value, str) or not _VERSION.match(value):
+        elif not isinstance(value, str) or not VERSION_PATTERN.match(value):
             self.add(json_path("manifest_version"), "manifest_version", f"{value!r} is not SemVer")
         elif not (0, 1, 0) <= self.manifest.version < (1, 0, 0):  # type: ignore[operator]
             self.add(
@@ -210,7 +111,7 @@ class _Checker:
 
     def _endpoints(self) -> set[str]:
         program = self.manifest.section("program")
-        network = _obj(program.get("network"))
+        network = as_obj(program.get("network"))
         names: set[str] = set()
         for i, endpoint in enumerate(network.get("endpoints") or []):
             name = endpoint.get("name") if isinstance(endpoint, dict) else None
@@ -295,11 +196,11 @@ class _Checker:
             self.add(p, "program_shape", "an image program needs an entrypoint")
 
     # --- interpolation and references -----------------------------------------------------
-    def _uses(self) -> Iterator[_Use]:
+    def _uses(self) -> Iterator[Use]:
         program = self.manifest.section("program")
         base = json_path("program")
         if isinstance(program.get("image"), str):
-            yield from _interpolations(program["image"], child(base, "image"), "image", False)
+            yield from interpolations(program["image"], child(base, "image"), "image", False)
         command_key = "entrypoint" if "entrypoint" in program else "args"
         command = program.get(command_key)
         items = (
@@ -312,16 +213,16 @@ class _Checker:
                 else child(base, command_key)
             )
             yield from self._templated(item, p, "command")
-        env = _obj(program.get("env"))
+        env = as_obj(program.get("env"))
         for name, value in env.items():
             yield from self._templated(value, child(base, "env", name), "env")
         for name, decl in self.manifest.section("components").items():
             if isinstance(decl, dict) and "config" in decl:
-                yield from _walk_strings(decl["config"], json_path("components", name, "config"))
+                yield from walk_strings(decl["config"], json_path("components", name, "config"))
 
-    def _templated(self, value: Any, p: str, where: str) -> Iterator[_Use]:
+    def _templated(self, value: Any, p: str, where: str) -> Iterator[Use]:
         if isinstance(value, str):
-            yield from _interpolations(value, p, where, False)
+            yield from interpolations(value, p, where, False)
             return
         if not isinstance(value, dict):
             self.add(p, "program_shape", "must be a string or a {when|each, ...} object")
@@ -330,7 +231,7 @@ class _Checker:
             self._gate("when", child(p, "when"))
             when = value["when"]
             source, _, dotted = str(when).partition(".")
-            yield _Use(child(p, "when"), source, dotted, "when", True)
+            yield Use(child(p, "when"), source, dotted, "when", True)
         if "each" in value:
             self._gate("each", child(p, "each"))
         for key in ("value", "argv", "arg"):
@@ -343,9 +244,9 @@ class _Checker:
                 else []
             ):
                 if isinstance(text, str):
-                    yield from _interpolations(text, q, where, "when" in value or "each" in value)
+                    yield from interpolations(text, q, where, "when" in value or "each" in value)
 
-    def _check_uses(self, uses: list[_Use]) -> None:
+    def _check_uses(self, uses: list[Use]) -> None:
         schema = self.manifest.data.get("config_schema")
         slots = self.manifest.section("slots")
         for use in uses:
@@ -419,7 +320,7 @@ class _Checker:
 
     def _mounts(self, features: set[str]) -> None:
         program = self.manifest.section("program")
-        mounts = _list(program.get("mounts"))
+        mounts = as_list(program.get("mounts"))
         schema = self.manifest.data.get("config_schema")
         for i, mount in enumerate(mounts):
             p = json_path("program", "mounts", i)
@@ -516,7 +417,7 @@ class _Checker:
             return
         for i, binding in enumerate(bindings):
             p = json_path("bindings", i)
-            parsed = _binding_parts(binding)
+            parsed = binding_parts(binding)
             if parsed is None:
                 self.add(
                     p,
@@ -567,256 +468,9 @@ class _Checker:
                 f"`from` must be #child.<export>, slots.*, provides.*, resources.* or framework.*, not {ref!r}",
             )
 
-    # --- link-time checks against local child manifests ------------------------------------
-    def _children(self, features: set[str]) -> None:
-        bound: dict[str, set[str]] = {}
-        for binding in self.manifest.data.get("bindings") or []:
-            parsed = _binding_parts(binding)
-            if parsed is not None and parsed[0][0].startswith("#"):
-                bound.setdefault(parsed[0][0][1:], set()).add(parsed[0][1])
-        for name, decl in self.manifest.section("components").items():
-            p = json_path("components", name)
-            ref = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
-            url = ref.get("url") if isinstance(ref, dict) else ref
-            if not isinstance(url, str):
-                self.add(p, "child_manifest", "a child needs a manifest reference")
-                continue
-            if "://" in url and not url.startswith("file://"):
-                continue  # remote: the linker fetches it; we do not
-            child_path = (self.manifest.path.parent / url.removeprefix("file://")).resolve()
-            manifest, error = self.loader.load(child_path)
-            if manifest is None:
-                self.add(p, "child_manifest", f"cannot load {url}: {error}")
-                continue
-            missing = set(map(str, manifest.data.get("experimental_features") or [])) - features
-            if missing:
-                self.add(
-                    p,
-                    "child_feature",
-                    f"child needs experimental features {sorted(missing)} the parent does not enable",
-                )
-            for slot, slot_decl in manifest.section("slots").items():
-                if (
-                    isinstance(slot_decl, dict)
-                    and not slot_decl.get("optional")
-                    and slot not in bound.get(name, set())
-                ):
-                    self.add(p, "unbound_slot", f"required slot {name}.{slot} is not bound")
-            config = decl.get("config") if isinstance(decl, dict) else None
-            self._child_config(manifest, config, child(p, "config"))
-        self._binding_kinds()
-
-    def _child_config(self, manifest: Manifest, config: Any, p: str) -> None:
-        schema = manifest.data.get("config_schema")
-        if not isinstance(schema, dict):
-            return
-        given = config if isinstance(config, dict) else {}
-        props = _obj(schema.get("properties"))
-        if schema.get("additionalProperties") is False:
-            for key in sorted(set(given) - set(props)):
-                self.add(
-                    child(p, key), "child_config", f"{key!r} is not in the child's config_schema"
-                )
-        for key in _list(schema.get("required")):
-            if key not in given and not (
-                isinstance(props.get(key), dict) and "default" in props[key]
-            ):
-                self.add(p, "child_config", f"required config {key!r} is missing")
-
-    def _binding_kinds(self) -> None:
-        for i, binding in enumerate(self.manifest.data.get("bindings") or []):
-            parsed = _binding_parts(binding)
-            if parsed is None:
-                continue
-            (to_ref, slot), (from_ref, capability) = parsed
-            target = self._child_manifest(to_ref)
-            p = json_path("bindings", i)
-            slot_kind = None
-            if target is not None:
-                decl = target.section("slots").get(slot)
-                if not isinstance(decl, dict):
-                    self.add(
-                        child(p, "to"),
-                        "binding_slot",
-                        f"{to_ref}.{slot}: the child declares no slot {slot!r}",
-                    )
-                    continue
-                slot_kind = decl.get("kind")
-            source_kind = self._source_kind(from_ref, capability, child(p, "from"))
-            if slot_kind and source_kind and slot_kind != source_kind:
-                self.add(
-                    p,
-                    "binding_kind",
-                    f"{to_ref}.{slot} is {slot_kind}, but {from_ref}.{capability} is {source_kind}",
-                )
-
-    def _source_kind(self, ref: str, capability: str, p: str) -> str | None:
-        if ref == "framework":
-            return "docker" if capability == "docker" else None
-        if ref in ("slots", "provides", "resources"):
-            decl = self.manifest.section(ref).get(capability)
-            return decl.get("kind") if isinstance(decl, dict) else None
-        source = self._child_manifest(ref) if ref.startswith("#") else None
-        if source is None:
-            return None
-        target = source.section("exports").get(capability)
-        if target is None:
-            self.add(p, "binding_source", f"{ref} exports no {capability!r}")
-            return None
-        kind, dot, rest = str(target).partition(".")
-        name = rest if dot and kind in ("provides", "slots", "self") else str(target)
-        decl = source.section("provides").get(name) or source.section("slots").get(name)
-        return decl.get("kind") if isinstance(decl, dict) else None
-
-    def _child_manifest(self, ref: str) -> Manifest | None:
-        decl = self.manifest.section("components").get(ref[1:]) if ref.startswith("#") else None
-        ref_value = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
-        url = ref_value.get("url") if isinstance(ref_value, dict) else ref_value
-        if not isinstance(url, str) or ("://" in url and not url.startswith("file://")):
-            return None
-        return self.loader.load(
-            (self.manifest.path.parent / url.removeprefix("file://")).resolve()
-        )[0]
-
-    # --- lints ------------------------------------------------------------------------------
-    def _lints(self, uses: list[_Use]) -> None:
-        data = self.manifest.data
-        slots, provides = self.manifest.section("slots"), self.manifest.section("provides")
-        used_slots: set[str] = set()
-        for use in uses:
-            if use.source == "slots":
-                if use.dotted:
-                    used_slots.add(use.dotted.partition(".")[0])
-                else:
-                    used_slots |= set(slots)
-        program = self.manifest.section("program")
-        for mount in program.get("mounts") or []:
-            if isinstance(mount, dict) and str(mount.get("from", "")).startswith("slots."):
-                used_slots.add(str(mount["from"]).partition(".")[2])
-        exported: set[str] = set()
-        for target in self.manifest.section("exports").values():
-            kind, dot, rest = str(target).partition(".")
-            exported.add(rest if dot and kind in ("provides", "slots", "self") else str(target))
-        bound_sources: set[str] = set()
-        for binding in data.get("bindings") or []:
-            parsed = _binding_parts(binding)
-            if parsed is not None and parsed[1][0] in ("slots", "provides", "self"):
-                bound_sources.add(parsed[1][1])
-        for name in slots:
-            if name not in used_slots | exported | bound_sources:
-                self.add(json_path("slots", name), "unused_slot", f"slot {name!r} is never used")
-        for name in provides:
-            if name not in exported | bound_sources:
-                self.add(
-                    json_path("provides", name),
-                    "unused_provide",
-                    f"provide {name!r} is never exported or bound",
-                )
-        if "program" in data and not any(n in exported | bound_sources for n in provides):
-            self.add(
-                json_path("program"),
-                "unused_program",
-                "the program serves no exported or bound provide",
-            )
-        used_config = {
-            u.dotted.partition(".")[0] for u in uses if u.source == "config" and u.dotted
-        }
-        if any(u.source == "config" and not u.dotted for u in uses):
-            return
-        for m in program.get("mounts") or []:
-            if isinstance(m, dict) and str(m.get("from", "")).startswith("config"):
-                name = str(m["from"]).partition(".")[2].partition(".")[0]
-                if not name:
-                    return
-                used_config.add(name)
-        for name in property_names(data.get("config_schema")):
-            if name not in used_config:
-                self.add(
-                    json_path("config_schema", "properties", name),
-                    "unused_config",
-                    f"config {name!r} is never referenced",
-                )
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _interpolations(text: str, p: str, where: str, guarded: bool) -> Iterator[_Use]:
-    for match in _INTERPOLATION.finditer(text):
-        source, _, dotted = match.group(1).strip().partition(".")
-        yield _Use(p, source, dotted, where, guarded)
-
-
-def _walk_strings(value: Any, p: str) -> Iterator[_Use]:
-    if isinstance(value, str):
-        for use in _interpolations(value, p, "child_config", False):
-            if use.source == "config":
-                yield use
-    elif isinstance(value, dict):
-        for key, sub in value.items():
-            yield from _walk_strings(sub, child(p, key))
-    elif isinstance(value, list):
-        for i, sub in enumerate(value):
-            yield from _walk_strings(sub, child(p, i))
-
-
-def _split_ref(value: Any) -> tuple[str, str]:
-    text = str(value) if isinstance(value, str) else ""
-    ref, _, rest = text.partition(".")
-    return ref, rest
-
-
-def _binding_parts(binding: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
-    if (
-        not isinstance(binding, dict)
-        or not isinstance(binding.get("to"), str)
-        or not isinstance(binding.get("from"), str)
-    ):
-        return None
-    to_ref, slot = _split_ref(binding["to"])
-    from_ref, capability = _split_ref(binding["from"])
-    slot = str(binding.get("slot", slot) or "")
-    capability = str(binding.get("capability", capability) or "")
-    return (to_ref, slot), (from_ref, capability)
-
-
-class _Loader:
-    """Loads and caches manifests (parse errors are reported once, by the file's own check)."""
-
-    def __init__(self) -> None:
-        self._cache: dict[Path, tuple[Manifest | None, str]] = {}
-
-    def load(self, path: Path) -> tuple[Manifest | None, str]:
-        key = path.resolve()
-        if key not in self._cache:
-            self._cache[key] = _parse(path)
-        return self._cache[key]
-
-
-def _parse(path: Path) -> tuple[Manifest | None, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return None, exc.strerror or type(exc).__name__
-    try:
-        data = json5.loads(text, allow_duplicate_keys=False)
-    except ValueError as exc:
-        return None, str(exc)
-    if not isinstance(data, dict):
-        return None, "a manifest is a single JSON5 object"
-    version_text = data.get("manifest_version")
-    match = _VERSION.match(version_text) if isinstance(version_text, str) else None
-    version = (int(match[1]), int(match[2]), int(match[3])) if match else None
-    return Manifest(path, data, version), ""
-
 
 def check_manifests(files: Iterable[Path]) -> list[Finding]:
-    loader = _Loader()
+    loader = Loader()
     findings: list[Finding] = []
     for path in files:
         manifest, error = loader.load(path)
