@@ -12,7 +12,7 @@ from typing import Any
 
 from leaderboard.evidence import IMAGE_ROLES
 from leaderboard.findings import Finding
-from leaderboard.readiness import check_images_section, check_task_images_section
+from leaderboard.readiness_images import check_images_section, check_task_images_section
 from leaderboard.task_set_lookup import TaskSetSummary
 
 DEPLOY_BUNDLE_SCHEMA_VERSION = "skillsbench.agentbeats.deploy_bundle.v1"

@@ -7,7 +7,7 @@ in one pass.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -49,3 +49,21 @@ def child(path: str, *parts: str | int) -> str:
 
 def errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
+
+
+class EvidenceCollector:
+    """Collects findings for a JSON document; ``keys`` checks approved and required keys."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def add(self, path: str, rule: str, message: str) -> None:
+        self.findings.append(Finding(path=path, rule=rule, message=message))
+
+    def keys(
+        self, obj: dict[str, Any], path: str, allowed: frozenset[str], required: frozenset[str]
+    ) -> None:
+        for key in sorted(set(obj) - allowed):
+            self.add(child(path, key), "unknown_key", f"{key!r} is not an approved key here")
+        for key in sorted(required - set(obj)):
+            self.add(child(path, key), "missing_key", f"{key!r} is required")

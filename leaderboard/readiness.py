@@ -9,7 +9,7 @@ pass the public schema and reproduce the recorded leaderboard query rows.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,44 +17,19 @@ from leaderboard.evidence import (
     AGENTBEATS_UUID,
     EVIDENCE_SCHEMA_VERSION,
     GITHUB_REPOSITORY,
-    IMAGE_ROLES,
     OPTIONAL_SECTION_KEYS,
     OPTIONAL_SECTIONS,
     RUN_SECTIONS,
     SECTION_KEYS,
-    TASK_IMAGE_KEYS,
     TOP_LEVEL_KEYS,
     WORKFLOW_RUN_URL,
 )
-from leaderboard.findings import Finding, child, json_path
-from leaderboard.image_refs import (
-    REQUIRED_PLATFORM,
-    SHA256_DIGEST,
-    parse_image_ref,
-    public_image_problems,
-)
+from leaderboard.findings import EvidenceCollector, Finding, child, json_path
 from leaderboard.query_check import QUERY_NAMES
+from leaderboard.readiness_images import TaskSetLoader, check_images, check_task_images
 from leaderboard.readiness_results import check_queries, check_results_file
 from leaderboard.storage_refs import is_under_prefix, private_storage_problems
-from leaderboard.task_set_lookup import TaskSetSummary, load_task_set
-
-TaskSetLoader = Callable[[str], TaskSetSummary]
-
-
-class _Collector:
-    def __init__(self) -> None:
-        self.findings: list[Finding] = []
-
-    def add(self, path: str, rule: str, message: str) -> None:
-        self.findings.append(Finding(path=path, rule=rule, message=message))
-
-    def keys(
-        self, obj: dict[str, Any], path: str, allowed: frozenset[str], required: frozenset[str]
-    ) -> None:
-        for key in sorted(set(obj) - allowed):
-            self.add(child(path, key), "unknown_key", f"{key!r} is not an approved key here")
-        for key in sorted(required - set(obj)):
-            self.add(child(path, key), "missing_key", f"{key!r} is required")
+from leaderboard.task_set_lookup import load_task_set
 
 
 def validate_evidence(
@@ -65,7 +40,7 @@ def validate_evidence(
     task_set_loader: TaskSetLoader = load_task_set,
 ) -> list[Finding]:
     """All findings for ``doc``; results files resolve relative to ``base_dir``."""
-    c = _Collector()
+    c = EvidenceCollector()
     if not isinstance(doc, dict):
         c.add("$", "evidence_type", "the evidence must be a JSON object")
         return c.findings
@@ -86,8 +61,8 @@ def validate_evidence(
         sections[name] = value
     repository = _check_leaderboard(c, sections.get("leaderboard", {}))
     purple_id = _check_agentbeats(c, sections.get("agentbeats", {}))
-    _check_images(c, sections.get("images", {}))
-    _check_task_images(c, sections.get("task_environment_images", {}), task_set_loader)
+    check_images(c, sections.get("images", {}))
+    check_task_images(c, sections.get("task_environment_images", {}), task_set_loader)
     storage = _check_worker(c, sections.get("worker", {}))
     run_files: dict[str, str] = {}  # normalized results file -> workflow run url of its section
     for name in RUN_SECTIONS:
@@ -108,7 +83,7 @@ def validate_evidence(
     return c.findings
 
 
-def _check_leaderboard(c: _Collector, section: dict[str, Any]) -> str | None:
+def _check_leaderboard(c: EvidenceCollector, section: dict[str, Any]) -> str | None:
     path = json_path("leaderboard")
     repository = section.get("repository")
     if "repository" in section and not (
@@ -158,7 +133,7 @@ def _check_leaderboard(c: _Collector, section: dict[str, Any]) -> str | None:
     return repository if isinstance(repository, str) else None
 
 
-def _check_agentbeats(c: _Collector, section: dict[str, Any]) -> str | None:
+def _check_agentbeats(c: EvidenceCollector, section: dict[str, Any]) -> str | None:
     for key in ("green_agent_id", "purple_agent_id"):
         value = section.get(key)
         if key in section and not (isinstance(value, str) and AGENTBEATS_UUID.match(value)):
@@ -171,117 +146,7 @@ def _check_agentbeats(c: _Collector, section: dict[str, Any]) -> str | None:
     return purple if isinstance(purple, str) and AGENTBEATS_UUID.match(purple) else None
 
 
-def _check_image(
-    c: _Collector, paths: tuple[str, str, str], ref: Any, digest: Any, platform: Any
-) -> None:
-    ref_path, digest_path, platform_path = paths
-    if not isinstance(ref, str):
-        c.add(ref_path, "image_ref_malformed", "must be an image reference string")
-    else:
-        for rule, message in public_image_problems(ref):
-            c.add(ref_path, rule, message)
-    if not (isinstance(digest, str) and SHA256_DIGEST.match(digest)):
-        c.add(digest_path, "image_digest", "must be sha256:<64 hex>")
-    elif isinstance(ref, str):
-        try:
-            pinned = parse_image_ref(ref).digest
-        except ValueError:
-            pinned = None
-        if pinned is not None and pinned != digest:
-            c.add(
-                digest_path,
-                "image_digest_mismatch",
-                f"{digest} is not the digest pinned in {ref!r}",
-            )
-    if platform != REQUIRED_PLATFORM:
-        c.add(
-            platform_path,
-            "image_platform",
-            f"platform evidence must be {REQUIRED_PLATFORM!r}, got {platform!r}",
-        )
-
-
-def _check_images(c: _Collector, section: dict[str, Any]) -> None:
-    for role in IMAGE_ROLES:
-        key = f"{role}_image"
-        if key not in section:
-            continue
-        paths = (
-            json_path("images", key),
-            json_path("images", f"{key}_digest"),
-            json_path("images", f"{key}_platform"),
-        )
-        _check_image(
-            c, paths, section.get(key), section.get(f"{key}_digest"), section.get(f"{key}_platform")
-        )
-
-
-def _check_task_images(c: _Collector, section: dict[str, Any], loader: TaskSetLoader) -> None:
-    base = json_path("task_environment_images")
-    name = section.get("task_set")
-    summary: TaskSetSummary | None = None
-    if isinstance(name, str):
-        try:
-            summary = loader(name)
-        except ValueError as exc:
-            c.add(child(base, "task_set"), "task_set_unknown", str(exc))
-    elif "task_set" in section:
-        c.add(child(base, "task_set"), "task_set_unknown", "must be a task-set name")
-    digest = section.get("task_set_digest")
-    if summary is not None and "task_set_digest" in section and digest != summary.task_set_digest:
-        c.add(
-            child(base, "task_set_digest"),
-            "task_set_digest_mismatch",
-            f"{digest!r} is not the digest of task set {summary.task_set!r} ({summary.task_set_digest})",
-        )
-    images = section.get("images")
-    if "images" in section and not isinstance(images, list):
-        c.add(child(base, "images"), "task_image_entry", "must be a list of task image entries")
-        return
-    seen: Counter[str] = Counter()
-    for i, entry in enumerate(images or []):
-        path = child(base, "images", i)
-        if not isinstance(entry, dict):
-            c.add(
-                path,
-                "task_image_entry",
-                "must be an object {task_id, image, image_digest, image_platform}",
-            )
-            continue
-        c.keys(entry, path, TASK_IMAGE_KEYS, TASK_IMAGE_KEYS)
-        task_id = entry.get("task_id")
-        if isinstance(task_id, str):
-            seen[task_id] += 1
-            if seen[task_id] == 2:
-                c.add(
-                    child(path, "task_id"),
-                    "task_image_duplicate",
-                    f"{task_id!r} has more than one image",
-                )
-            if summary is not None and task_id not in summary.task_ids:
-                c.add(
-                    child(path, "task_id"),
-                    "task_image_unexpected",
-                    f"{task_id!r} is not in task set {summary.task_set!r}",
-                )
-        paths = (child(path, "image"), child(path, "image_digest"), child(path, "image_platform"))
-        _check_image(
-            c, paths, entry.get("image"), entry.get("image_digest"), entry.get("image_platform")
-        )
-    if summary is not None:
-        missing = [t for t in summary.task_ids if t not in seen]
-        if missing:
-            shown = ", ".join(missing[:10]) + (
-                f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-            )
-            c.add(
-                child(base, "images"),
-                "task_image_coverage",
-                f"{len(missing)} of {len(summary.task_ids)} tasks of {summary.task_set!r} have no image: {shown}",
-            )
-
-
-def _check_worker(c: _Collector, section: dict[str, Any]) -> str | None:
+def _check_worker(c: EvidenceCollector, section: dict[str, Any]) -> str | None:
     base = json_path("worker")
     storage = section.get("private_proof_storage")
     good = "private_proof_storage" in section
@@ -315,7 +180,7 @@ def _check_worker(c: _Collector, section: dict[str, Any]) -> str | None:
     return storage if good and isinstance(storage, str) else None
 
 
-def _check_run_url(c: _Collector, path: str, url: Any, repository: str | None) -> bool:
+def _check_run_url(c: EvidenceCollector, path: str, url: Any, repository: str | None) -> bool:
     match = WORKFLOW_RUN_URL.match(url) if isinstance(url, str) else None
     if match is None:
         c.add(
@@ -333,7 +198,11 @@ def _check_run_url(c: _Collector, path: str, url: Any, repository: str | None) -
 
 
 def _check_run(
-    c: _Collector, name: str, section: dict[str, Any], repository: str | None, storage: str | None
+    c: EvidenceCollector,
+    name: str,
+    section: dict[str, Any],
+    repository: str | None,
+    storage: str | None,
 ) -> dict[str, str]:
     base = json_path(name)
     url = section.get("workflow_run_url")
@@ -375,7 +244,7 @@ def _norm(path: str) -> str:
 
 
 def _check_results_files(
-    c: _Collector, sections: dict[str, dict[str, Any]], base_dir: Path, purple_id: str | None
+    c: EvidenceCollector, sections: dict[str, dict[str, Any]], base_dir: Path, purple_id: str | None
 ) -> list[Path]:
     readable: dict[str, Path] = {}
     for name in RUN_SECTIONS:
@@ -397,7 +266,7 @@ def _check_results_files(
 
 
 def _check_quick_submit(
-    c: _Collector, section: dict[str, Any], repository: str | None, run_files: dict[str, str]
+    c: EvidenceCollector, section: dict[str, Any], repository: str | None, run_files: dict[str, str]
 ) -> None:
     base = json_path("quick_submit")
     enabled = section.get("enabled")
@@ -424,18 +293,3 @@ def _check_quick_submit(
             "quick_submit_run_url",
             "must be the workflow run that produced the referenced results file",
         )
-
-
-def check_images_section(section: dict[str, Any]) -> list[Finding]:
-    """The image rules alone (digest-pinned, public registry, linux/amd64) for one section."""
-    c = _Collector()
-    c.keys(section, json_path("images"), SECTION_KEYS["images"], frozenset())
-    _check_images(c, section)
-    return c.findings
-
-
-def check_task_images_section(section: dict[str, Any], loader: TaskSetLoader) -> list[Finding]:
-    """Task environment image rules: pinned public images covering the whole task set."""
-    c = _Collector()
-    _check_task_images(c, section, loader)
-    return c.findings

@@ -15,7 +15,7 @@ from loopback_server import serve
 
 from leaderboard.image_evidence import collect_image_evidence
 from leaderboard.image_refs import parse_image_ref
-from leaderboard.readiness import check_images_section
+from leaderboard.readiness_images import check_images_section
 from leaderboard.registry import RegistryClient, RegistryError
 
 AMD64_ARM64 = [("linux", "amd64"), ("linux", "arm64")]
