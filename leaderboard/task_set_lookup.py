@@ -1,20 +1,19 @@
-"""Find a task-set manifest by name (``task_sets/<name>.json``) or by path."""
+"""What readiness and deploy bundles need from a task-set manifest, loaded by name or path.
+
+The manifest itself (format, digest, packaged names) belongs to ``task_sets.manifest``.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-PACKAGED_TASK_SETS = Path(__file__).resolve().parent.parent / "task_sets"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+from task_sets.manifest import load_task_set as load_manifest
 
 
 class TaskSetSummary(BaseModel):
-    """What readiness and deploy bundles need from a manifest: its name, digest and task ids."""
+    """A task set's name, digest and task ids, in manifest order."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -24,26 +23,10 @@ class TaskSetSummary(BaseModel):
 
 
 def load_task_set(name_or_path: str | Path) -> TaskSetSummary:
-    """Load a manifest from a file path, else ``task_sets/<name>.json``; ValueError if neither."""
-    path = Path(name_or_path)
-    if not path.is_file():
-        name = str(name_or_path)
-        if not _NAME.match(name):
-            raise ValueError(f"task set {name!r} is neither a file nor a task-set name")
-        path = PACKAGED_TASK_SETS / f"{name}.json"
-        if not path.is_file():
-            raise ValueError(f"task set {name!r} not found (looked for {path.name} in task_sets/)")
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"task set {path.name} is not valid JSON: {exc}") from exc
-    tasks = data.get("tasks") if isinstance(data, dict) else None
-    if not isinstance(tasks, list) or not all(
-        isinstance(t, dict) and isinstance(t.get("task_id"), str) for t in tasks
-    ):
-        raise ValueError(f"task set {path.name} has no tasks[].task_id list")
+    """``task_sets/<name>.json`` by name, or a manifest file; ValueError names what is wrong."""
+    manifest = load_manifest(name_or_path)
     return TaskSetSummary(
-        task_set=str(data.get("task_set") or path.stem),
-        task_set_digest=data.get("task_set_digest"),
-        task_ids=tuple(t["task_id"] for t in tasks),
+        task_set=manifest.task_set,
+        task_set_digest=manifest.task_set_digest,
+        task_ids=tuple(t.task_id for t in manifest.tasks),
     )

@@ -430,3 +430,30 @@ def test_parse_errors(tmp_path: Path) -> None:
 
 def test_every_rule_has_a_failing_example() -> None:
     assert {rule for rule, *_ in FAILING} | {"parse", "duplicate_key"} == set(RULES)
+
+
+@pytest.mark.parametrize("scenario", ["scenario.json5", "scenario-worker-local.json5"])
+def test_scenario_assessment_config_selects_packaged_tasks(scenario: str) -> None:
+    from task_sets.config import parse_config, select_tasks
+
+    gateway = load(OURS / scenario)["components"]["gateway"]["config"]
+    assert gateway["participant_roles"] == {"green": "skillsbench_green", "purple1": "agent"}
+    selection = select_tasks(parse_config(gateway["assessment_config"]))
+    assert selection.task_set == "examples" and selection.tasks
+
+
+def test_worker_slot_is_bound_only_in_the_worker_local_scenario() -> None:
+    def green_worker_bindings(name: str) -> list[Doc]:
+        return [b for b in load(OURS / name)["bindings"] if b["to"] == "#skillsbench_green.worker"]
+
+    assert green_worker_bindings("scenario.json5") == []
+    assert green_worker_bindings("scenario-worker-local.json5") == [
+        {"to": "#skillsbench_green.worker", "from": "#skillsbench_worker.http"}
+    ]
+    for name in ("scenario.json5", "scenario-worker-local.json5"):
+        assert load(OURS / name)["components"]["skillsbench_green"]["config"]["worker_url"] == ""
+    env = load(OURS / "green-agent.json5")["program"]["env"]
+    assert env["SKILLSBENCH_WORKER_SLOT_URL"] == {
+        "when": "slots.worker",
+        "value": "${slots.worker.url}",
+    }

@@ -227,3 +227,33 @@ def test_deploy_bundle_refuses_incomplete_coverage_and_unpinned_images(
     assert "$.images.purple_image: [image_not_pinned]" in done.stdout
     assert "$.task_environment_images.images[0].image: [image_not_pinned]" in done.stdout
     assert not out.exists()
+
+
+def test_deploy_bundle_for_the_packaged_v11_set_with_the_published_prebuilt_images(
+    ws: Path, cli: Callable[..., CliResult]
+) -> None:
+    """The published green manifest's prebuilt map covers skillsbench-v1.1 (task_sets/ by name)."""
+    import json5
+
+    green = json5.loads(
+        (PUBLISHED_DATA / "amber" / "skillsbench-agentbeats__green-agent.json5").read_text()
+    )
+    prebuilt = json.loads(green["program"]["env"]["SKILLSBENCH_WORKER_PREBUILT_IMAGES"])
+    write(ws / "prebuilt.json", prebuilt)
+    out = ws / "bundle.json"
+    done = cli("deploy-bundle", "--branch-images", ws / "images.json",
+               "--task-environment-images", ws / "prebuilt.json", "--output", out)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    bundle = json.loads(out.read_text())
+    assert bundle["task_set"]["task_set"] == "skillsbench-v1.1"
+    assert bundle["task_set"]["task_count"] == 87
+    assert bundle["worker_prebuilt_images"] == prebuilt
+    del prebuilt["citation-check"]
+    write(ws / "prebuilt.json", prebuilt)
+    done = cli("deploy-bundle", "--branch-images", ws / "images.json",
+               "--task-environment-images", ws / "prebuilt.json", "--output", ws / "b2.json")  # fmt: skip
+    assert done.returncode == 1
+    assert (
+        "[task_image_coverage] 1 of 87 tasks of 'skillsbench-v1.1' have no image: citation-check"
+        in done.stdout
+    )
