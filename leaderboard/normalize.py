@@ -273,11 +273,8 @@ def _name(value: Any, field_name: str) -> str | None:
         return None
     if name_problem(field_name, value) is None:
         return value
-    # A path whose last part is a plain name (jobs/…/citation-check) keeps only that part.
-    tail = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    if tail != value and name_problem(field_name, tail) is None:
-        return tail
-    return None
+    tail = _path_tail(value)
+    return tail if tail is not None and name_problem(field_name, tail) is None else None
 
 
 def _trial_id(value: Any) -> str | None:
@@ -285,10 +282,16 @@ def _trial_id(value: Any) -> str | None:
         return None
     if trial_id_problem(value) is None:
         return value
+    tail = _path_tail(value)
+    return tail if tail is not None and trial_id_problem(tail) is None else None
+
+
+def _path_tail(value: str) -> str | None:
+    """The last part of a local path (jobs/…/citation-check -> citation-check); None for URLs."""
+    if "://" in value or ":" in value.split("/", 1)[0]:
+        return None
     tail = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    if tail != value and trial_id_problem(tail) is None:
-        return tail
-    return None
+    return tail if tail != value else None
 
 
 def _digest(value: Any) -> str | None:
