@@ -128,6 +128,24 @@ def normalize(payload: Path, agent: str, task_set: Path | None) -> None:
     click.echo(json.dumps(envelope.public_dict(), indent=2))
 
 
+@leaderboard.command()
+@click.option(
+    "--task-set",
+    "task_set",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Task-set manifest whose tasks the synthetic rows cover.",
+)
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+def sample(task_set: Path, output: Path, seed: int) -> None:
+    """Write synthetic published-shape results files (for demos, tests and benchmarks)."""
+    from leaderboard.sample import write_sample
+
+    for path in write_sample(json.loads(task_set.read_text()), output, seed=seed):
+        click.echo(f"wrote {path}")
+
+
 def __getattr__(name: str) -> Any:
     # The dispatcher names `readiness` in this module; its owner is leaderboard.readiness_cli.
     if name == "readiness":

@@ -55,8 +55,6 @@ def validate_results(data: Any, *, contract: bool = False) -> list[Violation]:
         agent = participants.get("agent")
         if not isinstance(agent, str) or not AGENTBEATS_UUID_PATTERN.match(agent.strip()):
             out.append(Violation("$.participants.agent", "must be an AgentBeats UUID"))
-        if contract and set(participants) != {"agent"}:
-            out.append(Violation("$.participants", "may only hold the registered agent UUID"))
     if contract:
         out += [
             Violation(f"$.{key}", "is not an approved top-level key")

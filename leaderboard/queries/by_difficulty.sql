@@ -1,14 +1,10 @@
 -- SkillsBench leaderboard by task difficulty: one line per agent and difficulty (rows without one are left out).
 -- Reads the table `results` (read_json_auto of results/*.json): each file holds shard envelopes,
 -- each envelope holds public rows. Counts are of distinct tasks; reward and time are per row.
-WITH envelopes AS (
-  SELECT CAST(f.participants.agent AS VARCHAR) AS agent_id, UNNEST(f.results) AS envelope
-  FROM results AS f
+WITH public_rows AS (
+  SELECT CAST(f.participants.agent AS VARCHAR) AS agent_id, flat.r
+  FROM results AS f, UNNEST(f.results) AS shard(envelope), UNNEST(shard.envelope.results) AS flat(r)
   WHERE f.status = 'completed'
-),
-public_rows AS (
-  SELECT agent_id, UNNEST(envelope.results) AS r
-  FROM envelopes
 ),
 scored AS (
   SELECT
