@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,7 @@ def expand_results_paths(patterns: Iterable[str]) -> list[Path]:
         if not files:
             raise ValueError(f"no results files match {pattern!r}")
         for match in files:
-            found.setdefault(str(Path(match).resolve()), Path(match))
+            found.setdefault(os.path.abspath(match), Path(match))
     return sorted(found.values(), key=str)
 
 
