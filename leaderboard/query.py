@@ -125,14 +125,18 @@ def run_queries(
 def _published_paths(
     files: Sequence[ResultsFile],
 ) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """Paths to hand to read_json_auto, rewriting other shapes into a temporary folder."""
-    load_paths = [str(f.path) for f in files if f.shape == "published"]
+    """Paths to hand to read_json_auto, in input order (so rows keep the order a glob would
+    give), other shapes rewritten into a temporary folder."""
     if all(f.shape == "published" for f in files):
-        yield load_paths, {}
+        yield [str(f.path) for f in files], {}
         return
+    load_paths: list[str] = []
     originals: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="skillsbench-results-") as tmp:
         for index, item in enumerate(files):
+            if item.shape == "published":
+                load_paths.append(str(item.path))
+                continue
             for part, doc in enumerate(item.documents):
                 target = Path(tmp) / f"{index:06d}-{part}.json"
                 target.write_text(json.dumps(doc))

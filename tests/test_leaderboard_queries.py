@@ -183,3 +183,42 @@ def test_runner_loads_like_read_json_auto() -> None:
     files = sorted(r[0] for r in con.execute("SELECT filename FROM results").fetchall())
     assert files == sorted(str(p) for p in PUBLISHED_DATA.glob("*__results__*.json"))
     assert run_query(con, "overall").rows[0][0] == "019e5799-ca68-7b33-b1a5-c97b92b6fda1"
+
+
+def _other_shape(data: dict[str, Any], how: int) -> dict[str, Any]:
+    """The same content as a gateway export (how=0) or, for one shard, a bare envelope."""
+    agent = data["participants"]["agent"]
+    envelopes = [{**env, "participants": {"agent": agent}} for env in data["results"]]
+    if how == 1 and len(envelopes) == 1:
+        return {
+            "status": data["status"],
+            **{k: envelopes[0][k] for k in ("participants", "results")},
+        }
+    return {"status": data["status"], "results": envelopes}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(results_files(), st.lists(st.integers(0, 2), min_size=5, max_size=5))
+def test_runner_reads_every_shape_alike(files: list[dict[str, Any]], hows: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        original, converted = Path(tmp, "original"), Path(tmp, "converted")
+        original.mkdir()
+        converted.mkdir()
+        for index, (data, how) in enumerate(zip(files, hows, strict=False)):
+            Path(original, f"r{index}.json").write_text(json.dumps(data))
+            agent = data["participants"]["agent"]
+            keep = how == 2 or not isinstance(agent, str) or not agent.strip()
+            doc = data if keep else _other_shape(data, how)
+            Path(converted, f"r{index}.json").write_text(json.dumps(doc))
+        try:
+            expected = run_queries([str(original)])
+        except ValueError:
+            with pytest.raises(ValueError):
+                run_queries([str(converted)])
+            return
+        got = run_queries([str(converted)])
+        for name in QUERY_NAMES:
+            assert (got[name].columns, got[name].rows) == (
+                expected[name].columns,
+                expected[name].rows,
+            ), name
