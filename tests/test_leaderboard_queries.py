@@ -168,7 +168,7 @@ def results_files(draw: st.DrawFn) -> list[dict[str, Any]]:
     return files
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(results_files())
 def test_generated_files_same_tables(files: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
