@@ -275,9 +275,7 @@ class Engine:
     # ---- scheduling ------------------------------------------------------------------------
 
     def _launch(self, run: RunRecord) -> None:
-        self._drivers[run.run_id] = asyncio.create_task(
-            self._drive(run), name=f"run {run.run_id}"
-        )
+        self._drivers[run.run_id] = asyncio.create_task(self._drive(run), name=f"run {run.run_id}")
 
     async def _drive(self, run: RunRecord) -> None:
         if run.cancel_requested:
@@ -287,9 +285,7 @@ class Engine:
         self._trial_tasks[run.run_id] = group
         for trial in run.trials.values():
             if trial.state != "finished":
-                group.add(
-                    asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}")
-                )
+                group.add(asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}"))
         if group:
             await asyncio.wait(group)
         for task in group:
@@ -325,7 +321,10 @@ class Engine:
                     trial.state = "queued"
                     await self.store.save(run)
                     log.warning(
-                        "trial %s failed (%s), retrying: %s", trial.key, outcome.failure, outcome.error
+                        "trial %s failed (%s), retrying: %s",
+                        trial.key,
+                        outcome.failure,
+                        outcome.error,
                     )
                     await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
                     continue

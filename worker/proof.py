@@ -80,9 +80,7 @@ def write_proof(run: RunRecord, jobs_dir: Path, settings: ProofSettings) -> dict
         "schema_version": PROOF_SCHEMA_VERSION,
         "proof_id": run.run_id,
         "created_at": utc_now(),
-        "participants": {
-            role: endpoint.url for role, endpoint in run.request.participants.items()
-        },
+        "participants": {role: endpoint.url for role, endpoint in run.request.participants.items()},
         "task_set": run.request.task_set,
         "task_set_digest": run.request.task_set_digest,
         "task_set_manifest": manifest_of(run.request),

@@ -113,7 +113,8 @@ class _Failed(Exception):
 
 
 def build_prompt(task: Task, skills_dir: str | None) -> str:
-    prompt = task.instruction.rstrip() + "\n"
+    prefix = task.config.agent.prompt_prefix
+    prompt = (f"{prefix.rstrip()}\n\n" if prefix else "") + task.instruction.rstrip() + "\n"
     if skills_dir:
         prompt += (
             f"\nSkills for this task are available in {skills_dir}: each skill is a folder with a "
@@ -165,9 +166,10 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
             with phases.phase("agent_setup"):
                 snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
             agent_outcome = await _run_agent(plan, sandbox, prompt, skills_dir, record, phases)
-            if agent_outcome.failure is not None and not semantics(
-                agent_outcome.failure
-            ).score_eligible:
+            if (
+                agent_outcome.failure is not None
+                and not semantics(agent_outcome.failure).score_eligible
+            ):
                 raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
             with phases.phase("verifier"):
                 reward, reward_source = await _verify(
@@ -248,7 +250,9 @@ async def _run_agent(
         try:
             outcome = await asyncio.wait_for(plan.agent.run(ctx), timeout + AGENT_GRACE_SEC)
         except TimeoutError:
-            record({"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout})
+            record(
+                {"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout}
+            )
             outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
         except SandboxError as exc:
             outcome = AgentOutcome(

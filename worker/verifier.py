@@ -129,9 +129,10 @@ def _read_txt_reward(path: Path) -> float:
     if not text:
         raise RewardError("reward.txt is empty")
     try:
-        return _checked(float(text), "reward.txt")
+        number = float(text)
     except ValueError:
         raise RewardError(f"reward.txt does not hold one number: {text[:40]!r}") from None
+    return _checked(number, "reward.txt")
 
 
 def _read_json_reward(path: Path) -> float:
@@ -170,4 +171,8 @@ async def harden(sandbox: Sandbox, snapshot: str, skills_dir: str | None) -> lis
         raise SandboxError(
             f"workspace hardening failed (exit {result.exit_code}): {result.stderr[-300:]}"
         )
-    return [line[len("removed ") :] for line in result.stdout.splitlines() if line.startswith("removed ")]
+    return [
+        line[len("removed ") :]
+        for line in result.stdout.splitlines()
+        if line.startswith("removed ")
+    ]

@@ -74,11 +74,11 @@ async def run_recorded(
         }
     )
     if result.timed_out:
-        ctx.record({"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout_sec})
+        ctx.record(
+            {"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout_sec}
+        )
         return AgentOutcome(status="timeout", message=f"{title} timed out", n_tool_calls=1)
-    return AgentOutcome(
-        status="completed", n_tool_calls=1, details={"exit_code": result.exit_code}
-    )
+    return AgentOutcome(status="completed", n_tool_calls=1, details={"exit_code": result.exit_code})
 
 
 @agent_kind("nop")
