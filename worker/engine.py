@@ -17,7 +17,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ class EngineSettings:
     concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
+    env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -156,6 +157,7 @@ class Engine:
                 environment=self.settings.environment,
                 concurrency=self.settings.concurrency,
                 agent=agent.spec,
+                env=self.settings.env,
             ),
         )
         self._runs[run_id] = run

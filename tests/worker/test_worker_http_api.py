@@ -154,21 +154,20 @@ async def test_token_required_everywhere_but_healthz(tmp_path: Path) -> None:
         serve(create_app(_engine(tmp_path), token=TOKEN)) as url,
         httpx.AsyncClient(base_url=url, timeout=10) as http,
     ):
-        if True:
-            assert (await http.get("/healthz")).status_code == 200
-            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
-                for method, path in [
-                    ("GET", "/runs/x"),
-                    ("POST", "/runs"),
-                    ("POST", "/runs/x/cancel"),
-                ]:
-                    response = await http.request(method, path, headers=headers)
-                    assert response.status_code == 401, (method, path, headers)
-                    assert response.json()["error"] == "unauthorized"
-            good = {"Authorization": f"Bearer {TOKEN}"}
-            assert (await http.get("/runs/x", headers=good)).status_code == 404
-            response = await http.post("/runs", json={}, headers=good)
-            assert response.status_code == 400
+        assert (await http.get("/healthz")).status_code == 200
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            for method, path in [
+                ("GET", "/runs/x"),
+                ("POST", "/runs"),
+                ("POST", "/runs/x/cancel"),
+            ]:
+                response = await http.request(method, path, headers=headers)
+                assert response.status_code == 401, (method, path, headers)
+                assert response.json()["error"] == "unauthorized"
+        good = {"Authorization": f"Bearer {TOKEN}"}
+        assert (await http.get("/runs/x", headers=good)).status_code == 404
+        response = await http.post("/runs", json={}, headers=good)
+        assert response.status_code == 400
 
 
 async def test_no_token_means_open(client: httpx.AsyncClient) -> None:

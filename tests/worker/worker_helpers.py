@@ -139,3 +139,41 @@ async def read_sse(response: httpx.Response) -> AsyncIterator[tuple[str, dict[st
             name = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
+
+
+async def submit_and_follow(
+    http: httpx.AsyncClient, payload: dict[str, Any], timeout: float = 120
+) -> tuple[str, list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """POST a run, follow its event stream to the end; returns (run_id, events, final status)."""
+    response = await http.post("/runs", json=payload)
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def follow() -> None:
+        async with http.stream("GET", f"/runs/{run_id}/events", timeout=timeout) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            async for name, data in read_sse(stream):
+                events.append((name, data))
+                if name == "end":
+                    return
+
+    await asyncio.wait_for(follow(), timeout)
+    status = (await http.get(f"/runs/{run_id}")).json()
+    return run_id, events, status
+
+
+def process_cmdlines_containing(marker: str) -> list[str]:
+    """Command lines of live processes on this host that mention ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
