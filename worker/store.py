@@ -21,20 +21,26 @@ RUNS_DIRNAME = "runs"
 RUN_FILENAME = "run.json"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new bytes, never a mix."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new bytes, never a mix.
+
+    ``durable`` also fsyncs, so the new bytes survive a power loss, not only a process kill.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -208,6 +208,11 @@ async def _infra(awaitable: Awaitable[str]) -> str:
         raise _Failed(FailureKind.SANDBOX_LOST, str(exc)) from None
 
 
+# Plantable-file snapshots of fresh sandboxes: identical for every trial of a task in one
+# environment, so taken once per (environment, task folder, skills dir) and reused.
+_SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
+
+
 async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str | None) -> str:
     """Instruction (and skills, and for the oracle the solution) in; snapshot of plantables."""
     task = plan.task
@@ -219,7 +224,10 @@ async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str
         await sandbox.upload(task.skills_dir, skills_dir)
     if plan.agent.needs_solution and task.solution_dir is not None:
         await sandbox.upload(task.solution_dir, SOLUTION_DIR)
-    return await snapshot_plantables(sandbox, skills_dir)
+    key = (plan.environment, str(task.path), skills_dir)
+    if key not in _SNAPSHOTS:
+        _SNAPSHOTS[key] = await snapshot_plantables(sandbox, skills_dir)
+    return _SNAPSHOTS[key]
 
 
 async def _run_agent(
@@ -412,4 +420,6 @@ def _config_doc(plan: TrialPlan, skills_dir: str | None, started_at: str) -> dic
 
 
 def _write_json(path: Path, doc: Any) -> None:
-    write_atomic(path, json.dumps(doc, indent=2, default=str).encode())
+    # Not fsynced: the run document is the record of truth, and a trial it does not list as
+    # finished is re-run after a crash.
+    write_atomic(path, json.dumps(doc, indent=2, default=str).encode(), durable=False)

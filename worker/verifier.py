@@ -28,22 +28,40 @@ _ROOT_CONFIG_FILES = (
     "/sitecustomize.py",
     "/usercustomize.py",
 )
-_SCAN_ROOTS = ("/root", "/home", "/tmp", "/var/tmp", "/app", "/logs", "/opt", "/srv")
-_SITE_PARENTS = ("/usr/lib", "/usr/local/lib", "/usr/lib64", "/usr/local/lib64")
+# Writable places searched recursively (plus the workdir and the skills dir).
+_SCAN_ROOTS = ("/root", "/home", "/tmp", "/var/tmp", "/app", "/logs")
+# Python site dirs (shell globs). Only their top level matters: .pth files and
+# site/usercustomize are read from the site dir itself, so they are not searched recursively.
+_SITE_GLOBS = (
+    "/usr/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/lib64/python3*/site-packages",
+    "/usr/local/lib64/python3*/site-packages",
+    "/opt/*/lib/python3*/site-packages",
+    "/opt/*/*/lib/python3*/site-packages",
+)
 
 
 def _scan_script(extra_roots: list[str]) -> str:
-    """Shell that prints one signature line (``<cksum> <size> <path>``) per plantable file."""
-    roots = " ".join(shlex.quote(r) for r in [*extra_roots, *_SCAN_ROOTS])
+    """Shell defining ``scan`` (one path per plantable file) and ``sig`` (a path's signature).
+
+    Cheap on purpose (one ``find``, shell globs for site dirs): it runs in every trial.
+    """
+    roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
     names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
     root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
-    parents = " ".join(shlex.quote(p) for p in _SITE_PARENTS)
+    sites = " ".join(_SITE_GLOBS)
     return f"""
 sig() {{ if [ -L "$1" ]; then echo "L $1"; else echo "$(cksum < "$1" 2>/dev/null) $1"; fi; }}
 scan() {{
-  sites=$(for p in {parents}; do [ -d "$p" ] && find "$p" -maxdepth 3 -type d \\( -name site-packages -o -name dist-packages \\) 2>/dev/null; done)
-  for r in {roots} $sites; do
-    [ -d "$r" ] && find "$r" -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
+  find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
+  for s in {sites}; do
+    [ -d "$s" ] || continue
+    for f in "$s"/*.pth "$s"/sitecustomize.py "$s"/usercustomize.py; do
+      if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi
+    done
   done
   for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 }}
