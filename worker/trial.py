@@ -37,7 +37,14 @@ from worker.sandbox.base import (
 )
 from worker.store import write_atomic
 from worker.trajectory import TrajectoryRecorder, utc_now
-from worker.verifier import TEST_COMMAND, RewardError, harden, read_reward, snapshot_plantables
+from worker.verifier import (
+    TEST_COMMAND,
+    RewardError,
+    harden,
+    kill_agent_processes,
+    read_reward,
+    snapshot_plantables,
+)
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +288,7 @@ async def _verify(
     task = plan.task
     verifier_cfg = task.config.verifier
     try:
+        await kill_agent_processes(sandbox)
         state["removed_files"] = await harden(sandbox, snapshot, skills_dir)
         await sandbox.upload(task.tests_dir, TESTS_DIR)
         result = await sandbox.exec(

@@ -1,7 +1,7 @@
 """Grading a trial: harden the workspace the agent leaves behind, run ``tests/test.sh``, read the reward.
 
-Order matters and is the anti-cheat story: the agent's processes are killed first (nothing can
-write a reward later), then every ``conftest.py`` / ``sitecustomize.py`` / ``usercustomize.py`` /
+Order matters and is the anti-cheat story: the agent's processes are killed first
+(:func:`kill_agent_processes`; nothing can write a reward later), then every ``conftest.py`` / ``sitecustomize.py`` / ``usercustomize.py`` /
 ``*.pth`` / root-level pytest config that was not there before the agent ran (or changed since) is
 removed, ``/logs/verifier`` is emptied (a symlink planted there is removed), and only then are
 ``tests/`` copied in and run. The reward is read from the host copy of ``/logs/verifier``.
@@ -75,13 +75,12 @@ def snapshot_command(workdir: str, skills_dir: str | None) -> str:
 
 
 def harden_command(workdir: str, skills_dir: str | None) -> str:
-    """After the agent (stdin: the snapshot): kill its processes, remove what it planted, reset logs."""
+    """After the agent is stopped (stdin: the snapshot): remove what it planted, reset the logs."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
     return (
         _scan_script(roots)
         + f"""
 before=$(cat)
-kill -9 -1 2>/dev/null
 scan | sort -u | while IFS= read -r f; do
   if ! printf '%s\\n' "$before" | grep -qxF -- "$(sig "$f")"; then rm -rf -- "$f" && echo "removed $f"; fi
 done
@@ -166,6 +165,15 @@ def _read_json_reward(path: Path) -> float:
             raise RewardError("reward.json has no 'reward' key")
         data = data["reward"]
     return _checked(data, "reward.json")
+
+
+async def kill_agent_processes(sandbox: Sandbox) -> None:
+    """Nothing the agent started may run on: a process left behind could write a reward later."""
+    kill = getattr(sandbox, "kill_processes", None)
+    if kill is not None:
+        await kill()
+    else:  # a backend without the primitive: everything but the sandbox's init
+        await sandbox.exec("kill -9 -1 2>/dev/null; true", user="root", timeout_sec=60)
 
 
 async def snapshot_plantables(sandbox: Sandbox, skills_dir: str | None) -> str:
