@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import TASKS_DIR
 
 from task_sets.task import discover_tasks
 from worker.api import RunRequest, RunTask
@@ -13,6 +12,7 @@ from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 EXAMPLES = list(discover_tasks(TASKS_DIR)) if TASKS_DIR.is_dir() else []
 
 
