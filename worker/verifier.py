@@ -45,16 +45,17 @@ _SITE_GLOBS = (
 
 
 def _scan_script(extra_roots: list[str]) -> str:
-    """Shell defining ``scan`` (one path per plantable file) and ``sig`` (a path's signature).
+    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
+    a symlink) per plantable file, sorted.
 
-    Cheap on purpose (one ``find``, shell globs for site dirs): it runs in every trial.
+    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
+    single ``cksum`` for all files.
     """
     roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
     names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
     root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
     sites = " ".join(_SITE_GLOBS)
     return f"""
-sig() {{ if [ -L "$1" ]; then echo "L $1"; else echo "$(cksum < "$1" 2>/dev/null) $1"; fi; }}
 scan() {{
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
   for s in {sites}; do
@@ -65,13 +66,25 @@ scan() {{
   done
   for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 }}
+sigs() {{
+  set -f
+  regular=""
+  for f in $(scan | sort -u); do
+    if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
+$f"; fi
+  done
+  if [ -n "$regular" ]; then cksum $regular 2>/dev/null; fi
+  set +f
+}}
+IFS='
+'
 """
 
 
 def snapshot_command(workdir: str, skills_dir: str | None) -> str:
     """Before the agent: signatures of the plantable files that legitimately exist."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    return _scan_script(roots) + 'scan | sort -u | while IFS= read -r f; do sig "$f"; done\n'
+    return _scan_script(roots) + "sigs | sort\n"
 
 
 def harden_command(workdir: str, skills_dir: str | None) -> str:
@@ -80,10 +93,18 @@ def harden_command(workdir: str, skills_dir: str | None) -> str:
     return (
         _scan_script(roots)
         + f"""
-before=$(cat)
-scan | sort -u | while IFS= read -r f; do
-  if ! printf '%s\\n' "$before" | grep -qxF -- "$(sig "$f")"; then rm -rf -- "$f" && echo "removed $f"; fi
+before=$(mktemp) || exit 1
+cat > "$before"
+set -f
+for line in $(sigs | grep -vxF -f "$before"); do
+  case "$line" in
+    "L "*) f="${{line#L }}" ;;
+    *) f=$(echo "$line" | cut -d ' ' -f 3-) ;;
+  esac
+  rm -rf -- "$f" && echo "removed $f"
 done
+set +f
+rm -f "$before"
 v={VERIFIER_LOGS_DIR}
 if [ -L "$v" ]; then rm -f "$v"; fi
 mkdir -p "$v"
