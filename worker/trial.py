@@ -40,7 +40,9 @@ from worker.trajectory import TrajectoryRecorder, utc_now
 from worker.verifier import (
     TEST_COMMAND,
     RewardError,
+    expected_tests,
     harden,
+    harden_and_test,
     kill_agent_processes,
     read_reward,
     snapshot_plantables,
@@ -334,16 +336,28 @@ async def _verify(
     task = plan.task
     verifier_cfg = task.config.verifier
     try:
+        # The agent's processes die first; nothing it left can see tests/ or write a reward.
         await kill_agent_processes(sandbox)
-        state.removed_files = await harden(sandbox, snapshot, state.skills_dir)
         await sandbox.upload(task.tests_dir, TESTS_DIR)
-        result = await sandbox.exec(
-            ["sh", "-c", TEST_COMMAND],
-            cwd=sandbox.workdir,
-            env=dict(verifier_cfg.env),
-            user=verifier_cfg.user,
-            timeout_sec=verifier_cfg.timeout_sec,
-        )
+        tests = expected_tests(task.tests_dir)
+        if verifier_cfg.user in (None, "root"):
+            state.removed_files, result = await harden_and_test(
+                sandbox,
+                snapshot,
+                state.skills_dir,
+                tests,
+                env=dict(verifier_cfg.env),
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
+        else:
+            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, tests)
+            result = await sandbox.exec(
+                ["sh", "-c", TEST_COMMAND],
+                cwd=sandbox.workdir,
+                env=dict(verifier_cfg.env),
+                user=verifier_cfg.user,
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
         state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
         host_dir = plan.trial_dir / "verifier"
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir)

@@ -163,20 +163,31 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
         await sandbox.exec("echo keep > /root/keep.pth; echo keep > /root/same.pth")
         snapshot = await snapshot_plantables(sandbox, None)
         assert "/root/keep.pth" in snapshot and "/root/same.pth" in snapshot
+        # (tests/ goes in first so that planting into /tests works on every backend)
+        await sandbox.upload(tasks_dir / "secret-answer" / "tests", "/tests")
         await sandbox.exec(
             "echo changed > /root/keep.pth; mkdir -p /root/deep/er; "
             "echo x > /root/deep/er/conftest.py; echo x > '/root/with space.pth'; "
             "ln -s /etc/hostname /tmp/link.pth; echo 1 > /logs/verifier/reward.txt; "
-            "mkdir -p /tests && echo planted > /tests/test.sh"
+            "mkdir -p /tests/sub && echo planted > /tests/conftest.py && "
+            "echo planted > /tests/sub/extra.py && ln -s /etc/hostname /tests/sub/data.txt"
         )
-        removed = await harden(sandbox, snapshot, None)
+        expected = ["expected.txt", "test.sh"]
+        removed = await harden(sandbox, snapshot, None, expected)
         assert sorted(removed) == sorted(
-            ["/root/keep.pth", "/root/deep/er/conftest.py", "/root/with space.pth", "/tmp/link.pth"]
+            [
+                "/root/keep.pth",
+                "/root/deep/er/conftest.py",
+                "/root/with space.pth",
+                "/tmp/link.pth",
+                "/tests/conftest.py",
+                "/tests/sub/extra.py",
+                "/tests/sub/data.txt",
+                "/tests/sub",
+            ]
         )
-        listing = await sandbox.exec(
-            "ls -A /root /logs/verifier; test -e /tests && echo tests-left; true"
-        )
+        listing = await sandbox.exec("ls -A /root /logs/verifier /tests")
         assert "same.pth" in listing.stdout and "reward.txt" not in listing.stdout
-        assert "tests-left" not in listing.stdout
+        assert sorted(listing.stdout.split("/tests:")[1].split()) == expected
     finally:
         await sandbox.stop()
