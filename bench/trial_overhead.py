@@ -170,12 +170,13 @@ async def main() -> None:
 
 
 def docker_base_dockerfile() -> str:
-    """The docker backend's local test image (no registry here): built by its test helper."""
-    try:
-        from worker.sandbox.docker import test_base_image  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise SystemExit(f"the docker backend has no local test image helper: {exc}") from None
-    return f"FROM {test_base_image()}\nWORKDIR /root\n"
+    """No registry here: the busybox test image, built locally from the host's busybox-static."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from docker_images import ensure_test_image
+
+    from worker.sandbox.docker import docker_client
+
+    return f"FROM {ensure_test_image(docker_client(), 'busybox')}\nWORKDIR /root\n"
 
 
 if __name__ == "__main__":
