@@ -105,10 +105,11 @@ async def engine_run(
     run = await engine.submit(_request(n))
     await engine.wait(run.run_id)
     wall = time.perf_counter() - start
-    rows = engine.get(run.run_id).rows()
-    bad = [r for r in rows if not r["score_eligible"]]
-    if bad:
-        raise SystemExit(f"trials failed: {bad[0]['infra_failure_type']} (see {jobs})")
+    for trial in engine.get(run.run_id).trials.values():
+        if trial.row is not None and not trial.row["score_eligible"]:
+            attempt = trial.current
+            error = attempt.error if attempt else None
+            raise SystemExit(f"a trial failed: {trial.row['infra_failure_type']}: {error}")
     times = []
     for trial in engine.get(run.run_id).trials.values():
         attempt = trial.current
