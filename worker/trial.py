@@ -248,6 +248,8 @@ async def _infra(awaitable: Awaitable[str]) -> str:
     """Sandbox errors between start and verifier mean the sandbox went away under us."""
     try:
         return await awaitable
+    except SandboxUnsupported as exc:
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.SANDBOX_LOST, str(exc)) from None
 
@@ -308,9 +310,12 @@ async def _run_agent(
             try:
                 outcome = agent_task.result()
             except SandboxError as exc:
-                outcome = AgentOutcome(
-                    status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
+                kind = (
+                    FailureKind.SANDBOX_UNSUPPORTED
+                    if isinstance(exc, SandboxUnsupported)
+                    else FailureKind.SANDBOX_LOST
                 )
+                outcome = AgentOutcome(status="failed", failure=kind, message=str(exc))
         else:
             # The agent ignored its deadline: kill what it runs (unblocks it), then cancel it.
             record(
@@ -367,6 +372,8 @@ async def _verify(
         )
         if isinstance(verifier_logs, BaseException):
             raise verifier_logs
+    except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
     if result.timed_out:
