@@ -35,6 +35,7 @@ from worker.api import (
     RunTask,
 )
 from worker.catalog import TaskCatalog
+from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, RetryPolicy
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
@@ -63,6 +64,8 @@ class EngineSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
+    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # docker environment only
+    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -405,6 +408,8 @@ class Engine:
             request=run.request,
             agent=agent,
             environment=self.settings.environment,
+            prebuilt=self.settings.prebuilt if self.settings.environment == "docker" else None,
+            proxies=self.settings.proxies,
         )
         outcome = await run_trial(plan)
         current = trial.current

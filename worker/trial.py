@@ -21,6 +21,7 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
+from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, semantics
 from worker.public_rows import build_row
 from worker.sandbox.base import (
@@ -70,6 +71,8 @@ class TrialPlan:
     request: RunRequest
     agent: Agent
     environment: str
+    prebuilt: PrebuiltImages | None = None
+    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
 
     @property
     def with_skills(self) -> bool:
@@ -200,6 +203,10 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
     failure: FailureKind | None = None
     error: str | None = None
     try:
+        try:
+            image = plan.prebuilt.image_for(task.task_id) if plan.prebuilt else None
+        except ValueError as exc:
+            raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
         spec = SandboxSpec(
             task=task,
             run_id=plan.run_id,
@@ -208,6 +215,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             with_skills=skills_dir is not None,
             internet=cfg.environment.internet,
             env=dict(cfg.environment.env),
+            image=image,
         )
         with phases.phase("environment_setup"):
             try:
@@ -286,6 +294,11 @@ async def _run_agent(
     timeout = plan.task.config.agent.timeout_sec
     env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
     participant = plan.request.participants.get("agent")
+    participant_url, participant_sandbox_url = plan.proxies.resolve(
+        "agent",
+        participant.url if participant else None,
+        participant.sandbox_url if participant else None,
+    )
     ctx = AgentContext(
         sandbox=sandbox,
         task=plan.task,
@@ -294,8 +307,8 @@ async def _run_agent(
         timeout_sec=timeout,
         record=record,
         env=env,
-        participant_url=participant.url if participant else None,
-        participant_sandbox_url=participant.sandbox_url if participant else None,
+        participant_url=participant_url,
+        participant_sandbox_url=participant_sandbox_url,
         skills_dir=skills_dir,
     )
     record({"type": "user_message", "text": prompt})
