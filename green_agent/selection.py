@@ -6,14 +6,12 @@ agent's one call site into them, turning their errors into :class:`RequestError`
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from green_agent.request import RequestError
+from task_sets.manifest import TaskSetError, TaskSetManifest, is_path, load_task_set, shard
 from worker.api import RunTask
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
@@ -55,26 +53,14 @@ def _bool(config: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def _manifest_dir() -> Path:
-    override = os.environ.get("SKILLSBENCH_TASK_SETS_DIR", "").strip()
-    if override:
-        return Path(override)
-    import task_sets
-
-    return Path(task_sets.__file__).resolve().parent
-
-
-def _load_manifest(name: str) -> dict[str, Any]:
-    if not _NAME.match(name):
+def _load_manifest(name: str) -> TaskSetManifest:
+    # Only packaged sets by name: a request must never make the green agent read a path.
+    if not _NAME.match(name) or is_path(name):
         raise RequestError("config.task_set", f"is not a task-set name: {name!r}")
-    path = _manifest_dir() / f"{name}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RequestError("config.task_set", f"unknown task set {name!r}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-        raise RequestError("config.task_set", f"task set {name!r} has no task list")
-    return data
+        return load_task_set(name)
+    except TaskSetError as exc:
+        raise RequestError("config.task_set", str(exc)) from None
 
 
 def select(config: dict[str, Any]) -> Selection:
@@ -108,8 +94,8 @@ def select(config: dict[str, Any]) -> Selection:
     if has_tasks == has_ids:
         raise RequestError("config.tasks", "give exactly one of tasks:'all' or task_ids:[...]")
     manifest = _load_manifest(task_set.strip())
-    entries = [entry for entry in manifest["tasks"] if isinstance(entry, dict)]
-    by_id = {str(entry.get("task_id")): entry for entry in entries}
+    entries = list(manifest.tasks)
+    by_id = {entry.task_id: entry for entry in entries}
     if has_tasks:
         if config["tasks"] != "all":
             raise RequestError("config.tasks", "must be 'all' (or give task_ids)")
@@ -126,18 +112,18 @@ def select(config: dict[str, Any]) -> Selection:
         if unknown and not allow_excluded:
             raise RequestError("config.task_ids", f"unknown task ids: {', '.join(unknown)}")
         chosen = [by_id[t] for t in wanted if t in by_id]
-    shard = [entry for i, entry in enumerate(chosen) if i % num_shards == shard_index]
-    if not shard:
+    selected = shard(chosen, shard_index, num_shards)
+    if not selected:
         raise RequestError("config.shard_index", "selects no tasks")
     tasks = [
         RunTask(
-            task_id=str(entry["task_id"]),
-            task_digest=entry.get("task_digest"),
-            category=entry.get("category"),
-            difficulty=entry.get("difficulty"),
-            tags=list(entry.get("tags") or []),
+            task_id=entry.task_id,
+            task_digest=entry.task_digest,
+            category=entry.category,
+            difficulty=entry.difficulty,
+            tags=list(entry.tags),
         )
-        for entry in shard
+        for entry in selected
     ]
     normalized = dict(config)
     normalized.update(
@@ -151,7 +137,7 @@ def select(config: dict[str, Any]) -> Selection:
     return Selection(
         config=normalized,
         task_set=task_set.strip(),
-        task_set_digest=str(manifest.get("task_set_digest", "")),
+        task_set_digest=manifest.task_set_digest,
         tasks=tasks,
         participant_id=participant_id,
         num_instances=num_instances,
