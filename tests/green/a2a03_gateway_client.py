@@ -7,6 +7,7 @@ Prints one JSON object: the gateway export plus what the test checks about the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from uuid import uuid4
@@ -23,10 +24,8 @@ def parse_parts(parts):  # the gateway's rule
         if isinstance(root, DataPart):
             out.append(root.data)
         elif isinstance(root, TextPart):
-            try:
+            with contextlib.suppress(ValueError):
                 out.append(json.loads(root.text))
-            except ValueError:
-                pass
     return out
 
 
@@ -51,7 +50,7 @@ async def main() -> None:
             async for event in client.send_message(msg):
                 if isinstance(event, Message):
                     continue
-                task, update = event
+                task, _update = event
                 task_id = task.id
                 state = task.status.state.value
                 report["states"].append(state)
