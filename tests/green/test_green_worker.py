@@ -100,9 +100,11 @@ async def test_worker_refusing_the_run_gives_worker_error_rows_in_a_completed_ta
     tmp_path: Path,
 ) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.05, token="s3cret")
-    async with fake_worker(worker) as wurl:
-        async with green(GreenSettings(worker_url=wurl, worker_token="wrong")) as gurl:
-            envelope = await assess(gurl, FIVE)
+    async with (
+        fake_worker(worker) as wurl,
+        green(GreenSettings(worker_url=wurl, worker_token="wrong")) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE)
     assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
     assert len(envelope.results) == 5
     assert worker.runs() == []
@@ -118,9 +120,11 @@ async def test_slot_url_is_the_fallback(tmp_path: Path) -> None:
 
 async def test_worker_timeout_cancels_the_run_and_marks_unfinished_trials(tmp_path: Path) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.4)
-    async with fake_worker(worker) as wurl:
-        async with green(GreenSettings(worker_url=wurl, worker_timeout_sec=0.6)) as gurl:
-            envelope = await assess(gurl, FIVE)
+    async with (
+        fake_worker(worker) as wurl,
+        green(GreenSettings(worker_url=wurl, worker_timeout_sec=0.6)) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE)
     eligible = [r for r in envelope.results if r.score_eligible]
     timed_out = [r for r in envelope.results if r.infra_failure_type == "worker_timeout"]
     assert len(eligible) == 1
@@ -139,9 +143,11 @@ async def test_worker_timeout_cancels_the_run_and_marks_unfinished_trials(tmp_pa
 async def test_heartbeat_updates_while_no_trial_finishes(tmp_path: Path) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.6)
     config = {"task_set": "smoke", "tasks": "all"}
-    async with fake_worker(worker) as wurl:
-        async with green(GreenSettings(worker_url=wurl, heartbeat_sec=0.1)) as gurl:
-            events = await stream_events(gurl, request_text(config))
+    async with (
+        fake_worker(worker) as wurl,
+        green(GreenSettings(worker_url=wurl, heartbeat_sec=0.1)) as gurl,
+    ):
+        events = await stream_events(gurl, request_text(config))
     texts = [p.text for p in agent_parts(events) if p.WhichOneof("content") == "text"]
     assert sum(t.startswith("Still running") for t in texts) >= 3
     assert len(parse_parts(agent_parts(events))) == 1
@@ -264,10 +270,12 @@ async def test_loopback_participant_is_rebased_onto_the_proxy(tmp_path: Path) ->
         "proxy_url": "http://10.1.2.3:8080/",
         "sandbox_participant_proxy_url": "http://172.17.0.1:18081",
     }
-    async with fake_worker(worker) as wurl:
-        async with green(GreenSettings(worker_url=wurl, **settings_kw)) as gurl:
-            envelope = await assess(gurl, FIVE, agent="http://127.0.0.1:8080/agent")
-            await assess(gurl, FIVE, agent="https://purple.example.org/a2a")
+    async with (
+        fake_worker(worker) as wurl,
+        green(GreenSettings(worker_url=wurl, **settings_kw)) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE, agent="http://127.0.0.1:8080/agent")
+        await assess(gurl, FIVE, agent="https://purple.example.org/a2a")
     first, second = sorted(worker.runs(), key=lambda run: run["created"])
     assert first["request"]["participants"]["agent"] == {
         "url": "http://10.1.2.3:8080/agent",
