@@ -85,7 +85,7 @@ class AssessmentExecutor(AgentExecutor):
             tasks=selection.tasks,
         )
         rows, end_state = await self._run(run_request, selection, updater, task.id)
-        result = envelope(participant, rows)
+        result = envelope(participant, rows, selection)
         await updater.add_artifact(
             [new_data_part(result)], name=RESULT_ARTIFACT_NAME, last_chunk=True
         )
