@@ -38,13 +38,17 @@ def _load_config(value: str) -> dict[str, Any]:
         try:
             text = Path(value[1:]).read_text(encoding="utf-8")
         except OSError as exc:
-            raise click.BadParameter(f"cannot read {value[1:]}: {exc.strerror}") from None
+            raise click.ClickException(
+                f"--config: cannot read {value[1:]}: {exc.strerror}"
+            ) from None
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc.msg} at char {exc.pos}") from None
+        raise click.ClickException(
+            f"--config: not valid JSON: {exc.msg} at char {exc.pos}"
+        ) from None
     if not isinstance(config, dict):
-        raise click.BadParameter("must be a JSON object")
+        raise click.ClickException("--config: must be a JSON object")
     return config
 
 
