@@ -290,7 +290,8 @@ def verify_manifest(
     tasks_dir: str | Path | None = None,
     check_task_digests: bool = False,
 ) -> list[str]:
-    """Every problem of a manifest document (empty when it is sound).
+    """Every problem of a manifest document (empty when it is sound); ``source`` names it in
+    schema errors, callers put it in front of the list.
 
     Always: schema, digest, no path-like ids, no excluded ids (unless the manifest itself allows
     them). With ``tasks_dir``: every id is a direct child task folder of it. With
@@ -300,7 +301,7 @@ def verify_manifest(
     try:
         manifest: TaskSetManifest | None = parse_manifest(data, source=source)
     except TaskSetError as exc:
-        problems.append(str(exc))
+        problems.append(str(exc).removeprefix(f"{source}: "))
         manifest = None
     raw_tasks = data.get("tasks") if isinstance(data, Mapping) else None
     ids = [t.get("task_id") for t in raw_tasks or [] if isinstance(t, Mapping)]
@@ -308,40 +309,43 @@ def verify_manifest(
     root = Path(tasks_dir) if tasks_dir is not None else None
     if root is not None and root.name in EXCLUDED_DIR_NAMES:
         problems.append(f"{root}: tasks in {root.name}/ are never part of a task set")
+    absent: list[str] = []
     for tid in ids:
         problem = task_id_problem(tid)
         if problem is not None:
             if manifest is not None:  # else the schema error above already names it
-                problems.append(f"{source}: {problem}")
+                problems.append(problem)
             continue
         assert isinstance(tid, str)
         reason = excluded_reason(tid, root)
         if reason is not None and not allow_excluded:
-            problems.append(f"{source}: {reason}")
+            problems.append(reason)
             continue
         if root is None:
             continue
         folder = root / tid
         if not folder.is_dir() or folder.is_symlink():
-            problems.append(f"{source}: {tid!r} is not a direct child folder of {root}")
-            continue
-        if check_task_digests and manifest is not None:
-            problems.extend(_compare_entry(manifest, tid, folder, source))
+            absent.append(tid)
+        elif check_task_digests and manifest is not None:
+            problems.extend(_compare_entry(manifest, tid, folder))
+    if absent:
+        shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+        problems.append(f"{len(absent)} task ids are not direct child folders of {root}: {shown}")
     return problems
 
 
-def _compare_entry(manifest: TaskSetManifest, tid: str, folder: Path, source: str) -> list[str]:
+def _compare_entry(manifest: TaskSetManifest, tid: str, folder: Path) -> list[str]:
     stored = manifest.entry(tid)
     assert stored is not None
     try:
         actual = entry_for_task(folder)
     except (TaskError, TaskSetError) as exc:
-        return [f"{source}: {exc}"]
+        return [str(exc)]
     problems = []
     for key in ("task_digest", "category", "difficulty", "tags"):
         if getattr(stored, key) != getattr(actual, key):
             problems.append(
-                f"{source}: {tid}: {key} is {getattr(stored, key)!r} in the manifest "
+                f"{tid}: {key} is {getattr(stored, key)!r} in the manifest "
                 f"but {getattr(actual, key)!r} in {folder}"
             )
     return problems
