@@ -148,7 +148,9 @@ INVALID = [
     (request_text({"task_set": "../etc/passwd", "tasks": "all"}), "config.task_set"),
     (request_text({**SMOKE, "shard_index": 2, "num_shards": 2}), "config.shard_index"),
     (request_text({"task_set": "smoke", "task_ids": ["nope"]}), "config.task_ids"),
-    (request_text({"task_set": "smoke"}), "config.tasks"),
+    (request_text({**SMOKE, "task_ids": ["citation-check"]}), "config.tasks"),
+    (request_text({**SMOKE, "colour": "green"}), "config.colour"),
+    (request_text({**SMOKE, "num_instances": "lots"}), "config.num_instances"),
     (request_text({**SMOKE, "condition": "without_skills"}), "config.condition"),
     (request_text({**SMOKE, "participant_ids": {"agent": "bob"}}), "config.participant_ids.agent"),
 ]
