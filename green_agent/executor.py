@@ -44,14 +44,28 @@ GAP_CATEGORY: dict[EndState, FailureCategory] = {
 }
 
 
+class _Assessment:
+    """One running assessment. Once cancelled, the executor emits nothing more for it."""
+
+    def __init__(self, updater: TaskUpdater) -> None:
+        self.updater = updater
+        self.run: WorkerRun | None = None
+        self.cancelled = False
+        self.finished = 0
+
+    def message(self, text: str) -> Message:
+        return self.updater.new_agent_message([new_text_part(plain_text(text))])
+
+    async def working(self, text: str) -> None:
+        if not self.cancelled:
+            await self.updater.update_status(TaskState.TASK_STATE_WORKING, self.message(text))
+
+
 class AssessmentExecutor(AgentExecutor):
     def __init__(self, settings: GreenSettings, adapter: WorkerAdapter) -> None:
         self.settings = settings
         self.adapter = adapter
-        self._runs: dict[str, WorkerRun] = {}
-
-    def _message(self, updater: TaskUpdater, text: str) -> Message:
-        return updater.new_agent_message([new_text_part(plain_text(text))])
+        self._active: dict[str, _Assessment] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         try:
@@ -63,59 +77,66 @@ class AssessmentExecutor(AgentExecutor):
         assert context.message is not None
         task = context.current_task or new_task_from_user_message(context.message)
         await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-        participant = selection.participant_id or request.participants["agent"]
+        assessment = _Assessment(TaskUpdater(event_queue, task.id, task.context_id))
+        self._active[task.id] = assessment
+        try:
+            await self._assess(assessment, request.participants, selection)
+        finally:
+            self._active.pop(task.id, None)
+
+    async def _assess(
+        self, assessment: _Assessment, participants: dict[str, str], selection: Selection
+    ) -> None:
+        updater = assessment.updater
         total = len(selection.tasks) * selection.num_instances
         await updater.start_work(
-            self._message(
-                updater,
+            assessment.message(
                 f"Assessment accepted: {total} trial(s) from task set {selection.task_set} "
                 f"(shard {selection.config['shard_index']} of {selection.config['num_shards']}), "
-                f"worker: {self.adapter.kind}.",
+                f"worker: {self.adapter.kind}."
             )
         )
         run_request = RunRequest(
             participants={
                 role: route_participant(role, url, self.settings)
-                for role, url in request.participants.items()
+                for role, url in participants.items()
             },
             config=selection.config,
             task_set=selection.task_set,
             task_set_digest=selection.task_set_digest,
             tasks=selection.tasks,
         )
-        rows, end_state = await self._run(run_request, selection, updater, task.id)
-        result = envelope(participant, rows, selection)
+        rows, end_state = await self._run(assessment, run_request, selection)
+        if assessment.cancelled:
+            return
+        result = envelope(selection.participant_id or participants["agent"], rows, selection)
         await updater.add_artifact(
             [new_data_part(result)], name=RESULT_ARTIFACT_NAME, last_chunk=True
         )
-        await updater.complete(self._message(updater, final_summary(rows, end_state)))
+        await updater.complete(assessment.message(final_summary(rows, end_state)))
 
     async def _run(
-        self, run_request: RunRequest, selection: Selection, updater: TaskUpdater, task_id: str
+        self, assessment: _Assessment, run_request: RunRequest, selection: Selection
     ) -> tuple[list[dict[str, Any]], EndState]:
         try:
             run = await self.adapter.start(run_request)
         except WorkerError as exc:
             log.error("worker could not start the run: %s", exc)
             return missing_rows([], selection, "worker_error"), "failed"
-        self._runs[task_id] = run
-        finished = 0
-        started = time.monotonic()
-        heartbeat = asyncio.create_task(self._heartbeat(updater, lambda: finished, started))
+        assessment.run = run
+        if assessment.cancelled:  # cancelled while the run was being created
+            await run.cancel()
+            return [], "cancelled"
+        await assessment.working(f"Worker run {run.run_id} started.")
+        heartbeat = asyncio.create_task(self._heartbeat(assessment))
         ended: RunEnded | None = None
         try:
             async with contextlib.aclosing(run.follow()) as events:
                 async for event in events:
                     if isinstance(event, RowFinished):
-                        finished = event.finished
+                        assessment.finished = event.finished
                         public = public_rows([event.row], selection)[0]
-                        await updater.update_status(
-                            TaskState.TASK_STATE_WORKING,
-                            self._message(
-                                updater, row_summary(public, event.finished, event.total)
-                            ),
-                        )
+                        await assessment.working(row_summary(public, event.finished, event.total))
                     else:
                         ended = event
         except asyncio.CancelledError:
@@ -125,7 +146,6 @@ class AssessmentExecutor(AgentExecutor):
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-            self._runs.pop(task_id, None)
         if ended is None:
             ended = RunEnded(state="failed", error="the worker adapter ended without a result")
         if ended.error:
@@ -134,23 +154,24 @@ class AssessmentExecutor(AgentExecutor):
         rows += missing_rows(rows, selection, GAP_CATEGORY[ended.state])
         return rows, ended.state
 
-    async def _heartbeat(self, updater: TaskUpdater, finished: Any, started: float) -> None:
+    async def _heartbeat(self, assessment: _Assessment) -> None:
+        started = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.heartbeat_sec)
             elapsed = time.monotonic() - started
-            await updater.update_status(
-                TaskState.TASK_STATE_WORKING,
-                self._message(
-                    updater,
-                    f"Still running: {finished()} trial(s) finished after {elapsed:.0f} s.",
-                ),
+            await assessment.working(
+                f"Still running: {assessment.finished} trial(s) finished after {elapsed:.0f} s."
             )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = context.task_id or ""
-        run = self._runs.get(task_id)
-        if run is not None:
-            log.info("cancelling worker run %s for A2A task %s", run.run_id, task_id)
-            await run.cancel()
-        updater = TaskUpdater(event_queue, task_id, context.context_id or "")
-        await updater.cancel(self._message(updater, "Assessment cancelled on request."))
+        assessment = self._active.get(task_id)
+        if assessment is None:
+            updater = TaskUpdater(event_queue, task_id, context.context_id or "")
+            await updater.cancel(updater.new_agent_message([new_text_part("Cancelled.")]))
+            return
+        assessment.cancelled = True
+        await assessment.updater.cancel(assessment.message("Assessment cancelled on request."))
+        if assessment.run is not None:
+            log.info("cancelling worker run %s for A2A task %s", assessment.run.run_id, task_id)
+            await assessment.run.cancel()

@@ -55,7 +55,7 @@ class FakeWorker:
         self.state_dir = state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.trial_sec = trial_sec
-        self.events = events
+        self.serve_events = events
         self.token = token
 
     # -- storage -------------------------------------------------------------------------------
@@ -116,11 +116,14 @@ class FakeWorker:
         stop = run.get("cancelled_at") or now
         finished = min(total, int((stop - run["created"]) / self.trial_sec))
         rows = [self._row(run, i, cancelled=False) for i in range(finished)]
+        updated = now
         if run.get("cancelled_at"):
             rows += [self._row(run, i, cancelled=True) for i in range(finished, total)]
             state = "cancelled"
+            updated = run["cancelled_at"]
         elif finished >= total:
             state = "completed"
+            updated = run["created"] + total * self.trial_sec
         else:
             state = "running"
         tasks = {
@@ -131,7 +134,7 @@ class FakeWorker:
             run_id=run["run_id"],
             status=state,  # type: ignore[arg-type]
             created_at=_iso(run["created"]),
-            updated_at=_iso(now),
+            updated_at=_iso(updated),
             progress=Progress(
                 total=total, finished=len(rows), running=0 if state != "running" else 1
             ),
@@ -186,7 +189,7 @@ class FakeWorker:
         return JSONResponse(self.status(run).model_dump(mode="json"))
 
     async def events(self, request: Request) -> Response:
-        if not self.events:
+        if not self.serve_events:
             return JSONResponse({"error": "no event stream"}, status_code=404)
         if not self._authorized(request):
             return JSONResponse({"error": "unauthorized"}, status_code=401)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
 
+from green_agent.card import agent_card, card_document
 from green_agent.gateway import parse_parts, run_assessment
 from leaderboard.rows import Envelope
 from tests.conftest import REPO_ROOT, free_port
@@ -31,6 +34,13 @@ async def test_card_declares_both_protocols_and_an_example(mock_green: str) -> N
     example = json.loads(card["skills"][0]["examples"][0])
     assert set(example) == {"participants", "config"}
     assert "agent" in example["participants"]
+
+
+def test_card_document_is_what_a2a_sdk_would_serve() -> None:
+    from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+
+    url = "http://10.0.0.1:9009/"
+    assert card_document(url) == agent_card_to_dict(agent_card(url))
 
 
 async def test_1x_client_gets_exactly_one_json_part_the_envelope(mock_green: str) -> None:
@@ -176,9 +186,11 @@ async def test_invalid_request_is_invalid_params_naming_the_field(
 
 def test_python_m_green_agent_serves_the_card(tmp_path: Path) -> None:
     port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSBENCH_WORKER")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "green_agent", "--port", str(port)],
         cwd=REPO_ROOT,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -192,6 +204,12 @@ def test_python_m_green_agent_serves_the_card(tmp_path: Path) -> None:
                 time.sleep(0.05)
         assert card is not None and card["name"] == "SkillsBench green agent"
         assert card["url"] == f"http://127.0.0.1:{port}/"
+        # JSON-RPC waits for the full app, then works (mock worker: no worker configured)
+        export = asyncio.run(
+            run_assessment(f"http://127.0.0.1:{port}/", {"agent": PURPLE_URL}, SMOKE)
+        )
+        assert export["status"] == "completed"
+        assert len(export["results"]) == 1
     finally:
         proc.terminate()
         proc.wait(timeout=10)
