@@ -78,12 +78,24 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def card_start_times(starts: int) -> list[float]:
+BARE_SERVER = (
+    "import sys, uvicorn; from starlette.applications import Starlette;"
+    "from starlette.responses import JSONResponse; from starlette.routing import Route;"
+    "app = Starlette(routes=[Route('/.well-known/agent-card.json', lambda r: JSONResponse({}))]);"
+    "uvicorn.run(app, host='127.0.0.1', port=int(sys.argv[1]), log_level='warning')"
+)
+
+
+def card_start_times(starts: int, bare: bool = False) -> list[float]:
+    """Process start -> card served, for ``python -m green_agent`` (or a bare uvicorn app)."""
     times = []
     for _ in range(starts):
         port = free_port()
         began = time.perf_counter()
-        proc = spawn([sys.executable, "-m", "green_agent", "--port", str(port)])
+        args = (
+            ["-c", BARE_SERVER, str(port)] if bare else ["-m", "green_agent", "--port", str(port)]
+        )
+        proc = spawn([sys.executable, *args])
         try:
             wait_http(f"http://127.0.0.1:{port}/.well-known/agent-card.json", interval=0.002)
             times.append(time.perf_counter() - began)
@@ -171,6 +183,17 @@ async def one_assessment(green_url: str, purple_url: str) -> tuple[float, str]:
     return elapsed, run_ids[0]
 
 
+def loopback_round_trip(url: str, n: int = 20) -> float:
+    """Median time of a bare GET of the card: how slow loopback HTTP is on this machine now."""
+    times = []
+    with httpx.Client() as client:
+        for _ in range(n):
+            began = time.perf_counter()
+            client.get(url)
+            times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -183,9 +206,14 @@ def main() -> None:
     args = parser.parse_args()
 
     cards = card_start_times(args.starts)
+    bare = card_start_times(args.starts, bare=True)
     print(
         f"card served after start: median {statistics.median(cards) * 1000:.0f} ms "
-        f"(min {min(cards) * 1000:.0f}, max {max(cards) * 1000:.0f}, n={len(cards)})"
+        f"(min {min(cards) * 1000:.0f}, max {max(cards) * 1000:.0f}, n={len(cards)}; target < 2 s)"
+    )
+    print(
+        f"  calibration, bare uvicorn+starlette app: median "
+        f"{statistics.median(bare) * 1000:.0f} ms (min {min(bare) * 1000:.0f})"
     )
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -199,6 +227,7 @@ def main() -> None:
         green_url = f"http://127.0.0.1:{green_port}/"
         try:
             wait_http(green_url + ".well-known/agent-card.json")
+            round_trip = loopback_round_trip(green_url + ".well-known/agent-card.json")
             asyncio.run(one_assessment(green_url, purple_url))  # warm-up: first request waits
             overheads, totals, worker_times = [], [], []  # for the deferred a2a-sdk import
             for _ in range(args.runs):
@@ -211,6 +240,7 @@ def main() -> None:
             for proc in (green, purple_proc, worker_proc):
                 if proc is not None:
                     stop(proc)
+    print(f"bare loopback GET of the card (calibration): median {round_trip * 1000:.1f} ms")
     print(f"worker: {kind}; task set {CONFIG['task_set']}; {args.runs} assessments")
     print(f"end-to-end assess: median {statistics.median(totals) * 1000:.0f} ms")
     print(f"worker's own run:  median {statistics.median(worker_times) * 1000:.0f} ms")
