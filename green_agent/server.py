@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+BUILD_DELAY_SEC = 0.1
+
 
 def build_app(
     card_url: str,
@@ -81,6 +83,8 @@ class FastStartApp:
     async def _build(self) -> None:
         assert self._ready is not None
         try:
+            # Let uvicorn bind and answer the first card request before the import takes the GIL.
+            await asyncio.sleep(BUILD_DELAY_SEC)
             app = await asyncio.to_thread(self._load)
             await self._stack.enter_async_context(app.router.lifespan_context(app))
             self._app = app
