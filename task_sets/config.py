@@ -43,7 +43,7 @@ AGENTBEATS_UUID_PATTERN: Final = (
 )
 _UUID = re.compile(AGENTBEATS_UUID_PATTERN, re.IGNORECASE)
 _TASK_SET_NAME = re.compile(TASK_SET_NAME_PATTERN)
-_WHOLE = re.compile(r"^\s*\+?[0-9]+\s*$")
+_WHOLE = re.compile(r"^\s*[+-]?[0-9]+\s*$")
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -55,7 +55,12 @@ class ConfigError(ValueError):
         self.field = field
         self.rule = rule
         self.errors: list[tuple[str, str]] = [(field, rule), *more]
-        super().__init__("; ".join(f"{f}: {r}" for f, r in self.errors))
+        super().__init__("; ".join(f"{_show(f)}: {r}" for f, r in self.errors))
+
+
+def _show(field: str) -> str:
+    """A field name fit for a one-line message (odd unknown keys are quoted)."""
+    return field if re.fullmatch(r"[A-Za-z0-9_.-]+", field) else repr(field)
 
 
 class ParticipantIds(BaseModel):
@@ -148,7 +153,8 @@ def parse_config(raw: Any) -> AssessmentConfig:
     elif "task_ids" in values:
         values["tasks"] = None
     shard_index, num_shards = values.get("shard_index", 0), values.get("num_shards", 1)
-    if isinstance(shard_index, int) and isinstance(num_shards, int) and shard_index >= num_shards:
+    bad_fields = {field for field, _ in errors}
+    if not bad_fields & {"shard_index", "num_shards"} and shard_index >= num_shards:
         errors.append(
             ("shard_index", f"must be below num_shards ({num_shards}), got {shard_index}")
         )
@@ -274,6 +280,7 @@ class TaskSelection(BaseModel):
 
     task_set: str
     task_set_digest: str
+    condition: str
     shard_index: int
     num_shards: int
     num_instances: int
@@ -324,6 +331,7 @@ def select_tasks(
     return TaskSelection(
         task_set=manifest.task_set,
         task_set_digest=manifest.task_set_digest,
+        condition=config.condition,
         shard_index=config.shard_index,
         num_shards=config.num_shards,
         num_instances=config.num_instances,

@@ -324,13 +324,15 @@ def verify_manifest(
         if root is None:
             continue
         folder = root / tid
-        if not folder.is_dir() or folder.is_symlink():
+        if not folder.is_dir() or folder.is_symlink() or not (folder / "task.toml").is_file():
             absent.append(tid)
         elif check_task_digests and manifest is not None:
             problems.extend(_compare_entry(manifest, tid, folder))
     if absent:
         shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
-        problems.append(f"{len(absent)} task ids are not direct child folders of {root}: {shown}")
+        problems.append(
+            f"{len(absent)} task ids are not direct child task folders of {root}: {shown}"
+        )
     return problems
 
 

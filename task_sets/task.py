@@ -83,12 +83,6 @@ class EnvironmentSection(_Section):
             data["docker_image"] = data.pop("image")
         return data
 
-    @field_validator("cpus", mode="before")
-    @classmethod
-    def _cpus(cls, value: Any) -> Any:
-        # Some tasks write cpus = "2"; TOML strings are otherwise left to pydantic's checks.
-        return float(value) if isinstance(value, str) and value.strip().isdigit() else value
-
     @property
     def internet(self) -> bool:
         """Whether the sandbox may reach the network (``network_mode`` wins over the legacy flag)."""

@@ -138,3 +138,15 @@ def _run_script_with_solution(task_dir: Path, scratch: Path, script: str) -> Out
         "#!/bin/sh\nset -e\n" + script.replace("/solution/solve.sh", "/solution/original.sh") + "\n"
     )
     return run_example(wrapped, scratch / "run", "oracle")
+
+
+def test_agent_phase_sees_no_tests(tmp_path: Path, sandbox: None) -> None:
+    # The stand-in keeps the worker's rule: tests/ appears only after the agent has finished.
+    outcome = run_example(
+        TASKS_DIR / "csv-sales-summary",
+        tmp_path,
+        "ls /tests > /root/seen.txt 2>&1; cat /tests/sales.csv >> /root/seen.txt 2>&1; true",
+    )
+    seen = (outcome.workspace / "seen.txt").read_text()
+    assert "No such file" in seen and "region" not in seen
+    assert outcome.reward == 0.0
