@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,25 @@ async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=10)
         sock.close()
+
+
+@contextlib.asynccontextmanager
+async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncIterator[str | None]:
+    """The real worker service in this process (imported lazily); None when this build lacks it."""
+    try:
+        from worker.app import create_app
+        from worker.catalog import default_tasks_dir
+        from worker.engine import Engine, EngineSettings
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("worker"):
+            raise
+        yield None
+        return
+    settings = EngineSettings(
+        jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
+    )
+    async with serve_app(lambda url: create_app(Engine(settings), token=None)) as url:
+        yield url.rstrip("/")
 
 
 @contextlib.asynccontextmanager
