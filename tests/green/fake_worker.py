@@ -51,12 +51,14 @@ class FakeWorker:
         trial_sec: float = 0.05,
         events: bool = True,
         token: str | None = None,
+        fail_after: int | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.trial_sec = trial_sec
         self.serve_events = events
         self.token = token
+        self.fail_after = fail_after  # the run fails (status "failed") after this many trials
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -115,9 +117,14 @@ class FakeWorker:
         total = len(run["trials"])
         stop = run.get("cancelled_at") or now
         finished = min(total, int((stop - run["created"]) / self.trial_sec))
+        failed = self.fail_after is not None and finished >= self.fail_after
+        if failed:
+            finished = self.fail_after or 0
         rows = [self._row(run, i, cancelled=False) for i in range(finished)]
         updated = now
-        if run.get("cancelled_at"):
+        if failed:
+            state = "failed"
+        elif run.get("cancelled_at"):
             rows += [self._row(run, i, cancelled=True) for i in range(finished, total)]
             state = "cancelled"
             updated = run["cancelled_at"]
@@ -141,6 +148,7 @@ class FakeWorker:
             tasks=tasks,
             rows=rows,
             worker_meta={"_private_proof_manifest": "/var/jobs/x/proof.json", "revision": "test"},
+            error="sandbox backend crashed" if state == "failed" else None,
         )
 
     # -- HTTP ----------------------------------------------------------------------------------

@@ -110,6 +110,34 @@ async def test_worker_refusing_the_run_gives_worker_error_rows_in_a_completed_ta
     assert worker.runs() == []
 
 
+async def test_a_failed_run_keeps_its_rows_and_marks_the_rest_worker_error(
+    tmp_path: Path,
+) -> None:
+    worker = FakeWorker(tmp_path, trial_sec=0.02, fail_after=2)
+    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
+        envelope = await assess(gurl, FIVE)
+    assert [r.score_eligible for r in envelope.results] == [True, True, False, False, False]
+    assert {r.infra_failure_type for r in envelope.results[2:]} == {"worker_error"}
+
+
+async def test_worker_that_starts_late_is_retried(tmp_path: Path) -> None:
+    port = free_port()
+    settings = GreenSettings(worker_url=f"http://127.0.0.1:{port}", worker_retry_sec=30)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        async with green(settings) as gurl:
+            assessment = asyncio.create_task(assess(gurl, FIVE))
+            await asyncio.sleep(1.0)
+            assert not assessment.done()
+            proc = _start_worker_process(port, tmp_path / "state", 0.02)
+            envelope = await asyncio.wait_for(assessment, timeout=60)
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert all(r.score_eligible for r in envelope.results)
+
+
 async def test_slot_url_is_the_fallback(tmp_path: Path) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.01)
     async with fake_worker(worker) as wurl, green(GreenSettings(worker_slot_url=wurl)) as gurl:
