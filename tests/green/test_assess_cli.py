@@ -47,7 +47,14 @@ async def test_assess_starts_a_local_green_agent_and_writes_the_gateway_file(
     output = tmp_path / "results.json"
     async with serve_app(purple_app) as purple:
         code, _, err = await _cli(
-            "--participant", purple, "--config", f"@{config}", "--output", str(output)
+            "--participant",
+            purple,
+            "--config",
+            f"@{config}",
+            "--output",
+            str(output),
+            "--jobs-dir",
+            str(tmp_path / "jobs"),
         )
     assert code == 0, err
     data = json.loads(output.read_text())
@@ -57,7 +64,8 @@ async def test_assess_starts_a_local_green_agent_and_writes_the_gateway_file(
     parsed = Envelope.model_validate(envelope)
     assert parsed.participants == {"agent": purple}
     assert len(parsed.results) == 5
-    assert "Trial 5 of 5 finished" in err  # progress lines
+    assert "started a local green agent" in err  # progress lines
+    assert "[completed] Assessment finished" in err
 
 
 async def test_assess_against_a_running_green_agent(tmp_path: Path) -> None:
