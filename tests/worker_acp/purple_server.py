@@ -6,7 +6,7 @@ import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -19,15 +19,21 @@ PURPLE = Path(__file__).parent / "purple"
 def purple_server(
     mode: str, *, python: Path | str = sys.executable, version: str = "v1", log: Path | None = None
 ) -> Iterator[str]:
-    port = free_port()
+    """A scripted purple agent (purple/server_<version>.py) answering in ``mode``."""
     env = {"PATH": "/usr/bin:/bin"}
     if log is not None:
         env["PURPLE_LOG"] = str(log)
-    proc = subprocess.Popen(
-        [str(python), str(PURPLE / f"server_{version}.py"), str(port), mode],
-        cwd=PURPLE,
-        env=env,
-    )
+    with served(
+        lambda port: [str(python), str(PURPLE / f"server_{version}.py"), str(port), mode], env
+    ) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def served(argv: Callable[[int], list[str]], env: dict[str, str]) -> Iterator[str]:
+    """Run ``argv(port)`` and yield its URL once its agent card answers."""
+    port = free_port()
+    proc = subprocess.Popen(argv(port), cwd=PURPLE, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20

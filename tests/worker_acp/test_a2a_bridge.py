@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from conftest import free_port
 from worker.agents.a2a import A2AAgent
 from worker.failures import FailureKind
 from worker_acp.harness import run_trial
-from worker_acp.purple_server import purple_server
+from worker_acp.purple_server import purple_server, served
 
 
 def bridge_events(trial_dir: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -134,3 +135,14 @@ async def test_max_turns_stops_the_conversation(tmp_path: Path) -> None:
     assert result.outcome.failure is None
     assert result.outcome.details["bridge"]["status"] == "max_turns"
     assert result.outcome.n_tool_calls == 3
+
+
+async def test_placeholder_participant_scores_zero_without_failure(tmp_path: Path) -> None:
+    argv = lambda port: [  # noqa: E731
+        sys.executable, "-m", "purple_agent.placeholder", "--host", "127.0.0.1", "--port", str(port)
+    ]  # fmt: skip
+    with served(argv, {"PATH": "/usr/bin:/bin"}) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.outcome.details["bridge"]["status"] == "plain_reply"
+    assert result.reward == 0.0

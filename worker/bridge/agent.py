@@ -35,7 +35,6 @@ from worker.bridge import paths
 from worker.bridge.a2a_peer import Conversation, ParticipantFailure, Reply, data_part, text_part
 from worker.bridge.logs import BridgeLog
 from worker.bridge.protocol import (
-    PROTOCOL,
     ActionError,
     ExecAction,
     FileContent,
@@ -45,6 +44,7 @@ from worker.bridge.protocol import (
     ShellContext,
     WriteFileAction,
     find_action,
+    result_data,
 )
 from worker.failures import FailureKind
 
@@ -177,7 +177,7 @@ class ShellSession:
         outcome = Outcome("finished")
         try:
             async with Conversation(self.config.url, self.deadline) as conv:
-                context = self.context().model_dump()
+                context = self.context().to_data()
                 self.log.event("user_message", 0, {"text": instruction})
                 self.log.event("sandbox_context", 0, context)
                 self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
@@ -211,12 +211,7 @@ class ShellSession:
                         outcome.status = "deadline"
                         outcome.message = "time ran out while the bridge was acting"
                         return outcome
-                    parts = [
-                        text_part(_summary(result)),
-                        data_part(
-                            {"protocol": PROTOCOL, "turn": self.turn, "action_result": result}
-                        ),
-                    ]
+                    parts = [text_part(_summary(result)), data_part(result_data(self.turn, result))]
         except ParticipantFailure as exc:
             self.log.event("a2a_error", self.turn, {"failure": exc.kind.value, "message": str(exc)})
             self.log.line(f"error {exc.kind.value}: {exc}")
@@ -354,7 +349,9 @@ class ShellSession:
         )
         return {"action": "read_file", "path": path, "content": content, "truncated": truncated}
 
-    async def _write(self, file: FileContent, roots: list[str], action: str) -> dict[str, Any]:
+    async def _write(
+        self, file: FileContent | WriteFileAction, roots: list[str], action: str
+    ) -> dict[str, Any]:
         tool_id = (
             f"turn-{self.turn}"
             if action == "write_file"
@@ -434,7 +431,7 @@ class ShellSession:
             )
 
 
-def _decode(file: FileContent) -> str:
+def _decode(file: FileContent | WriteFileAction) -> str:
     if file.encoding == "utf-8":
         return file.content
     try:
