@@ -70,6 +70,7 @@ async def run_trial(
         env=env or {},
         participant_url=participant_url,
     )
+    record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
     outcome = await agent.run(ctx)
     await box.upload(the_task.tests_dir, "/tests")
     await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)

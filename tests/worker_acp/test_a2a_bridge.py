@@ -128,7 +128,7 @@ async def test_failed_task_is_participant_error(tmp_path: Path) -> None:
 
 
 async def test_max_turns_stops_the_conversation(tmp_path: Path) -> None:
-    agent = A2AAgent("a2a:placeholder")
+    agent = A2AAgent("a2a")  # the URL comes from the trial (assessment participant)
     agent.max_turns = 3
     with purple_server("loop") as url:
         result = await run_trial(agent, tmp_path, participant_url=url)
@@ -146,3 +146,8 @@ async def test_placeholder_participant_scores_zero_without_failure(tmp_path: Pat
     assert result.outcome.failure is None, result.outcome.message
     assert result.outcome.details["bridge"]["status"] == "plain_reply"
     assert result.reward == 0.0
+
+
+def test_a2a_spec_needs_an_http_url() -> None:
+    with pytest.raises(ValueError, match="need an http"):
+        A2AAgent("a2a:ftp://example")

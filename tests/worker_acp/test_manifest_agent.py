@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from worker.acp.manifest import ManifestError, discover, find
-from worker.agents.manifest_agent import ManifestAgent
+from worker.agents.acp import ManifestAgent
 from worker.failures import FailureKind
 from worker_acp.harness import run_trial
 
@@ -112,3 +112,13 @@ def test_invalid_manifest_names_file_and_key(tmp_path: Path) -> None:
         discover({"SKILLSBENCH_AGENTS_DIR": str(tmp_path)})
     with pytest.raises(ManifestError, match="unknown agent 'nope'"):
         find("nope", {"SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR)})
+
+
+def test_bare_manifest_name_resolves_and_other_specs_do_not() -> None:
+    from worker.agents.acp import resolve_manifest_name
+
+    agent = resolve_manifest_name("py-acp-agent")
+    assert isinstance(agent, ManifestAgent)
+    assert agent.entry().manifest.name == "py-acp-agent"
+    assert resolve_manifest_name("not-an-agent") is None
+    assert resolve_manifest_name("a2a:http://127.0.0.1:1") is None

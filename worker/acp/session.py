@@ -17,7 +17,7 @@ from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_b
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
 from worker.acp.client import SandboxClient
-from worker.acp.trajectory import lifecycle_event, user_message_event
+from worker.acp.trajectory import lifecycle_event
 from worker.sandbox.base import SandboxProcess
 
 SessionStatus = Literal[
@@ -85,7 +85,6 @@ async def run_session(
             return SessionResult("launch_failed", message=f"ACP handshake failed: {_describe(exc)}")
         client.last_activity = time.monotonic()
         deadline = client.last_activity + config.timeout_sec
-        client.record(user_message_event(config.prompt))
         prompt = asyncio.create_task(
             conn.prompt(session_id=session.session_id, prompt=[text_block(config.prompt)])
         )

@@ -38,10 +38,6 @@ def update_event(update: BaseModel) -> dict[str, Any]:
     return event
 
 
-def user_message_event(text: str) -> dict[str, Any]:
-    return {"type": "user_message", "timestamp": time.time(), "text": text}
-
-
 def lifecycle_event(kind: str, **fields: Any) -> dict[str, Any]:
     """Events the client itself adds (prompt sent, cancel sent, timeout) so a reader sees why a
     turn ended."""

@@ -18,7 +18,7 @@ from worker.acp.session import SessionConfig, SessionResult
 from worker.agents.base import Agent, AgentContext, AgentOutcome, AgentStatus, agent_kind
 from worker.failures import FailureKind
 
-BACKSTOP_SEC = 15.0
+BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
 # Host variables the bridge may need to reach the participant; nothing else is inherited.
 _PASSED_ENV = (
     "PATH",
@@ -38,10 +38,14 @@ _PASSED_ENV = (
 class A2AAgent(Agent):
     max_turns: int = 100
 
-    @property
-    def url(self) -> str:
-        _, _, url = self.spec.partition(":")
-        return url
+    def __init__(self, spec: str) -> None:
+        super().__init__(spec)
+        _, _, url = spec.partition(":")
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"{spec}: a2a agents need an http(s) URL, e.g. a2a:http://127.0.0.1:9009"
+            )
+        self.url = url
 
     async def run(self, ctx: AgentContext) -> AgentOutcome:
         url = ctx.participant_url or self.url
@@ -70,6 +74,7 @@ class A2AAgent(Agent):
             prompt=ctx.prompt,
             timeout_sec=ctx.timeout_sec + BACKSTOP_SEC,
             idle_timeout_sec=None,  # silence while the participant thinks is the bridge's call
+            cancel_grace_sec=3.0,
             serve_sandbox_tools=True,
         )
         result = await run_process_session(process, ctx, config, "a2a_bridge")

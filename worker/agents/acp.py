@@ -1,4 +1,4 @@
-"""Manifest agents: installed as root in the sandbox with ``install_cmd``, then launched with
+"""Manifest agents (kind ``acp``, and bare manifest names): installed as root in the sandbox with ``install_cmd``, then launched with
 ``launch_cmd`` inside it, speaking ACP over the process's stdio.
 
 The agent's folder (manifest and any files beside it) is uploaded to ``AGENT_SRC_DIR/<name>`` and
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from worker.acp.manifest import ManifestEntry, ManifestError, find
+from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
 from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
@@ -119,3 +119,22 @@ def _mask(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def resolve_manifest_name(spec: str) -> Agent | None:
+    """Fallback resolver: a bare spec naming a manifest agent (``py-acp-agent``)."""
+    if ":" in spec:
+        return None
+    agents = discover()
+    return ManifestAgent(spec, agents[spec]) if spec in agents else None
+
+
+def _register_fallback() -> None:
+    try:
+        from worker.agents.registry import add_resolver
+    except ModuleNotFoundError:  # the worker's resolver is not in this build
+        return
+    add_resolver(resolve_manifest_name)
+
+
+_register_fallback()
