@@ -2,6 +2,9 @@
 
 A task folder holds ``task.toml``, ``instruction.md``, ``environment/Dockerfile`` (with optional
 ``environment/skills/<name>/SKILL.md``), ``tests/test.sh`` and optionally ``solution/solve.sh``.
+The ``task.toml`` model follows BenchFlow's (research/benchflow.md §1.2) but is lenient where
+SkillsBench tasks are: unknown keys are kept, legacy ``[environment]`` spellings are accepted, and
+BenchFlow's native ``[sandbox]``/``[oracle]`` and ``schema_version`` names map onto the same fields.
 """
 
 from __future__ import annotations
@@ -9,11 +12,14 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_SKILLS_DIR = "/skills"
+SUPPORTED_MAJOR_VERSION = 1
+
+NetworkMode = Literal["public", "no-network", "allowlist"]
 
 
 class TaskError(ValueError):
@@ -33,11 +39,15 @@ class TaskMetadata(_Section):
 
 
 class AgentSection(_Section):
-    timeout_sec: float = Field(gt=0)
+    timeout_sec: float = Field(gt=0, description="required: BenchFlow has no safe default")
+    prompt_prefix: str | None = None
     user: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
 
 
 class VerifierSection(_Section):
+    type: str = "test-script"
     timeout_sec: float = Field(default=600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
@@ -52,7 +62,8 @@ class EnvironmentSection(_Section):
     storage_mb: int = Field(default=10240, gt=0)
     gpus: int = Field(default=0, ge=0)
     allow_internet: bool = True
-    network_mode: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
     docker_image: str | None = None
     skills_dir: str = DEFAULT_SKILLS_DIR
     workdir: str | None = None
@@ -99,18 +110,30 @@ class TaskConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _sandbox_alias(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "sandbox" in data:
-            if "environment" in data:
-                raise ValueError("task.toml declares both [environment] and [sandbox]; keep one")
-            data = dict(data)
-            data["environment"] = data.pop("sandbox")
+    def _native_aliases(cls, data: Any) -> Any:
+        # BenchFlow's native names for the same sections; declaring both spellings is ambiguous.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for native, legacy in (("sandbox", "environment"), ("oracle", "solution")):
+            if native in data:
+                if legacy in data:
+                    raise ValueError(f"declares both [{legacy}] and [{native}]; keep one")
+                data[legacy] = data.pop(native)
+        if "schema_version" in data:
+            if "version" in data:
+                raise ValueError("declares both version and schema_version; keep one")
+            data["version"] = data.pop("schema_version")
         return data
 
     @field_validator("version", mode="before")
     @classmethod
-    def _version_str(cls, value: Any) -> str:
-        return str(value)
+    def _version_major(cls, value: Any) -> str:
+        text = str(value).strip()
+        major = text.split(".", 1)[0]
+        if not major.isdigit() or int(major) != SUPPORTED_MAJOR_VERSION:
+            raise ValueError(f"unsupported task.toml version {text!r} (major version 1 only)")
+        return text
 
 
 def _size_to_mb(value: Any, key: str) -> int:
@@ -178,48 +201,72 @@ class Task:
 
 
 REQUIRED_PARTS = ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh")
+SKILL_FILE = "SKILL.md"
 
 
 def load_task(path: str | Path) -> Task:
-    """Load one task folder, or raise :class:`TaskError` naming what is missing or invalid."""
+    """Load one task folder, or raise :class:`TaskError` naming the folder and what is wrong."""
     folder = Path(path)
     if not folder.is_dir():
         raise TaskError(f"{folder}: not a task folder (no such directory)")
     missing = [part for part in REQUIRED_PARTS if not (folder / part).is_file()]
     if missing:
-        raise TaskError(f"{folder}: not a task folder: missing {', '.join(missing)}")
+        hint = ""
+        if (folder / "task.md").is_file():
+            hint = " (BenchFlow's native task.md layout is not supported; use task.toml)"
+        raise TaskError(f"{folder}: not a task folder: missing {', '.join(missing)}{hint}")
+    skills = folder / "environment" / "skills"
+    if skills.is_dir():
+        for child in sorted(skills.iterdir()):
+            if child.is_dir() and not (child / SKILL_FILE).is_file():
+                raise TaskError(
+                    f"{folder}: skill folder environment/skills/{child.name} has no {SKILL_FILE}"
+                )
     try:
         raw = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise TaskError(f"{folder}/task.toml: invalid TOML: {exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{folder}: task.toml is not valid TOML: {exc}") from None
     try:
         config = TaskConfig.model_validate(raw)
     except ValidationError as exc:
-        raise TaskError(f"{folder}/task.toml: {_describe(exc)}") from None
+        raise TaskError(f"{folder}: task.toml: {_describe(exc)}") from None
     instruction = (folder / "instruction.md").read_text(encoding="utf-8")
+    if not instruction.strip():
+        raise TaskError(f"{folder}: instruction.md is empty")
     return Task(task_id=folder.name, path=folder, config=config, instruction=instruction)
 
 
 def discover_tasks(tasks_dir: str | Path) -> dict[str, Path]:
-    """Task ids (direct child folders holding a ``task.toml``) mapped to their folders, sorted."""
+    """Task ids (direct child folders holding a ``task.toml``) mapped to their folders, sorted.
+
+    Hidden folders (``.git``, ``.cache``) are skipped; nothing below the first level is looked at.
+    """
     root = Path(tasks_dir)
     if not root.is_dir():
         raise TaskError(f"{root}: tasks folder does not exist")
     return {
         child.name: child
-        for child in sorted(root.iterdir())
-        if child.is_dir() and (child / "task.toml").is_file()
+        for child in sorted(root.iterdir(), key=lambda c: c.name)
+        if child.is_dir() and not child.name.startswith(".") and (child / "task.toml").is_file()
     }
+
+
+_SECTIONS = frozenset({"metadata", "agent", "verifier", "environment", "solution"})
 
 
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        if err["type"] == "missing" and len(err["loc"]) == 1:
-            parts.append(f"missing section [{where}]")
+        loc = [str(p) for p in err["loc"]]
+        if not loc:
+            parts.append(str(err["msg"]).removeprefix("Value error, "))
+            continue
+        head = f"[{loc[0]}]" if loc[0] in _SECTIONS else loc[0]
+        where = head + "".join(f".{p}" for p in loc[1:])
+        if err["type"] == "missing" and len(loc) == 1 and loc[0] in _SECTIONS:
+            parts.append(f"missing section [{loc[0]}]")
         elif err["type"] == "missing":
-            parts.append(f"missing key {where}")
+            parts.append(f"{where} is required")
         else:
-            parts.append(f"{where}: {err['msg']}")
+            parts.append(f"{where}: {str(err['msg']).removeprefix('Value error, ')}")
     return "; ".join(parts)
