@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import free_port
 
+from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent
 from worker.failures import FailureKind
+from worker_acp.bwrapbox import BwrapBox
 from worker_acp.harness import run_trial
 from worker_acp.purple_server import purple_server, served
 
@@ -48,6 +50,8 @@ async def test_exec_purple_passes(
     assert context["task_id"] == "write-answer"
     assert context["workspace"] == "/root"
     assert context["limits"]["max_turns"] == 100
+    # Later turns carry no "protocol" key: readers spot the turn-1 context by it.
+    assert all("protocol" not in r["data"][0] for r in received[1:])
     first, second, third = (r["data"][0]["action_result"] for r in received[1:4])
     assert first["exit_code"] == 0 and "answer.txt" not in first["stdout"]
     assert (second["stdout"], second["stderr"].strip()) == ("", "wrote")
@@ -151,3 +155,23 @@ async def test_placeholder_participant_scores_zero_without_failure(tmp_path: Pat
 def test_a2a_spec_needs_an_http_url() -> None:
     with pytest.raises(ValueError, match="need an http"):
         A2AAgent("a2a:ftp://example")
+
+
+async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) -> None:
+    """The example in docs/participant-protocol.md, run as written, against an example task."""
+    repo = Path(__file__).resolve().parents[2]
+    example = repo / "docs" / "examples" / "csv_sales_purple.py"
+    assert example.read_text() in (repo / "docs" / "participant-protocol.md").read_text()
+    the_task = load_task(repo / "tasks" / "csv-sales-summary")
+
+    async def place_data(box: BwrapBox) -> None:  # what the task's Dockerfile COPYs
+        await box.upload(the_task.environment_dir / "sales.csv", "/root/sales.csv")
+
+    argv = lambda port: [sys.executable, str(example), str(port)]  # noqa: E731
+    with served(argv, {"PATH": "/usr/bin:/bin"}) as url:
+        result = await run_trial(
+            A2AAgent(f"a2a:{url}"), tmp_path, the_task=the_task, prepare=place_data
+        )
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0
+    assert [c["kind"] for c in result.tool_calls()] == ["read", "edit"]

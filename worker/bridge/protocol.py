@@ -50,4 +50,5 @@ def result_data(turn: int, result: dict[str, Any]) -> dict[str, Any]:
     """The DataPart answering one action: the shared :class:`ActionResult` fields, plus the
     bridge's extras (``action``, ``path``, ``timed_out``…) which v1 readers ignore."""
     shared = ActionResult.model_validate(result).to_data()
-    return {"protocol": PROTOCOL, "turn": turn, "action_result": {**result, **shared}}
+    # No "protocol" key here: readers tell the turn-1 context apart by it.
+    return {"turn": turn, "action_result": {**result, **shared}}
