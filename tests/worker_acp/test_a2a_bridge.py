@@ -175,3 +175,12 @@ async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) 
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0
     assert [c["kind"] for c in result.tool_calls()] == ["read", "edit"]
+
+
+async def test_unreadable_reply_is_participant_error(tmp_path: Path) -> None:
+    with purple_server("garbage") as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR, result.outcome.message
+    assert result.reward == 0.0
+    errors = [e for e in bridge_events(result.trial_dir) if e["type"] == "a2a_error"]
+    assert errors and errors[0]["payload"]["failure"] == "participant_error"

@@ -68,6 +68,7 @@ class ScriptedAgent:
             await self.conn.session_update(session_id, update_agent_message_text(answer))
             return PromptResponse(stop_reason="end_turn")
         if MODE in ("slow", "ignore-cancel"):
+            await self.conn.session_update(session_id, update_agent_message_text("waiting"))
             waiter = asyncio.Event() if MODE == "ignore-cancel" else self.cancelled[session_id]
             await waiter.wait()
             return PromptResponse(stop_reason="cancelled")
