@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,9 +53,9 @@ async def run_trial(
     (trial_dir / "trajectory").mkdir(parents=True, exist_ok=True)
     events = trial_dir / "trajectory" / "acp_trajectory.jsonl"
 
-    def record(event: dict[str, Any]) -> None:
+    def record(event: dict[str, Any]) -> None:  # as the worker's TrajectoryRecorder does
         with events.open("a") as out:
-            out.write(json.dumps(event) + "\n")
+            out.write(json.dumps({"timestamp": time.time(), **event}) + "\n")
 
     box = BwrapBox(SandboxSpec(task=the_task, run_id="r", trial_id="t", state_dir=tmp / "box"))
     await box.start()

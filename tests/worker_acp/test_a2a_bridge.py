@@ -184,3 +184,19 @@ async def test_unreadable_reply_is_participant_error(tmp_path: Path) -> None:
     assert result.reward == 0.0
     errors = [e for e in bridge_events(result.trial_dir) if e["type"] == "a2a_error"]
     assert errors and errors[0]["payload"]["failure"] == "participant_error"
+
+
+async def test_output_limit_command_timeout_and_invalid_action(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("limits", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    received = [json.loads(line)["data"][0] for line in log.read_text().splitlines()]
+    big, slow, bogus, background = (r["action_result"] for r in received[1:5])
+    assert big["truncated"] is True and big["stdout"] == "a" * (64 << 10)
+    assert slow["timed_out"] is True and slow["stdout"] == "started\n"
+    assert "invalid action" in bogus["error"]
+    # A background job holding the output pipe does not keep the command "running".
+    assert background["timed_out"] is False and background["stdout"] == "back\n"
+    updates = [e for e in result.trajectory() if e["type"] == "tool_call_update"]
+    assert [u["status"] for u in updates] == ["completed", "failed", "completed"]

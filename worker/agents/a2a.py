@@ -21,6 +21,7 @@ from worker.failures import FailureKind
 BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
 # Host variables the bridge may need to reach the participant; nothing else is inherited.
 _PASSED_ENV = (
+    "PYTHONPATH",
     "PATH",
     "HOME",
     "LANG",
