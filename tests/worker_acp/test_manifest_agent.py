@@ -90,6 +90,13 @@ async def test_agent_crash_is_a_launch_failure(tmp_path: Path) -> None:
     assert result.reward == 0.0
 
 
+async def test_error_answer_to_the_prompt_is_a_protocol_failure(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("refuse"))
+    assert result.outcome.failure is FailureKind.AGENT_PROTOCOL
+    assert "no model configured" in (result.outcome.message or "")
+    assert result.reward == 0.0
+
+
 def test_manifest_discovery_reports_unknown_keys(tmp_path: Path) -> None:
     folder = tmp_path / "agents" / "typo-agent"
     folder.mkdir(parents=True)

@@ -3,7 +3,7 @@ shell command in the session's cwd (after asking permission) and reports each on
 call.
 
 Modes (env PY_ACP_AGENT_MODE): ``run`` (default); ``slow`` waits for session/cancel; ``chatty``
-writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``probe`` calls an extension method the
+writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
 client does not implement and reports the error code; ``ignore-cancel`` never stops.
 """
 
@@ -60,6 +60,8 @@ class ScriptedAgent:
             sys.stderr.flush()
         if MODE == "crash":
             os._exit(3)
+        if MODE == "refuse":
+            raise RequestError.internal_error({"detail": "no model configured"})
         if MODE == "probe":
             try:
                 await self.conn.ext_method("skillsbench.probe", {})
