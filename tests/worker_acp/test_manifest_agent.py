@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,15 @@ def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def agent_env(mode: str = "run") -> dict[str, str]:
-    return {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    """A Python with the `acp` SDK, as seen from inside a sandbox that shows the host root."""
+    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
+        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
+        # interpreter of the same version with this venv's packages.
+        env["PY_ACP_AGENT_PYTHON"] = str(system)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    return env
 
 
 async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
