@@ -13,7 +13,7 @@ from conftest import free_port
 from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent
 from worker.failures import FailureKind
-from worker_acp.bwrapbox import BwrapBox
+from worker.sandbox.base import Sandbox
 from worker_acp.harness import run_trial
 from worker_acp.purple_server import purple_server, served
 
@@ -73,8 +73,19 @@ async def test_files_only_purple_passes(tmp_path: Path) -> None:
 
 
 async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: Path) -> None:
+    seen: dict[str, str] = {}
+
+    async def look(box: Sandbox) -> None:
+        listing = await box.exec(
+            ["sh", "-c", "ls -A /tmp/outside; test -L /root/escape && echo link"]
+        )
+        seen["listing"] = listing.stdout
+        seen["etc"] = (
+            await box.exec(["sh", "-c", "ls /etc/owned 2>&1; head -c 5 /etc/passwd"])
+        ).stdout
+
     with purple_server("escape") as url:
-        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, inspect=look)
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0  # answer.txt (base64) was the one legitimate file
     bridge = result.outcome.details["bridge"]
@@ -89,15 +100,14 @@ async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: 
     assert "'..'" in refused["../../etc/passwd"]
     assert "outside the allowed folders" in refused["/etc/passwd"]
     assert "resolves outside" in refused["escape/pwned.txt"]  # caught in the sandbox: a symlink
-    outside = result.sandbox.host_path("/tmp/outside")
-    assert outside.is_dir() and list(outside.iterdir()) == []
+    assert seen["listing"] == "link\n"  # /tmp/outside is empty; the planted symlink is there
+    assert "No such file" in seen["etc"] and "pwned" not in seen["etc"]
     failed = [
         e
         for e in result.trajectory()
         if e["type"] == "tool_call_update" and e["status"] == "failed"
     ]
     assert len(failed) == 5  # write_file /etc/owned + four refused files
-    assert (result.sandbox.host_path("/root") / "escape").is_symlink()
 
 
 async def test_plain_reply_ends_the_trial(tmp_path: Path) -> None:
@@ -164,7 +174,7 @@ async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) 
     assert example.read_text() in (repo / "docs" / "participant-protocol.md").read_text()
     the_task = load_task(repo / "tasks" / "csv-sales-summary")
 
-    async def place_data(box: BwrapBox) -> None:  # what the task's Dockerfile COPYs
+    async def place_data(box: Sandbox) -> None:  # what the task's Dockerfile COPYs
         await box.upload(the_task.environment_dir / "sales.csv", "/root/sales.csv")
 
     argv = lambda port: [sys.executable, str(example), str(port)]  # noqa: E731
