@@ -63,8 +63,12 @@ async def test_exec_purple_passes(
     assert "[agentbeats-a2a]" in text_log
 
 
-async def test_files_only_purple_passes(tmp_path: Path) -> None:
-    with purple_server("files") as url:
+@pytest.mark.parametrize("version", ["v1", "v03"])
+async def test_files_only_purple_passes(
+    tmp_path: Path, version: str, request: pytest.FixtureRequest
+) -> None:
+    kwargs = {"python": request.getfixturevalue("a2a03_python")} if version == "v03" else {}
+    with purple_server("files", version=version, **kwargs) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0
