@@ -214,3 +214,17 @@ async def test_output_limit_command_timeout_and_invalid_action(tmp_path: Path) -
     assert background["timed_out"] is False and background["stdout"] == "back\n"
     updates = [e for e in result.trajectory() if e["type"] == "tool_call_update"]
     assert [u["status"] for u in updates] == ["completed", "failed", "completed"]
+
+
+async def test_files_beyond_the_count_limit_are_refused(tmp_path: Path) -> None:
+    agent = A2AAgent("a2a")
+    agent.max_files = 3
+    with purple_server("many") as url:
+        result = await run_trial(agent, tmp_path, participant_url=url)
+    bridge = result.outcome.details["bridge"]
+    assert bridge["written_files"] == ["/root/answer.txt", "/root/out/0.txt", "/root/out/1.txt"]
+    assert bridge["refused_files"] == [
+        {"path": "out/2.txt", "error": "more than 3 files"},
+        {"path": "out/3.txt", "error": "more than 3 files"},
+    ]
+    assert result.reward == 1.0

@@ -38,6 +38,7 @@ _PASSED_ENV = (
 @agent_kind("a2a")
 class A2AAgent(Agent):
     max_turns: int = 100
+    max_files: int = 100  # files[] a finish may return
 
     def __init__(self, spec: str) -> None:
         super().__init__(spec)
@@ -60,6 +61,7 @@ class A2AAgent(Agent):
             "--trial-dir", str(ctx.trial_dir),
             "--deadline-sec", f"{ctx.timeout_sec:g}",
             "--max-turns", str(self.max_turns),
+            "--max-files", str(self.max_files),
         ]  # fmt: skip
         if ctx.skills_dir:
             argv += ["--skills-dir", ctx.skills_dir]

@@ -24,6 +24,7 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
     parser.add_argument("--deadline-sec", required=True, type=float)
     parser.add_argument("--max-turns", type=int, default=100)
     parser.add_argument("--max-output-bytes", type=int, default=64 << 10)
+    parser.add_argument("--max-files", type=int, default=100, help="files[] of a finish")
     args = parser.parse_args(argv)
     return BridgeConfig(
         url=args.url,
@@ -34,6 +35,7 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
         deadline_sec=args.deadline_sec,
         max_turns=args.max_turns,
         max_output_bytes=args.max_output_bytes,
+        max_files=args.max_files,
     )
 
 

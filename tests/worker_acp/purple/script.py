@@ -58,6 +58,9 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
             {"action": "finish"},
         ]
         return steps[min(turn, len(steps)) - 1]
+    if mode == "many":
+        files = [{"path": f"out/{n}.txt", "content": str(n)} for n in range(4)]
+        return {"action": "finish", "files": [{"path": "answer.txt", "content": "42\n"}, *files]}
     if mode == "plain":
         return "I cannot use tools, sorry."
     if mode == "silent":
