@@ -24,7 +24,7 @@ from green_agent.adapters.base import EndState, RowFinished, RunEnded, WorkerAda
 from green_agent.adapters.http import WorkerError
 from green_agent.progress import final_summary, plain_text, row_summary
 from green_agent.request import RequestError, parse_request
-from green_agent.results import envelope, missing_rows, public_rows
+from green_agent.results import envelope, in_task_order, missing_rows, public_rows
 from green_agent.routing import route_participant
 from green_agent.selection import Selection, select
 from green_agent.settings import GreenSettings
@@ -152,7 +152,7 @@ class AssessmentExecutor(AgentExecutor):
             log.warning("worker run %s ended %s: %s", run.run_id, ended.state, ended.error)
         rows = public_rows(ended.rows, selection)
         rows += missing_rows(rows, selection, GAP_CATEGORY[ended.state])
-        return rows, ended.state
+        return in_task_order(rows, selection), ended.state
 
     async def _heartbeat(self, assessment: _Assessment) -> None:
         started = time.monotonic()

@@ -69,6 +69,12 @@ def missing_rows(
     return gaps
 
 
+def in_task_order(rows: list[dict[str, Any]], selection: Selection) -> list[dict[str, Any]]:
+    """Rows in the selection's task order (as published), whatever order trials finished in."""
+    position = {task.task_id: i for i, task in enumerate(selection.tasks)}
+    return sorted(rows, key=lambda row: position.get(str(row.get("task_id")), len(position)))
+
+
 def envelope(participant: str, rows: list[dict[str, Any]], selection: Selection) -> dict[str, Any]:
     """The one DataPart the assessment returns, validated against the public contract."""
     return build_envelope({"agent": participant}, rows, row_context(selection)).public_dict()
