@@ -1,7 +1,7 @@
 """The HTTP worker adapter: ``POST /runs``, then follow the run until it ends.
 
 Rows arrive over ``GET /runs/{id}/events`` (server-sent events); where the worker offers no event
-stream the adapter polls ``GET /runs/{id}``. Every (re)connection starts with a ``GET /runs/{id}``
+stream the adapter polls ``GET /runs/{id}``. Every reconnection starts with a ``GET /runs/{id}``
 catch-up, and rows are de-duplicated by ``trial_id``, so a dropped stream or a worker restarted
 mid-run loses and repeats nothing. Transient connection errors are retried for
 ``retry_sec``; at ``timeout_sec`` the run is cancelled and reported as a timeout.
@@ -187,13 +187,18 @@ class HttpRun:
         use_events = True
         last_ok = time.monotonic()
         backoff = 0.05
+        first = True
         while True:
             try:
-                status = await self._get_status()
-                self._accept(status.rows, queue)
-                if status.status in TERMINAL_STATES:
-                    self._end(status, queue)
-                    return
+                # The event stream replays finished rows; a GET catch-up is for reconnects and
+                # polling, so the first connection goes straight to the stream.
+                if not (first and use_events):
+                    status = await self._get_status()
+                    self._accept(status.rows, queue)
+                    if status.status in TERMINAL_STATES:
+                        self._end(status, queue)
+                        return
+                first = False
                 last_ok = time.monotonic()
                 backoff = 0.05
                 if use_events:
