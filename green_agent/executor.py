@@ -123,6 +123,9 @@ class AssessmentExecutor(AgentExecutor):
         except WorkerError as exc:
             log.error("worker could not start the run: %s", exc)
             return missing_rows([], selection, "worker_error"), "failed"
+        except Exception:  # a broken worker answer must not fail the A2A task
+            log.exception("worker could not start the run")
+            return missing_rows([], selection, "worker_error"), "failed"
         assessment.run = run
         if assessment.cancelled:  # cancelled while the run was being created
             await run.cancel()
@@ -130,10 +133,12 @@ class AssessmentExecutor(AgentExecutor):
         await assessment.working(f"Worker run {run.run_id} started.")
         heartbeat = asyncio.create_task(self._heartbeat(assessment))
         ended: RunEnded | None = None
+        collected: list[dict[str, Any]] = []
         try:
             async with contextlib.aclosing(run.follow()) as events:
                 async for event in events:
                     if isinstance(event, RowFinished):
+                        collected.append(event.row)
                         assessment.finished = event.finished
                         public = public_rows([event.row], selection)[0]
                         await assessment.working(row_summary(public, event.finished, event.total))
@@ -142,6 +147,10 @@ class AssessmentExecutor(AgentExecutor):
         except asyncio.CancelledError:
             await asyncio.shield(run.cancel())
             raise
+        except Exception as exc:  # keep the rows we have; the rest become worker_error rows
+            log.exception("following worker run %s failed", run.run_id)
+            await run.cancel()
+            ended = RunEnded(state="failed", rows=collected, error=f"{type(exc).__name__}: {exc}")
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

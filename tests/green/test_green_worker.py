@@ -138,6 +138,24 @@ async def test_worker_that_starts_late_is_retried(tmp_path: Path) -> None:
     assert all(r.score_eligible for r in envelope.results)
 
 
+def _broken_worker(url: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def create(request: Any) -> Response:
+        return JSONResponse({"surprise": True}, status_code=201)
+
+    return Starlette(routes=[Route("/runs", create, methods=["POST"])])
+
+
+async def test_a_broken_worker_answer_still_completes_with_worker_error_rows() -> None:
+    async with serve_app(_broken_worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
+        envelope = await assess(gurl, FIVE)
+    assert len(envelope.results) == 5
+    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+
+
 async def test_slot_url_is_the_fallback(tmp_path: Path) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.01)
     async with fake_worker(worker) as wurl, green(GreenSettings(worker_slot_url=wurl)) as gurl:
