@@ -143,3 +143,25 @@ def test_selection_keeps_task_ids_order() -> None:
     ids = ["travel-planning", "citation-check", "edit-pdf"]
     selection = select({"task_set": "skillsbench-v1.1", "task_ids": ids})
     assert [t.task_id for t in selection.tasks] == ids
+
+
+def test_green_with_a_bad_environment_fails_with_one_line() -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    env = {**os.environ, "SKILLSBENCH_WORKER_TIMEOUT_SEC": "soon"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", "green", "--port", "1"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "SKILLSBENCH_WORKER_TIMEOUT_SEC" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
