@@ -8,7 +8,7 @@ redaction predicates it shares with this model live in ``leaderboard.redaction``
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -50,16 +50,6 @@ ROW_KEYS: tuple[str, ...] = (
 )
 
 # The reviewed public failure categories; nothing else may appear in `infra_failure_type`.
-FAILURE_CATEGORIES: tuple[str, ...] = (
-    "worker_timeout",
-    "worker_cancelled",
-    "worker_error",
-    "participant_communication",
-    "participant_timeout",
-    "participant_error",
-    "sandbox_error",
-    "verifier_error",
-)
 FailureCategory = Literal[
     "worker_timeout",
     "worker_cancelled",
@@ -70,6 +60,7 @@ FailureCategory = Literal[
     "sandbox_error",
     "verifier_error",
 ]
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 CONDITIONS: tuple[str, ...] = ("with_skills", "without_skills")
 
 TRIAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")

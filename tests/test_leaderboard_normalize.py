@@ -23,7 +23,7 @@ from leaderboard.normalize import (
 )
 from leaderboard.rows import ROW_KEYS, PublicRow
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 json_values = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=20),
     lambda children: (
@@ -207,3 +207,17 @@ def test_build_envelope_cleans_participant_urls() -> None:
         build_envelope({"agent": "/home/u/agent.sock"}, [BASE])
     with pytest.raises(ValueError, match="required"):
         build_envelope({"green": uuid}, [BASE])
+
+
+def test_worker_run_status_model_is_a_payload() -> None:
+    from worker.api import RunStatus
+
+    status = RunStatus(
+        run_id="r1",
+        status="completed",
+        created_at="2026-01-01T00:00:00Z",
+        updated_at="2026-01-01T00:01:00Z",
+        rows=[{**BASE, "_private_rollout_dir": "/home/u/jobs/r1"}],
+        worker_meta={"_private_proof_refs": ["s3://b/k"]},
+    )
+    assert normalize_rows(status) == [BASE]
