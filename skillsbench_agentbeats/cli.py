@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
     "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
     "readiness": (
-        "leaderboard.cli",
+        "leaderboard.readiness_cli",
         "readiness",
         "Validate or assemble public-readiness evidence.",
     ),
@@ -101,7 +101,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Run the CLI; bad input becomes one line on stderr and exit code 2, never a traceback."""
     try:
-        return cli.main(args=argv, standalone_mode=False)
+        result = cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
+    if isinstance(result, int) and result != 0:
+        sys.exit(result)
+    return result
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,0 +1,2 @@
+"""Task folders (``task``), task-set manifests (``manifest``, ``digest``, ``excluded``), the
+assessment config and task selection (``config``), and their commands (``cli``)."""
