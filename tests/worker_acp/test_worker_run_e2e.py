@@ -21,19 +21,23 @@ OUR_TASKS = Path(__file__).parent / "tasks"
 
 
 def run_cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> tuple[Any, list[dict]]:  # type: ignore[type-arg]
-    rows = tmp / "rows.json"
+    """Run the CLI; returns the process and every trial's result.json."""
     code = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
     done = subprocess.run(
         [sys.executable, "-c", code, "run", *args, "--jobs-dir", str(tmp / "jobs"),
-         "--output", str(rows), "--concurrency", "1"],
+         "--concurrency", "1"],
         capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
     )  # fmt: skip
-    assert rows.exists(), done.stdout + done.stderr
-    return done, json.loads(rows.read_text())["results"]
+    results = [
+        json.loads(p.read_text())
+        for p in sorted((tmp / "jobs").glob("runs/*/trials/*/result.json"))
+    ]
+    assert results, done.stdout + done.stderr
+    return done, results
 
 
 def trial_file(tmp: Path, name: str) -> Path:
-    found = sorted((tmp / "jobs").rglob(name))
+    found = sorted((tmp / "jobs").glob(f"runs/*/trials/*/**/{name}"))
     assert found, f"no {name} under {tmp / 'jobs'}"
     return found[-1]
 
@@ -78,6 +82,7 @@ def test_manifest_agent_through_the_worker(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     [row] = rows
     assert row["passed"] is True and row["infra_failure_type"] is None
+    assert row["agent_kind"] == "acp"
     events = trial_file(tmp_path, "acp_trajectory.jsonl").read_text().splitlines()
     titles = [e["title"] for e in map(json.loads, events) if e["type"] == "tool_call"]
     assert titles == ["ls -la", "echo 42 > answer.txt"]
