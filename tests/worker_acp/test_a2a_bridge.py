@@ -136,6 +136,8 @@ async def test_server_down_is_participant_communication(tmp_path: Path) -> None:
     result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is FailureKind.PARTICIPANT_COMMUNICATION, result.outcome.message
     assert result.reward == 0.0
+    kinds = [e["type"] for e in bridge_events(result.trial_dir)]
+    assert kinds == ["user_message", "sandbox_context", "a2a_error"]
 
 
 async def test_failed_task_is_participant_error(tmp_path: Path) -> None:
