@@ -147,8 +147,14 @@ async def main() -> None:
         # warm-up (image builds, caches), not measured
         await bare_cycles(args.environment, folder, root / "warm", 1)
         await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1)
-        bare = await bare_cycles(args.environment, folder, root / "bare", n)
-        trial, wall1 = await engine_run(args.environment, tasks, root / "jobs-c1", n, 1)
+        # Alternating rounds (one bare cycle, one trial) so that the load of a shared machine
+        # weighs on both sides alike.
+        bare: list[float] = []
+        trial: list[float] = []
+        for i in range(n):
+            bare += await bare_cycles(args.environment, folder, root / f"bare-{i}", 1)
+            trial += (await engine_run(args.environment, tasks, root / f"jobs-{i}", 1, 1))[0]
+        _, wall1 = await engine_run(args.environment, tasks, root / "jobs-c1", n, 1)
         _, wall2 = await engine_run(args.environment, tasks, root / "jobs-c2", n, 2)
     bare_med = statistics.median(bare)
     trial_med = statistics.median(trial)
