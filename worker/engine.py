@@ -106,8 +106,33 @@ class Engine:
                         trial.current.error = "the worker stopped during this attempt"
             run.updated_at = utc_now()
             await self.store.save(run)
+            await self._reap(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
+
+    async def _reap(self, run_id: str) -> None:
+        """Remove what a killed worker left of ``run_id`` in the docker engine (the local
+        sandbox needs nothing: its processes die with the worker)."""
+        if self.settings.environment != "docker":
+            return
+        try:
+            from worker.sandbox.docker import LABEL_RUN, docker_client
+
+            def remove() -> int:
+                client = docker_client()
+                found = client.containers.list(
+                    all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}
+                )
+                for container in found:
+                    container.remove(force=True, v=True)
+                return len(found)
+
+            removed = await asyncio.to_thread(remove)
+        except Exception as exc:  # the engine may be gone; the trials will say so
+            log.warning("could not reap containers of run %s: %s", run_id, exc)
+            return
+        if removed:
+            log.info("removed %d container(s) left by run %s", removed, run_id)
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""

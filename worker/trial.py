@@ -248,6 +248,8 @@ async def _infra(awaitable: Awaitable[str]) -> str:
     """Sandbox errors between start and verifier mean the sandbox went away under us."""
     try:
         return await awaitable
+    except SandboxUnsupported as exc:
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.SANDBOX_LOST, str(exc)) from None
 
@@ -258,14 +260,13 @@ _SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
 
 
 async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str | None) -> str:
-    """Instruction (and skills, and for the oracle the solution) in; snapshot of plantables."""
+    """Instruction (and for the oracle the solution) in; snapshot of plantables. Skills are the
+    backend's to place (``SandboxSpec.with_skills``: baked into the image or bound at start)."""
     task = plan.task
     staged = plan.trial_dir / "sandbox-input"
     staged.mkdir(parents=True, exist_ok=True)
     (staged / "instruction.md").write_text(prompt, encoding="utf-8")
     await sandbox.upload(staged / "instruction.md", INSTRUCTION_PATH)
-    if skills_dir is not None and task.skills_dir is not None:
-        await sandbox.upload(task.skills_dir, skills_dir)
     if plan.agent.needs_solution and task.solution_dir is not None:
         await sandbox.upload(task.solution_dir, SOLUTION_DIR)
     key = (plan.environment, str(task.path), skills_dir)
@@ -309,9 +310,12 @@ async def _run_agent(
             try:
                 outcome = agent_task.result()
             except SandboxError as exc:
-                outcome = AgentOutcome(
-                    status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
+                kind = (
+                    FailureKind.SANDBOX_UNSUPPORTED
+                    if isinstance(exc, SandboxUnsupported)
+                    else FailureKind.SANDBOX_LOST
                 )
+                outcome = AgentOutcome(status="failed", failure=kind, message=str(exc))
         else:
             # The agent ignored its deadline: kill what it runs (unblocks it), then cancel it.
             record(
@@ -360,9 +364,16 @@ async def _verify(
             )
         state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
         host_dir = plan.trial_dir / "verifier"
-        await sandbox.download(VERIFIER_LOGS_DIR, host_dir)
-        with contextlib.suppress(SandboxError, OSError):
-            await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs")
+        # Both at once (a round trip each on docker); the agent's logs are best effort.
+        verifier_logs, _ = await asyncio.gather(
+            sandbox.download(VERIFIER_LOGS_DIR, host_dir),
+            sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs"),
+            return_exceptions=True,
+        )
+        if isinstance(verifier_logs, BaseException):
+            raise verifier_logs
+    except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
     if result.timed_out:
