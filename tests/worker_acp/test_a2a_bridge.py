@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from testsupport import free_port
 
 from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent

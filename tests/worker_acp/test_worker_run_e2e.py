@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import free_port
+from testsupport import free_port
 
 from worker_acp.purple_server import served
 from worker_acp.test_manifest_agent import AGENTS_DIR, agent_python
