@@ -1,0 +1,211 @@
+"""Real loopback servers for the purple-agent tests: our A2A apps, a fake model, a bridge client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from a2a.client import ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.types import Message, Role, SendMessageRequest, TaskState
+from conftest import REPO_ROOT, free_port
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from purple_agent.protocol import Action, find_action
+
+
+@contextlib.asynccontextmanager
+async def serving(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
+    """Serve ``make_app(base_url)`` on 127.0.0.1 in this event loop; yields the base URL."""
+    port = free_port()
+    app = make_app(f"http://127.0.0.1:{port}/")
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@dataclass
+class ProcessAgent:
+    url: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def spawned(module: str, env: Mapping[str, str], log_path: Path) -> Iterator[ProcessAgent]:
+    """``python -m module --host 127.0.0.1 --port P`` with its stderr+stdout in ``log_path``."""
+    port = free_port()
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+    with open(log_path, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=full_env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    agent = ProcessAgent(f"http://127.0.0.1:{port}", proc, log_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"{module} exited early: {agent.log()}")
+            try:
+                if httpx.get(f"{agent.url}/.well-known/agent-card.json", timeout=1).is_success:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{module} did not start: {agent.log()}")
+            time.sleep(0.1)
+        yield agent
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@dataclass
+class TurnReply:
+    state: str
+    text: str
+    data: list[Any]
+    action: Action | None
+
+
+class BridgeClient:
+    """Plays the bridge's side of skillsbench-shell/v1 with a real a2a-sdk 1.x client."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.context_id: str | None = None
+        self._http = httpx.AsyncClient(timeout=60)
+        self._client: Any = None
+
+    async def __aenter__(self) -> BridgeClient:
+        self._client = await create_client(
+            self.url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._client.close()
+        await self._http.aclose()
+
+    async def send(self, text: str | None = None, data: dict[str, Any] | None = None) -> TurnReply:
+        parts = []
+        if text is not None:
+            parts.append(new_text_part(text))
+        if data is not None:
+            parts.append(new_data_part(data))
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=uuid.uuid4().hex,
+            context_id=self.context_id or "",
+            parts=parts,
+        )
+        tasks = [
+            ev.task
+            async for ev in self._client.send_message(SendMessageRequest(message=message))
+            if ev.WhichOneof("payload") == "task"
+        ]
+        assert len(tasks) == 1, tasks
+        task = tasks[0]
+        self.context_id = task.context_id
+        out_parts = [p for a in task.artifacts for p in a.parts]
+        if task.status.HasField("message"):
+            out_parts += list(task.status.message.parts)
+        data_parts = get_data_parts(out_parts)
+        return TurnReply(
+            state=TaskState.Name(task.status.state),
+            text="\n".join(get_text_parts(out_parts)),
+            data=data_parts,
+            action=find_action(data_parts),
+        )
+
+
+@dataclass
+class FakeModel:
+    """An OpenAI chat-completions endpoint that plays a script of assistant turns.
+
+    Each script item is either ``{"shell": "cmd"}`` (one tool call), ``{"text": "…"}`` (a final
+    answer) or ``{"status": 401, "error": "…"}`` (an error response). Requests are recorded.
+    """
+
+    script: list[dict[str, Any]]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    auth_headers: list[str] = field(default_factory=list)
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+
+    async def _complete(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.auth_headers.append(request.headers.get("authorization", ""))
+        step = self.script[min(len(self.requests), len(self.script)) - 1]
+        if "status" in step:
+            return JSONResponse(
+                {"error": {"message": step["error"], "type": "invalid_request_error"}},
+                status_code=step["status"],
+            )
+        message: dict[str, Any] = {"role": "assistant", "content": step.get("text")}
+        if "shell" in step:
+            n = len(self.requests)
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{n}",
+                    "type": "function",
+                    "function": {
+                        "name": "shell",
+                        "arguments": json.dumps({"command": step["shell"]}),
+                    },
+                }
+            ]
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if "shell" in step else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            }
+        )

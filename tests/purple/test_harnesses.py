@@ -1,0 +1,204 @@
+"""CLI harnesses: seeded from the sandbox through exec actions, run locally, changes sent back."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from purple_agent.agent_under_test import create_app
+from purple_agent.config import AgentConfig
+from purple_agent.harnesses import HARNESSES, HarnessAgent
+from purple_agent.protocol import (
+    ActionResult,
+    ActionResultMessage,
+    ExecAction,
+    FinishAction,
+    ShellContext,
+)
+
+from .support import BridgeClient, TurnReply, serving
+
+KEY = "sk-test-harness-0123456789abcdef"
+INSTRUCTION = "Append a line to notes.txt and write the answer to out/answer.txt."
+
+EDIT_SCRIPT = """
+import os, pathlib
+ws = pathlib.Path.cwd()
+assert str(ws) == os.environ["SKILLSBENCH_WORKSPACE"]
+(ws / "notes.txt").write_text((ws / "notes.txt").read_text() + "second line\\n")
+(ws / "out").mkdir(exist_ok=True)
+(ws / "out" / "answer.txt").write_text("42\\n")
+(ws / "blob.bin").write_bytes(bytes(range(256)))
+skills = os.environ["SKILLSBENCH_SKILLS_DIR"]
+(ws / "seen.txt").write_text(
+    pathlib.Path(os.environ["SKILLSBENCH_PROMPT_FILE"]).read_text()
+    + "\\n--skill--\\n" + (pathlib.Path(skills, "SKILL.md").read_text() if skills else "none")
+    + "\\n--key--\\n" + ("set" if os.environ.get("OPENAI_API_KEY") else "unset")
+)
+"""
+
+
+def sandbox_exec(action: ExecAction, sandbox: Path) -> dict[str, Any]:
+    """What the bridge does with an exec action: run it in the sandbox, return action_result."""
+    done = subprocess.run(
+        ["bash", "-c", action.command],
+        cwd=sandbox,
+        capture_output=True,
+        text=True,
+        timeout=action.timeout_sec,
+    )
+    return ActionResultMessage(
+        action_result=ActionResult(
+            exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr
+        )
+    ).to_data()
+
+
+async def run_trial(bridge: BridgeClient, sandbox: Path, ctx: ShellContext) -> TurnReply:
+    reply = await bridge.send(INSTRUCTION, ctx.to_data())
+    while isinstance(reply.action, ExecAction):
+        reply = await bridge.send(data=sandbox_exec(reply.action, sandbox))
+    return reply
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    root = tmp_path / "sandbox"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "notes.txt").write_text("first line\n")
+    (root / "workspace" / "unchanged.txt").write_text("keep me\n")
+    (root / "skills").mkdir()
+    (root / "skills" / "SKILL.md").write_text("# counting skill\n")
+    return root
+
+
+@pytest.fixture
+async def harness_agent() -> AsyncIterator[Any]:
+    stack: list[Any] = []
+
+    async def start(environ: dict[str, str] | None = None, **config: Any) -> BridgeClient:
+        cfg = AgentConfig(**{"harness": "codex", "api_key": SecretStr(KEY), **config})
+        agent = HarnessAgent(cfg, environ=environ)
+        cm = serving(lambda url: create_app(cfg, url, agent))
+        url = await cm.__aenter__()
+        stack.append(cm)
+        bridge = BridgeClient(url)
+        await bridge.__aenter__()
+        stack.append(bridge)
+        return bridge
+
+    yield start
+    for cm in reversed(stack):
+        await cm.__aexit__(None, None, None)
+
+
+async def test_command_override_edits_files_and_returns_them(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "edit.py"
+    script.write_text(EDIT_SCRIPT)
+    bridge = await harness_agent(
+        harness="openhands", provider="openai", command=f"{sys.executable} {script}"
+    )
+    ctx = ShellContext(
+        task_id="t", workspace=str(sandbox / "workspace"), skills_dir=str(sandbox / "skills")
+    )
+    reply = await run_trial(bridge, sandbox, ctx)
+    assert reply.state == "TASK_STATE_COMPLETED"
+    assert isinstance(reply.action, FinishAction)
+    files = {f.path: f for f in reply.action.files}
+    assert set(files) == {"notes.txt", "out/answer.txt", "blob.bin", "seen.txt"}
+    assert files["notes.txt"].content == "first line\nsecond line\n"
+    assert files["out/answer.txt"].content == "42\n"
+    assert files["blob.bin"].encoding == "base64"
+    assert base64.b64decode(files["blob.bin"].content) == bytes(range(256))
+    seen = files["seen.txt"].content
+    assert seen.startswith(INSTRUCTION)
+    assert "Skills that may help are in" in seen and "# counting skill" in seen
+    assert seen.endswith("--key--\nset")  # SKILLSBENCH_AGENT_API_KEY became OPENAI_API_KEY
+    assert "4 file(s) changed" in reply.action.message
+    # the sandbox itself was only read
+    assert (sandbox / "workspace" / "notes.txt").read_text() == "first line\n"
+
+
+async def test_missing_cli_fails_the_task_at_once(harness_agent: Any, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    bridge = await harness_agent(environ={"PATH": str(empty)}, harness="codex")
+    reply = await bridge.send(INSTRUCTION, ShellContext(task_id="t").to_data())
+    assert reply.state == "TASK_STATE_FAILED"
+    assert "harness 'codex' is not installed" in reply.text
+    assert "'codex' not found on PATH" in reply.text and "SKILLSBENCH_AGENT_COMMAND" in reply.text
+
+
+async def test_slow_harness_is_stopped_and_its_work_returned(
+    harness_agent: Any, sandbox: Path
+) -> None:
+    bridge = await harness_agent(
+        harness="pi", timeout_sec=2, command="echo partial > partial.txt; exec sleep 60"
+    )
+    reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(sandbox)))
+    assert isinstance(reply.action, FinishAction)
+    assert [f.path for f in reply.action.files] == ["partial.txt"]
+    assert "ran out of time" in reply.action.message
+
+
+async def test_failed_seed_and_exit_code_are_reported(harness_agent: Any, tmp_path: Path) -> None:
+    bridge = await harness_agent(harness="claude-code", command="echo x > new.txt; exit 3")
+    ctx = ShellContext(task_id="t", workspace=str(tmp_path / "does-not-exist"))
+    reply = await run_trial(bridge, tmp_path, ctx)
+    assert isinstance(reply.action, FinishAction)
+    assert [f.path for f in reply.action.files] == ["new.txt"]
+    assert "exited with code 3" in reply.action.message
+    assert "copying the workspace folder failed" in reply.action.message.lower()
+
+
+FAKE_CLI = """#!{python}
+import json, os, pathlib, sys
+pathlib.Path("invocation.json").write_text(json.dumps({{
+    "argv": sys.argv[1:],
+    "env": {{k: os.environ.get(k) for k in {names!r}}},
+}}))
+"""
+
+
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
+async def test_harness_table_invocation(
+    harness: str, harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    """Each table entry runs its CLI with the prompt and model, the key only in the environment."""
+    spec = HARNESSES[harness]
+    names = [*spec.key_env, *spec.base_url_env, *spec.env]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / spec.argv[0]
+    cli.write_text(FAKE_CLI.format(python=sys.executable, names=names))
+    cli.chmod(0o755)
+    environ = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
+    bridge = await harness_agent(
+        environ=environ,
+        harness=harness,
+        model="anthropic/some-model",
+        base_url="http://127.0.0.1:9/v1",
+    )
+    ctx = ShellContext(task_id="t", workspace=str(sandbox / "workspace"))
+    reply = await run_trial(bridge, sandbox, ctx)
+    assert isinstance(reply.action, FinishAction), reply.text
+    [invocation] = [f for f in reply.action.files if f.path == "invocation.json"]
+    seen = json.loads(invocation.content)
+    assert INSTRUCTION in seen["argv"]
+    assert any("some-model" in a for a in seen["argv"]) or seen["env"].get("LLM_MODEL")
+    assert all(KEY not in a for a in seen["argv"])
+    for name in spec.key_env:  # the key reached the CLI (masked on the way back to us)
+        assert seen["env"][name] == "[REDACTED]"
+    for name in spec.base_url_env:
+        assert seen["env"][name] == "http://127.0.0.1:9/v1"

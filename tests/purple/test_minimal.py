@@ -1,0 +1,138 @@
+"""The `minimal` harness, driven turn by turn as the bridge would, against a scripted fake model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from purple_agent.agent_under_test import create_app, make_agent
+from purple_agent.config import AgentConfig
+from purple_agent.protocol import (
+    ActionResult,
+    ActionResultMessage,
+    ExecAction,
+    FinishAction,
+    ShellContext,
+)
+
+from .support import BridgeClient, FakeModel, serving
+
+KEY = "sk-test-minimal-0123456789abcdef"
+INSTRUCTION = "Count the files in the workspace and write the number to answer.txt."
+
+
+def context(**limits: Any) -> dict[str, Any]:
+    return ShellContext(
+        task_id="count-files", workspace="/root", skills_dir="/root/skills", limits=limits
+    ).to_data()
+
+
+def result(exit_code: int = 0, stdout: str = "", stderr: str = "") -> dict[str, Any]:
+    return ActionResultMessage(
+        action_result=ActionResult(exit_code=exit_code, stdout=stdout, stderr=stderr)
+    ).to_data()
+
+
+@pytest.fixture
+async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Factory: serve a fake model with a script and the minimal agent pointed at it."""
+    stack: list[Any] = []
+
+    async def start(script: list[dict[str, Any]], **config: Any) -> tuple[FakeModel, BridgeClient]:
+        model = FakeModel(script)
+        model_cm = serving(lambda _url: model.app())
+        model_url = await model_cm.__aenter__()
+        stack.append(model_cm)
+        cfg = AgentConfig(
+            harness="minimal",
+            model="openai/fake-model",
+            base_url=f"{model_url}/v1",
+            api_key=SecretStr(KEY),
+            **config,
+        )
+        agent = make_agent(cfg)
+        agent_cm = serving(lambda url: create_app(cfg, url, agent))
+        agent_url = await agent_cm.__aenter__()
+        stack.append(agent_cm)
+        bridge = BridgeClient(agent_url)
+        await bridge.__aenter__()
+        stack.append(bridge)
+        return model, bridge
+
+    yield start
+    for cm in reversed(stack):
+        await cm.__aexit__(None, None, None)
+
+
+async def test_solves_by_exec_turns_then_finishes(agent_with: Any) -> None:
+    model, bridge = await agent_with(
+        [{"shell": "ls -1 | wc -l"}, {"shell": "echo 3 > answer.txt"}, {"text": "Wrote 3."}]
+    )
+    first = await bridge.send(INSTRUCTION, context(max_turns=30, deadline_sec=600))
+    assert first.state == "TASK_STATE_COMPLETED"
+    assert first.action == ExecAction(command="ls -1 | wc -l", timeout_sec=60)
+    second = await bridge.send(data=result(stdout="3\n"))
+    assert second.action == ExecAction(command="echo 3 > answer.txt", timeout_sec=60)
+    third = await bridge.send(data=result())
+    assert third.action == FinishAction(message="Wrote 3.")
+    assert third.text == "Wrote 3."
+
+    # what the model saw: the instruction, the shell tool, then each command's output
+    first_req, second_req, third_req = model.requests
+    assert first_req["model"] == "fake-model"
+    assert [t["function"]["name"] for t in first_req["tools"]] == ["shell"]
+    assert first_req["messages"][1] == {"role": "user", "content": INSTRUCTION}
+    assert "/root/skills" in first_req["messages"][0]["content"]
+    tool_msg = second_req["messages"][-1]
+    assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_1"
+    assert "exit code: 0" in tool_msg["content"] and "3\n" in tool_msg["content"]
+    assert third_req["messages"][-1]["tool_call_id"] == "call_2"
+    assert model.auth_headers == [f"Bearer {KEY}"] * 3  # the key goes to the provider only
+
+
+async def test_turn_budget_from_the_bridge_limits(agent_with: Any) -> None:
+    model, bridge = await agent_with([{"shell": "true"}])
+    reply = await bridge.send(INSTRUCTION, context(max_turns=3))
+    assert isinstance(reply.action, ExecAction)
+    reply = await bridge.send(data=result())
+    assert isinstance(reply.action, ExecAction)
+    reply = await bridge.send(data=result())
+    assert isinstance(reply.action, FinishAction)
+    assert "turn budget of 2" in reply.action.message  # one turn kept for the finish
+    assert len(model.requests) == 2
+
+
+async def test_token_budget(agent_with: Any) -> None:
+    model, bridge = await agent_with([{"shell": "true"}], max_tokens=200)
+    reply = await bridge.send(INSTRUCTION, context())
+    assert isinstance(reply.action, ExecAction)  # 120 tokens spent
+    reply = await bridge.send(data=result())  # 240 tokens spent: over budget
+    assert isinstance(reply.action, FinishAction)
+    assert "token budget of 200" in reply.action.message
+    assert len(model.requests) == 2
+
+
+async def test_time_budget_spent_finishes_without_calling_the_model(agent_with: Any) -> None:
+    model, bridge = await agent_with([{"shell": "true"}])
+    reply = await bridge.send(INSTRUCTION, context(deadline_sec=3))
+    assert isinstance(reply.action, FinishAction)
+    assert "time budget" in reply.action.message
+    assert model.requests == []
+
+
+async def test_model_error_fails_the_task_without_leaking_the_key(agent_with: Any) -> None:
+    _, bridge = await agent_with([{"status": 401, "error": f"Incorrect API key provided: {KEY}"}])
+    reply = await bridge.send(INSTRUCTION, context())
+    assert reply.state == "TASK_STATE_FAILED"
+    assert "model call failed" in reply.text and "AuthenticationError" in reply.text
+    assert KEY not in reply.text
+
+
+async def test_message_without_context_is_refused(agent_with: Any) -> None:
+    _, bridge = await agent_with([{"text": "hi"}])
+    reply = await bridge.send("hello?")
+    assert reply.state == "TASK_STATE_FAILED"
+    assert "skillsbench-shell/v1" in reply.text
