@@ -136,6 +136,28 @@ def worker(
     default=None,
     help="Exit 1 unless every trial ended this way.",
 )
+@click.option("-m", "--model", default=None, help="Model for manifest agents (any litellm route).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per-trial token cap.")
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Per-trial cost cap (needs a priced model).",
+)
+@click.option(
+    "--usage-tracking",
+    type=click.Choice(["auto", "required", "off"]),
+    default="auto",
+    show_default=True,
+    help="required: a trial without trusted usage is an error.",
+)
+@click.option(
+    "--agent-env",
+    "agent_env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Extra variable for the agent's process (repeatable).",
+)
 def run(
     tasks_dir: Path | None,
     task_set: str | None,
@@ -148,8 +170,13 @@ def run(
     num_instances: int,
     output: Path | None,
     expect: str | None,
+    model: str | None,
+    max_tokens: int | None,
+    max_cost_usd: float | None,
+    usage_tracking: str,
+    agent_env: tuple[str, ...],
 ) -> None:
-    from worker.api import RunRequest, RunTask
+    from worker.api import RunRequest, RunTask, UsageSettings
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
@@ -167,6 +194,13 @@ def run(
         tasks=[RunTask.model_validate(entry) for entry in manifest["tasks"]],
         agent=agent,
         manifest=manifest,
+        usage=UsageSettings(
+            model=model,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost_usd,
+            usage_tracking=usage_tracking,
+            agent_env=_agent_env(agent_env),
+        ),
     )
     rows = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, _concurrency(concurrency))
@@ -174,6 +208,9 @@ def run(
     from worker.progress import summary_table
 
     click.echo(summary_table(rows))
+    from worker.usage.summary import cost_line, load_results
+
+    click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
     if output is not None:
         from leaderboard.rows import Envelope, PublicRow
 
@@ -187,6 +224,16 @@ def run(
         if wrong:
             click.echo(f"expected every trial {expect}, but not: {', '.join(wrong)}", err=True)
             sys.exit(1)
+
+
+def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
+        env[name.strip()] = value
+    return env
 
 
 def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from worker.sandbox.base import (
 )
 from worker.store import write_atomic
 from worker.trajectory import TrajectoryRecorder, utc_now
+from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,
     RewardError,
@@ -103,14 +104,17 @@ class _Phases:
 
     def __init__(self) -> None:
         self.timing: dict[str, float] = {}
+        self.spans: list[tuple[str, int, int]] = []  # (phase, start ns, end ns), for the trace
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         start = time.monotonic()
+        start_ns = time.time_ns()
         try:
             yield
         finally:
             self.timing[name] = round(self.timing.get(name, 0.0) + time.monotonic() - start, 3)
+            self.spans.append((name, start_ns, time.time_ns()))
 
 
 class _Failed(Exception):
@@ -139,7 +143,11 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
     cfg = task.config
     skills_dir = task.skills_sandbox_dir if plan.with_skills and task.skills_dir else None
     started_at = utc_now()
-    _write_json(trial_dir / "config.json", _config_doc(plan, skills_dir, started_at))
+    usage = TrialUsage(plan.agent, plan.request.usage, plan.trial_id, plan.environment)
+    _write_json(
+        trial_dir / "config.json",
+        {**_config_doc(plan, skills_dir, started_at), **usage.config_fields()},
+    )
     record = TrajectoryRecorder(trial_dir)
     phases = _Phases()
     state: dict[str, Any] = {"removed_files": [], "verifier": {}}
@@ -158,7 +166,7 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
                 trial_id=plan.trial_id,
                 state_dir=trial_dir / "sandbox",
                 with_skills=skills_dir is not None,
-                internet=cfg.environment.internet,
+                internet=cfg.environment.internet or usage.needs_host_network(),
                 env=dict(cfg.environment.env),
             )
             with phases.phase("environment_setup"):
@@ -172,7 +180,9 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
             prompt = build_prompt(task, skills_dir)
             with phases.phase("agent_setup"):
                 snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
-            agent_outcome = await _run_agent(plan, sandbox, prompt, skills_dir, record, phases)
+            agent_outcome = await _run_agent(
+                plan, sandbox, prompt, skills_dir, record, phases, usage
+            )
             if (
                 agent_outcome.failure is not None
                 and not semantics(agent_outcome.failure).score_eligible
@@ -184,6 +194,8 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
                 )
             if agent_outcome.status == "timeout":
                 failure = FailureKind.AGENT_TIMEOUT
+            elif agent_outcome.failure is FailureKind.USAGE_LIMIT:
+                failure, error = FailureKind.USAGE_LIMIT, agent_outcome.message
     except _Failed as exc:
         failure, error = exc.kind, str(exc)
     except TimeoutError:
@@ -200,11 +212,17 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
         if sandbox is not None:
             with phases.phase("teardown"):
                 await _stop(sandbox, trial_dir)
+        usage.read_native(trial_dir)
         if cancelled:
-            _finish(plan, phases, started_at, None, None, failure, error, agent_outcome, state)
-    return _finish(
-        plan, phases, started_at, reward, reward_source, failure, error, agent_outcome, state
+            _finish(
+                plan, phases, started_at, None, None, failure, error, agent_outcome, state, usage
+            )
+    failure, error = usage.enforce(failure, error)
+    outcome = _finish(
+        plan, phases, started_at, reward, reward_source, failure, error, agent_outcome, state, usage
     )
+    await usage.export_trace()
+    return outcome
 
 
 async def _infra(awaitable: Awaitable[str]) -> str:
@@ -244,6 +262,7 @@ async def _run_agent(
     skills_dir: str | None,
     record: TrajectoryRecorder,
     phases: _Phases,
+    usage: TrialUsage,
 ) -> AgentOutcome:
     timeout = plan.task.config.agent.timeout_sec
     env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
@@ -263,7 +282,9 @@ async def _run_agent(
     record({"type": "user_message", "text": prompt})
     with phases.phase("agent_execution"):
         try:
-            outcome = await asyncio.wait_for(plan.agent.run(ctx), timeout + AGENT_GRACE_SEC)
+            outcome = await asyncio.wait_for(
+                usage.run_agent(plan.agent.run, ctx), timeout + AGENT_GRACE_SEC
+            )
         except TimeoutError:
             record(
                 {"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout}
@@ -341,12 +362,14 @@ def _finish(
     error: str | None,
     agent_outcome: AgentOutcome | None,
     state: dict[str, Any],
+    usage: TrialUsage,
 ) -> TrialOutcome:
     timing = dict(phases.timing)
     time_used = None
     if "agent_execution" in timing:
         time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
     timing["total"] = round(sum(v for k, v in timing.items()), 3)
+    timing.update(usage.timing(timing))
     row = build_row(
         plan.request,
         plan.run_task,
@@ -385,12 +408,15 @@ def _finish(
             "n_tool_calls": agent_outcome.n_tool_calls,
             "details": agent_outcome.details,
         },
+        "usage_tracking": usage.usage_tracking(),
         "verifier": {**state.get("verifier", {}), "removed_files": state.get("removed_files", [])},
         "time_used": time_used,
         "timing": timing,
         "started_at": started_at,
         "finished_at": utc_now(),
     }
+    result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
+    usage.trace(plan.trial_dir, plan.task.task_id, phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
     return TrialOutcome(
