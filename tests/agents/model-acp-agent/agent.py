@@ -54,7 +54,8 @@ async def ask(
 ) -> tuple[str, dict[str, int]]:
     """One model call: the answer's text and its (input, output) usage."""
     if PROTOCOL == "anthropic-messages":
-        url = f"{BASE}/v1/messages"
+        # Anthropic's base URL has no /v1; this agent's manifest says openai-completions.
+        url = f"{BASE.removesuffix('/v1')}/v1/messages"
         headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
         body: dict[str, Any] = {
             "model": MODEL,
