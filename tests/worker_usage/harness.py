@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from worker_acp.bwrapbox import BwrapBox
 
 from worker.api import RunRequest, RunTask, UsageSettings
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 from worker.sandbox.base import SandboxSpec, sandbox_backend
-from worker_acp.bwrapbox import BwrapBox
 
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 ENVIRONMENT = "test-bwrap"
@@ -33,7 +33,6 @@ PASS_TEST = """\
 if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
 echo $r > /logs/verifier/reward.txt
 """
-
 
 
 class UsageBox(BwrapBox):

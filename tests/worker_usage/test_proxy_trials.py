@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from worker.api import UsageSettings
+from worker.trials_cli import REQUEST_COLUMNS, trials
 from worker.usage.pricing import load_litellm
 from worker_usage.fake_provider import FakeProvider, Script
 from worker_usage.harness import AGENTS_DIR, REAL_KEY, agent_env, run_one, serve
@@ -149,6 +151,37 @@ async def test_chat_calls_are_recorded_priced_and_traced(
     attrs = {a["key"]: a["value"] for a in model_span["attributes"]}
     assert attrs["gen_ai.usage.input_tokens"] == {"intValue": "1200"}
     assert attrs["gen_ai.response.model"] == {"stringValue": PRICED}
+
+    # What the trials commands print from these records.
+    runner = CliRunner()
+    listed = runner.invoke(trials, ["requests", str(tmp_path / "jobs")])
+    assert listed.exit_code == 0, listed.output
+    header, *rows = listed.output.splitlines()
+    assert header.split() == list(REQUEST_COLUMNS)
+    assert [r.split() for r in rows] == [
+        [
+            trial.dir.name,
+            str(n),
+            "agent",
+            f"openai/{PRICED}",
+            PRICED,
+            "low",
+            "0.2",
+            "0.9",
+            "256",
+            "200",
+            "stop",
+        ]
+        for n in (1, 2)
+    ]
+    shown = runner.invoke(trials, ["show", str(trial.dir)])
+    assert shown.exit_code == 0, shown.output
+    assert "Reward:    1 (passed)" in shown.output
+    assert "Tools:     1 tool call(s)" in shown.output
+    assert "[completed] echo 42 > /root/answer.txt" in shown.output
+    assert "2,470 total [provider_response]" in shown.output
+    assert f"Cost:      ${usage['cost_usd']:.4f}, 2,470 tokens" in shown.output
+    assert "Phases:    environment_setup" in shown.output
 
 
 async def test_streamed_chat_of_an_unpriced_model_has_null_cost(
