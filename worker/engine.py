@@ -332,6 +332,8 @@ class Engine:
                     continue
                 break
         if outcome is None:
+            await self.store.save(run)
+            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
             return
         trial.state = "finished"
         trial.row = outcome.row
@@ -346,9 +348,13 @@ class Engine:
     async def _attempt(
         self, run: RunRecord, trial: TrialRecord, run_task: RunTask
     ) -> TrialOutcome | None:
-        """One attempt; None when it was cancelled (the driver records that)."""
-        task = self.catalog.get(trial.task_id)
-        agent = resolve_agent(run.agent)
+        """One attempt (cancellation propagates; the driver records it)."""
+        try:
+            task = self.catalog.get(trial.task_id)
+            agent = resolve_agent(run.agent)
+        except ValueError as exc:  # the task folder or agent went away since the run was accepted
+            self._close_trial(run, trial, FailureKind.WORKER_ERROR, str(exc))
+            return None
         trial_id = new_trial_id(trial.task_id)
         trial_dir = self.store.trial_dir(run.run_id, trial_id)
         trial.attempts.append(
@@ -386,10 +392,12 @@ class Engine:
     async def _finalize(self, run: RunRecord) -> None:
         if run.terminal:
             return
+        kind = FailureKind.WORKER_CANCELLED if run.cancel_requested else FailureKind.WORKER_ERROR
         for trial in run.trials.values():
             if trial.state == "finished":
                 continue
-            self._cancel_trial(run, trial)
+            message = "the run was cancelled" if run.cancel_requested else run.error
+            self._close_trial(run, trial, kind, message or "the trial did not finish")
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
         run.status = "cancelled" if run.cancel_requested else "completed"
         if run.error and not run.cancel_requested:
@@ -406,8 +414,10 @@ class Engine:
         self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
 
-    def _cancel_trial(self, run: RunRecord, trial: TrialRecord) -> None:
-        """Give an unfinished trial its worker_cancelled row (keeping its last trial id)."""
+    def _close_trial(
+        self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
+    ) -> None:
+        """Give an unfinished trial its failure row (keeping its last trial id)."""
         run_task = next(t for t in run.request.tasks if t.task_id == trial.task_id)
         current = trial.current
         if current is None or current.outcome not in ("running", "retried"):
@@ -418,21 +428,29 @@ class Engine:
                 started_at=utc_now(),
             )
             trial.attempts.append(current)
-        current.outcome = "cancelled"
+        current.outcome = "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
         current.finished_at = current.finished_at or utc_now()
-        current.failure = FailureKind.WORKER_CANCELLED.value
-        current.error = "the run was cancelled"
+        current.failure = kind.value
+        current.error = message
         trial.state = "finished"
-        trial.failure = FailureKind.WORKER_CANCELLED.value
+        trial.failure = kind.value
         trial.row = build_row(
             run.request,
             run_task,
             trial_id=current.trial_id,
-            agent_transport=resolve_agent(run.agent).kind,
+            agent_transport=_transport(run.agent),
             reward=None,
-            failure=FailureKind.WORKER_CANCELLED,
+            failure=kind,
             time_used=None,
         )
+
+
+def _transport(spec: str) -> str:
+    """The row's agent_transport: the agent's kind (the spec's prefix if it no longer resolves)."""
+    try:
+        return resolve_agent(spec).kind
+    except ValueError:
+        return spec.split(":", 1)[0]
 
 
 def _unfinished(run: RunRecord) -> int:

@@ -41,7 +41,9 @@ from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,
     RewardError,
+    expected_tests,
     harden,
+    harden_and_test,
     kill_agent_processes,
     read_reward,
     snapshot_plantables,
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 RESULT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.trial_result.v1"
 AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
 STOP_TIMEOUT_SEC = 60.0
+ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
 SETUP_BUDGET_SEC = 300.0  # sandbox start + placement + teardown, on top of the task's budgets
 
 
@@ -134,94 +137,123 @@ def build_prompt(task: Task, skills_dir: str | None) -> str:
     return prompt
 
 
+@dataclass
+class _TrialState:
+    """What a trial has so far; shared between its body and the supervisor that may abort it."""
+
+    started_at: str
+    skills_dir: str | None
+    usage: TrialUsage  # model access, caps, usage records and the trace (worker/usage)
+    phases: _Phases = field(default_factory=_Phases)
+    sandbox: Sandbox | None = None
+    agent_outcome: AgentOutcome | None = None
+    removed_files: list[str] = field(default_factory=list)
+    verifier: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+
+
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
-    """Run one trial attempt; the outcome carries the row, result.json is written."""
+    """Run one trial attempt; the outcome carries the row, result.json is written.
+
+    The body runs as its own task under a supervisor that owns the hard deadline and
+    cancellation: on either it stops the sandbox first (which kills whatever the body is
+    waiting on) and only then cancels the body, so an abort never waits on a stuck process.
+    """
     trial_dir = plan.trial_dir
     for sub in ("agent", "verifier", "trajectory"):
         (trial_dir / sub).mkdir(parents=True, exist_ok=True)
     task = plan.task
-    cfg = task.config
     skills_dir = task.skills_sandbox_dir if plan.with_skills and task.skills_dir else None
-    started_at = utc_now()
     usage = TrialUsage(plan.agent, plan.request.usage, plan.trial_id, plan.environment)
+    state = _TrialState(started_at=utc_now(), skills_dir=skills_dir, usage=usage)
     _write_json(
         trial_dir / "config.json",
-        {**_config_doc(plan, skills_dir, started_at), **usage.config_fields()},
+        {**_config_doc(plan, skills_dir, state.started_at), **usage.config_fields()},
     )
-    record = TrajectoryRecorder(trial_dir)
-    phases = _Phases()
-    state: dict[str, Any] = {"removed_files": [], "verifier": {}}
-    agent_outcome: AgentOutcome | None = None
+    body = asyncio.create_task(_trial_body(plan, state), name=f"trial body {plan.trial_id}")
+    try:
+        done, _ = await asyncio.wait({body}, timeout=plan.deadline_sec())
+    except asyncio.CancelledError:
+        await _abort(body, state)
+        _finish(plan, state, None, None, FailureKind.WORKER_CANCELLED, "the run was cancelled")
+        raise
+    if not done:
+        await _abort(body, state)
+        return _finish(
+            plan,
+            state,
+            None,
+            None,
+            FailureKind.WORKER_TIMEOUT,
+            f"trial exceeded its hard deadline of {plan.deadline_sec():.0f}s",
+        )
+    return body.result()
+
+
+async def _abort(body: asyncio.Task[TrialOutcome], state: _TrialState) -> None:
+    body.cancel()
+    if state.sandbox is not None:
+        with state.phases.phase("teardown"):
+            await _stop(state.sandbox, state)
+    await asyncio.wait({body}, timeout=ABORT_WAIT_SEC)
+
+
+async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
+    task = plan.task
+    cfg = task.config
+    skills_dir = state.skills_dir
+    phases = state.phases
+    record = TrajectoryRecorder(plan.trial_dir)
     reward: float | None = None
     reward_source: str | None = None
     failure: FailureKind | None = None
     error: str | None = None
-    sandbox: Sandbox | None = None
-    cancelled = False
     try:
-        async with asyncio.timeout(plan.deadline_sec()):
-            spec = SandboxSpec(
-                task=task,
-                run_id=plan.run_id,
-                trial_id=plan.trial_id,
-                state_dir=trial_dir / "sandbox",
-                with_skills=skills_dir is not None,
-                internet=cfg.environment.internet or usage.needs_host_network(),
-                env=dict(cfg.environment.env),
-            )
-            with phases.phase("environment_setup"):
-                try:
-                    sandbox = sandbox_class(plan.environment)(spec)
-                    await sandbox.start()
-                except SandboxUnsupported as exc:
-                    raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
-                except SandboxError as exc:
-                    raise _Failed(FailureKind.SANDBOX_START, str(exc)) from None
-            prompt = build_prompt(task, skills_dir)
-            with phases.phase("agent_setup"):
-                snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
-            agent_outcome = await _run_agent(
-                plan, sandbox, prompt, skills_dir, record, phases, usage
-            )
-            if (
-                agent_outcome.failure is not None
-                and not semantics(agent_outcome.failure).score_eligible
-            ):
-                raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
-            with phases.phase("verifier"):
-                reward, reward_source = await _verify(
-                    plan, sandbox, snapshot, skills_dir, state, agent_outcome
-                )
-            if agent_outcome.status == "timeout":
-                failure = FailureKind.AGENT_TIMEOUT
-            elif agent_outcome.failure is FailureKind.USAGE_LIMIT:
-                failure, error = FailureKind.USAGE_LIMIT, agent_outcome.message
+        spec = SandboxSpec(
+            task=task,
+            run_id=plan.run_id,
+            trial_id=plan.trial_id,
+            state_dir=plan.trial_dir / "sandbox",
+            with_skills=skills_dir is not None,
+            internet=cfg.environment.internet or state.usage.needs_host_network(),
+            env=dict(cfg.environment.env),
+        )
+        with phases.phase("environment_setup"):
+            try:
+                state.sandbox = sandbox = sandbox_class(plan.environment)(spec)
+                await sandbox.start()
+            except SandboxUnsupported as exc:
+                raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
+            except SandboxError as exc:
+                raise _Failed(FailureKind.SANDBOX_START, str(exc)) from None
+        prompt = build_prompt(task, skills_dir)
+        with phases.phase("agent_setup"):
+            snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
+        state.agent_outcome = agent_outcome = await _run_agent(
+            plan, sandbox, prompt, skills_dir, record, phases, state.usage
+        )
+        if (
+            agent_outcome.failure is not None
+            and not semantics(agent_outcome.failure).score_eligible
+        ):
+            raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
+        with phases.phase("verifier"):
+            reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
+        if agent_outcome.status == "timeout":
+            failure = FailureKind.AGENT_TIMEOUT
+        elif agent_outcome.failure is FailureKind.USAGE_LIMIT:
+            failure, error = FailureKind.USAGE_LIMIT, agent_outcome.message
     except _Failed as exc:
         failure, error = exc.kind, str(exc)
-    except TimeoutError:
-        failure = FailureKind.WORKER_TIMEOUT
-        error = f"trial exceeded its hard deadline of {plan.deadline_sec():.0f}s"
-    except asyncio.CancelledError:
-        cancelled = True
-        failure, error = FailureKind.WORKER_CANCELLED, "the run was cancelled"
-        raise
     except Exception as exc:  # a bug in the worker, not the agent's fault
         log.exception("trial %s crashed", plan.trial_id)
         failure, error = FailureKind.WORKER_ERROR, f"{type(exc).__name__}: {exc}"
     finally:
-        if sandbox is not None:
+        if state.sandbox is not None and not state.stopped:
             with phases.phase("teardown"):
-                await _stop(sandbox, trial_dir)
-        usage.read_native(trial_dir)
-        if cancelled:
-            _finish(
-                plan, phases, started_at, None, None, failure, error, agent_outcome, state, usage
-            )
-    failure, error = usage.enforce(failure, error)
-    outcome = _finish(
-        plan, phases, started_at, reward, reward_source, failure, error, agent_outcome, state, usage
-    )
-    await usage.export_trace()
+                await _stop(state.sandbox, state)
+    outcome = _finish(plan, state, reward, reward_source, failure, error)
+    await state.usage.export_trace()
     return outcome
 
 
@@ -281,19 +313,31 @@ async def _run_agent(
     )
     record({"type": "user_message", "text": prompt})
     with phases.phase("agent_execution"):
+        agent_task = asyncio.create_task(
+            usage.run_agent(plan.agent.run, ctx), name=f"agent {plan.trial_id}"
+        )
         try:
-            outcome = await asyncio.wait_for(
-                usage.run_agent(plan.agent.run, ctx), timeout + AGENT_GRACE_SEC
-            )
-        except TimeoutError:
+            done, _ = await asyncio.wait({agent_task}, timeout=timeout + AGENT_GRACE_SEC)
+        except asyncio.CancelledError:
+            agent_task.cancel()
+            raise
+        if done:
+            try:
+                outcome = agent_task.result()
+            except SandboxError as exc:
+                outcome = AgentOutcome(
+                    status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
+                )
+        else:
+            # The agent ignored its deadline: kill what it runs (unblocks it), then cancel it.
             record(
                 {"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout}
             )
+            agent_task.cancel()
+            with contextlib.suppress(SandboxError):
+                await asyncio.wait_for(kill_agent_processes(sandbox), ABORT_WAIT_SEC)
+            await asyncio.wait({agent_task}, timeout=ABORT_WAIT_SEC)
             outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
-        except SandboxError as exc:
-            outcome = AgentOutcome(
-                status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
-            )
     outcome.n_tool_calls = max(outcome.n_tool_calls, record.n_tool_calls)
     return outcome
 
@@ -302,24 +346,35 @@ async def _verify(
     plan: TrialPlan,
     sandbox: Sandbox,
     snapshot: str,
-    skills_dir: str | None,
-    state: dict[str, Any],
+    state: _TrialState,
     agent_outcome: AgentOutcome,
 ) -> tuple[float | None, str | None]:
     task = plan.task
     verifier_cfg = task.config.verifier
     try:
+        # The agent's processes die first; nothing it left can see tests/ or write a reward.
         await kill_agent_processes(sandbox)
-        state["removed_files"] = await harden(sandbox, snapshot, skills_dir)
         await sandbox.upload(task.tests_dir, TESTS_DIR)
-        result = await sandbox.exec(
-            ["sh", "-c", TEST_COMMAND],
-            cwd=sandbox.workdir,
-            env=dict(verifier_cfg.env),
-            user=verifier_cfg.user,
-            timeout_sec=verifier_cfg.timeout_sec,
-        )
-        state["verifier"] = {"exit_code": result.exit_code, "timed_out": result.timed_out}
+        tests = expected_tests(task.tests_dir)
+        if verifier_cfg.user in (None, "root"):
+            state.removed_files, result = await harden_and_test(
+                sandbox,
+                snapshot,
+                state.skills_dir,
+                tests,
+                env=dict(verifier_cfg.env),
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
+        else:
+            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, tests)
+            result = await sandbox.exec(
+                ["sh", "-c", TEST_COMMAND],
+                cwd=sandbox.workdir,
+                env=dict(verifier_cfg.env),
+                user=verifier_cfg.user,
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
+        state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
         host_dir = plan.trial_dir / "verifier"
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir)
         with contextlib.suppress(SandboxError, OSError):
@@ -340,8 +395,11 @@ async def _verify(
     return reward.value, reward.source
 
 
-async def _stop(sandbox: Sandbox, trial_dir: Path) -> None:
-    """Stop the sandbox even when the trial is being cancelled."""
+async def _stop(sandbox: Sandbox, state: _TrialState) -> None:
+    """Stop the sandbox once, even while the trial is being cancelled."""
+    if state.stopped:
+        return
+    state.stopped = True
     stop = asyncio.ensure_future(asyncio.wait_for(sandbox.stop(), STOP_TIMEOUT_SEC))
     try:
         await asyncio.shield(stop)
@@ -349,22 +407,22 @@ async def _stop(sandbox: Sandbox, trial_dir: Path) -> None:
         await asyncio.wait([stop])
         raise
     except Exception as exc:
-        log.warning("sandbox stop failed for %s: %s", trial_dir.name, exc)
+        log.warning("sandbox stop failed for %s: %s", state.started_at, exc)
 
 
 def _finish(
     plan: TrialPlan,
-    phases: _Phases,
-    started_at: str,
+    state: _TrialState,
     reward: float | None,
     reward_source: str | None,
     failure: FailureKind | None,
     error: str | None,
-    agent_outcome: AgentOutcome | None,
-    state: dict[str, Any],
-    usage: TrialUsage,
 ) -> TrialOutcome:
-    timing = dict(phases.timing)
+    agent_outcome = state.agent_outcome
+    usage = state.usage
+    usage.read_native(plan.trial_dir)
+    failure, error = usage.enforce(failure, error)
+    timing = dict(state.phases.timing)
     time_used = None
     if "agent_execution" in timing:
         time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
@@ -409,14 +467,14 @@ def _finish(
             "details": agent_outcome.details,
         },
         "usage_tracking": usage.usage_tracking(),
-        "verifier": {**state.get("verifier", {}), "removed_files": state.get("removed_files", [])},
+        "verifier": {**state.verifier, "removed_files": state.removed_files},
         "time_used": time_used,
         "timing": timing,
-        "started_at": started_at,
+        "started_at": state.started_at,
         "finished_at": utc_now(),
     }
     result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
-    usage.trace(plan.trial_dir, plan.task.task_id, phases.spans, error)
+    usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
     return TrialOutcome(

@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.sandbox.base import TESTS_DIR, VERIFIER_LOGS_DIR, Sandbox
+from worker.sandbox.base import TESTS_DIR, VERIFIER_LOGS_DIR, ExecResult, Sandbox, SandboxError
 
 # Files that change how Python or pytest behave when merely present.
 _PLANTABLE_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth")
@@ -45,16 +45,17 @@ _SITE_GLOBS = (
 
 
 def _scan_script(extra_roots: list[str]) -> str:
-    """Shell defining ``scan`` (one path per plantable file) and ``sig`` (a path's signature).
+    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
+    a symlink) per plantable file, sorted.
 
-    Cheap on purpose (one ``find``, shell globs for site dirs): it runs in every trial.
+    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
+    single ``cksum`` for all files.
     """
     roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
     names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
     root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
     sites = " ".join(_SITE_GLOBS)
     return f"""
-sig() {{ if [ -L "$1" ]; then echo "L $1"; else echo "$(cksum < "$1" 2>/dev/null) $1"; fi; }}
 scan() {{
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
   for s in {sites}; do
@@ -65,32 +66,82 @@ scan() {{
   done
   for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 }}
+sigs() {{
+  set -f
+  regular=""
+  for f in $(scan | sort -u); do
+    if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
+$f"; fi
+  done
+  if [ -n "$regular" ]; then cksum $regular 2>/dev/null; fi
+  set +f
+}}
+IFS='
+'
 """
 
 
 def snapshot_command(workdir: str, skills_dir: str | None) -> str:
     """Before the agent: signatures of the plantable files that legitimately exist."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    return _scan_script(roots) + 'scan | sort -u | while IFS= read -r f; do sig "$f"; done\n'
+    return _scan_script(roots) + "sigs | sort\n"
 
 
-def harden_command(workdir: str, skills_dir: str | None) -> str:
-    """After the agent is stopped (stdin: the snapshot): remove what it planted, reset the logs."""
+TESTS_MARK = "--skillsbench-tests--"
+HARDENED_MARK = "skillsbench-hardened"
+
+
+def expected_tests(tests_dir: Path) -> list[str]:
+    """Relative paths of every file and folder of the task's tests/ (what /tests must hold)."""
+    return sorted(p.relative_to(tests_dir).as_posix() for p in tests_dir.rglob("*"))
+
+
+def harden_input(snapshot: str, tests: list[str]) -> bytes:
+    return (snapshot.rstrip("\n") + f"\n{TESTS_MARK}\n" + "\n".join(tests) + "\n").encode()
+
+
+def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> str:
+    """After the agent is stopped and tests/ uploaded (stdin: :func:`harden_input`): remove what
+    the agent planted, leave /tests holding exactly the task's tests, reset the verifier logs;
+    with ``then_test`` go on to run tests/test.sh in the same process."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
+    tail = (
+        f"echo {HARDENED_MARK}\nchmod +x {TESTS_DIR}/test.sh 2>/dev/null\n"
+        f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1\n"
+        if then_test
+        else f"echo {HARDENED_MARK}\nexit 0\n"
+    )
     return (
         _scan_script(roots)
         + f"""
-before=$(cat)
-scan | sort -u | while IFS= read -r f; do
-  if ! printf '%s\\n' "$before" | grep -qxF -- "$(sig "$f")"; then rm -rf -- "$f" && echo "removed $f"; fi
+input=$(mktemp) && before=$(mktemp) && expected=$(mktemp) || exit 97
+cat > "$input"
+sed '/^{TESTS_MARK}$/,$d' "$input" > "$before"
+sed '1,/^{TESTS_MARK}$/d' "$input" > "$expected"
+set -f
+for line in $(sigs | grep -vxF -f "$before"); do
+  case "$line" in
+    "L "*) f="${{line#L }}" ;;
+    *) f=$(echo "$line" | cut -d ' ' -f 3-) ;;
+  esac
+  rm -rf -- "$f" && echo "removed $f"
 done
+t={TESTS_DIR}
+if [ -L "$t" ]; then rm -f "$t" && echo "removed $t"; fi
+if [ -d "$t" ]; then
+  for p in $(find "$t" -mindepth 1 -depth 2>/dev/null); do
+    rel="${{p#$t/}}"
+    if [ -L "$p" ] || ! grep -qxF -- "$rel" "$expected"; then rm -rf -- "$p" && echo "removed $p"; fi
+  done
+fi
+set +f
+rm -f "$input" "$before" "$expected"
 v={VERIFIER_LOGS_DIR}
 if [ -L "$v" ]; then rm -f "$v"; fi
 mkdir -p "$v"
 for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
-rm -rf {TESTS_DIR}
-exit 0
 """
+        + tail
     )
 
 
@@ -183,22 +234,49 @@ async def snapshot_plantables(sandbox: Sandbox, skills_dir: str | None) -> str:
     return result.stdout
 
 
-async def harden(sandbox: Sandbox, snapshot: str, skills_dir: str | None) -> list[str]:
-    """Run the hardening script; returns the paths it removed."""
+def _removed(stdout: str) -> list[str]:
+    return [line[len("removed ") :] for line in stdout.splitlines() if line.startswith("removed ")]
+
+
+def _hardening_failed(result: ExecResult) -> SandboxError:
+    return SandboxError(
+        f"workspace hardening failed (exit {result.exit_code}): {result.stderr[-300:]}"
+    )
+
+
+async def harden(
+    sandbox: Sandbox, snapshot: str, skills_dir: str | None, tests: list[str]
+) -> list[str]:
+    """Run the hardening script on its own (as root); returns the paths it removed."""
     result = await sandbox.exec(
         harden_command(sandbox.workdir, skills_dir),
         user="root",
         timeout_sec=120,
-        stdin=snapshot.encode(),
+        stdin=harden_input(snapshot, tests),
     )
-    if result.exit_code != 0 or result.timed_out:
-        from worker.sandbox.base import SandboxError
+    if result.timed_out or HARDENED_MARK not in result.stdout:
+        raise _hardening_failed(result)
+    return _removed(result.stdout)
 
-        raise SandboxError(
-            f"workspace hardening failed (exit {result.exit_code}): {result.stderr[-300:]}"
-        )
-    return [
-        line[len("removed ") :]
-        for line in result.stdout.splitlines()
-        if line.startswith("removed ")
-    ]
+
+async def harden_and_test(
+    sandbox: Sandbox,
+    snapshot: str,
+    skills_dir: str | None,
+    tests: list[str],
+    *,
+    env: dict[str, str],
+    timeout_sec: float,
+) -> tuple[list[str], ExecResult]:
+    """Hardening and tests/test.sh in one sandbox process (for a root verifier): one exec less."""
+    result = await sandbox.exec(
+        harden_command(sandbox.workdir, skills_dir, then_test=True),
+        cwd=sandbox.workdir,
+        env=env,
+        user="root",
+        timeout_sec=timeout_sec,
+        stdin=harden_input(snapshot, tests),
+    )
+    if HARDENED_MARK not in result.stdout and not result.timed_out:
+        raise _hardening_failed(result)
+    return _removed(result.stdout), result

@@ -142,3 +142,52 @@ async def test_no_probe_earns_a_reward_and_the_oracle_does(
         if name == "plant-conftest":
             removed = result["verifier"]["removed_files"]
             assert "/root/conftest.py" in removed and "/root/sitecustomize.py" in removed, removed
+
+
+async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    from task_sets.task import load_task
+    from worker.sandbox.base import SandboxSpec, sandbox_class
+    from worker.verifier import harden, snapshot_plantables
+
+    spec = SandboxSpec(
+        task=load_task(tasks_dir / "secret-answer"),
+        run_id="hardening",
+        trial_id="hardening-1",
+        state_dir=tmp_path / "sandbox",
+    )
+    sandbox = sandbox_class("local")(spec)
+    await sandbox.start()
+    try:
+        await sandbox.exec("echo keep > /root/keep.pth; echo keep > /root/same.pth")
+        snapshot = await snapshot_plantables(sandbox, None)
+        assert "/root/keep.pth" in snapshot and "/root/same.pth" in snapshot
+        # (tests/ goes in first so that planting into /tests works on every backend)
+        await sandbox.upload(tasks_dir / "secret-answer" / "tests", "/tests")
+        await sandbox.exec(
+            "echo changed > /root/keep.pth; mkdir -p /root/deep/er; "
+            "echo x > /root/deep/er/conftest.py; echo x > '/root/with space.pth'; "
+            "ln -s /etc/hostname /tmp/link.pth; echo 1 > /logs/verifier/reward.txt; "
+            "mkdir -p /tests/sub && echo planted > /tests/conftest.py && "
+            "echo planted > /tests/sub/extra.py && ln -s /etc/hostname /tests/sub/data.txt"
+        )
+        expected = ["expected.txt", "test.sh"]
+        removed = await harden(sandbox, snapshot, None, expected)
+        assert sorted(removed) == sorted(
+            [
+                "/root/keep.pth",
+                "/root/deep/er/conftest.py",
+                "/root/with space.pth",
+                "/tmp/link.pth",
+                "/tests/conftest.py",
+                "/tests/sub/extra.py",
+                "/tests/sub/data.txt",
+                "/tests/sub",
+            ]
+        )
+        listing = await sandbox.exec("ls -A /root /logs/verifier /tests")
+        assert "same.pth" in listing.stdout and "reward.txt" not in listing.stdout
+        assert sorted(listing.stdout.split("/tests:")[1].split()) == expected
+    finally:
+        await sandbox.stop()
