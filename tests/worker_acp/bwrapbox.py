@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -85,11 +84,6 @@ class BwrapBox(Sandbox):
                 argv += ["--ro-bind", path, path]
         for prefix, host in self.mounts.items():
             argv += ["--bind", str(host), prefix]
-        # The interpreter may live under the host's /root (pyenv), hidden by the workspace mount:
-        # keep it visible so agents can run with the worker's own Python.
-        base = os.path.realpath(sys.base_prefix)
-        if base.startswith("/root/"):
-            argv += ["--ro-bind", base, base]
         argv += ["--unshare-pid", "--die-with-parent", "--chdir", cwd or "/root", "--clearenv"]
         for key, value in {**ENV, **(env or {})}.items():
             argv += ["--setenv", key, value]
@@ -162,6 +156,9 @@ class BwrapBox(Sandbox):
             shutil.copytree(source, host_path, symlinks=True, dirs_exist_ok=True)
         else:
             shutil.copy2(source, host_path, follow_symlinks=False)
+
+    async def kill_processes(self) -> None:
+        return None  # every exec/open_process has its own PID namespace, killed with it
 
     async def stop(self) -> None:
         return None

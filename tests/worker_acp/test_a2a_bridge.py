@@ -13,7 +13,7 @@ from conftest import free_port
 from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent
 from worker.failures import FailureKind
-from worker_acp.bwrapbox import BwrapBox
+from worker.sandbox.base import Sandbox
 from worker_acp.harness import run_trial
 from worker_acp.purple_server import purple_server, served
 
@@ -63,8 +63,12 @@ async def test_exec_purple_passes(
     assert "[agentbeats-a2a]" in text_log
 
 
-async def test_files_only_purple_passes(tmp_path: Path) -> None:
-    with purple_server("files") as url:
+@pytest.mark.parametrize("version", ["v1", "v03"])
+async def test_files_only_purple_passes(
+    tmp_path: Path, version: str, request: pytest.FixtureRequest
+) -> None:
+    kwargs = {"python": request.getfixturevalue("a2a03_python")} if version == "v03" else {}
+    with purple_server("files", version=version, **kwargs) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0
@@ -73,8 +77,19 @@ async def test_files_only_purple_passes(tmp_path: Path) -> None:
 
 
 async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: Path) -> None:
+    seen: dict[str, str] = {}
+
+    async def look(box: Sandbox) -> None:
+        listing = await box.exec(
+            ["sh", "-c", "ls -A /tmp/outside; test -L /root/escape && echo link"]
+        )
+        seen["listing"] = listing.stdout
+        seen["etc"] = (
+            await box.exec(["sh", "-c", "ls /etc/owned 2>&1; head -c 5 /etc/passwd"])
+        ).stdout
+
     with purple_server("escape") as url:
-        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, inspect=look)
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0  # answer.txt (base64) was the one legitimate file
     bridge = result.outcome.details["bridge"]
@@ -89,15 +104,14 @@ async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: 
     assert "'..'" in refused["../../etc/passwd"]
     assert "outside the allowed folders" in refused["/etc/passwd"]
     assert "resolves outside" in refused["escape/pwned.txt"]  # caught in the sandbox: a symlink
-    outside = result.sandbox.host_path("/tmp/outside")
-    assert outside.is_dir() and list(outside.iterdir()) == []
+    assert seen["listing"] == "link\n"  # /tmp/outside is empty; the planted symlink is there
+    assert "No such file" in seen["etc"] and "pwned" not in seen["etc"]
     failed = [
         e
         for e in result.trajectory()
         if e["type"] == "tool_call_update" and e["status"] == "failed"
     ]
     assert len(failed) == 5  # write_file /etc/owned + four refused files
-    assert (result.sandbox.host_path("/root") / "escape").is_symlink()
 
 
 async def test_plain_reply_ends_the_trial(tmp_path: Path) -> None:
@@ -164,7 +178,7 @@ async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) 
     assert example.read_text() in (repo / "docs" / "participant-protocol.md").read_text()
     the_task = load_task(repo / "tasks" / "csv-sales-summary")
 
-    async def place_data(box: BwrapBox) -> None:  # what the task's Dockerfile COPYs
+    async def place_data(box: Sandbox) -> None:  # what the task's Dockerfile COPYs
         await box.upload(the_task.environment_dir / "sales.csv", "/root/sales.csv")
 
     argv = lambda port: [sys.executable, str(example), str(port)]  # noqa: E731
@@ -175,3 +189,42 @@ async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) 
     assert result.outcome.failure is None, result.outcome.message
     assert result.reward == 1.0
     assert [c["kind"] for c in result.tool_calls()] == ["read", "edit"]
+
+
+async def test_unreadable_reply_is_participant_error(tmp_path: Path) -> None:
+    with purple_server("garbage") as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR, result.outcome.message
+    assert result.reward == 0.0
+    errors = [e for e in bridge_events(result.trial_dir) if e["type"] == "a2a_error"]
+    assert errors and errors[0]["payload"]["failure"] == "participant_error"
+
+
+async def test_output_limit_command_timeout_and_invalid_action(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("limits", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    received = [json.loads(line)["data"][0] for line in log.read_text().splitlines()]
+    big, slow, bogus, background = (r["action_result"] for r in received[1:5])
+    assert big["truncated"] is True and big["stdout"] == "a" * (64 << 10)
+    assert slow["timed_out"] is True and slow["stdout"] == "started\n"
+    assert "invalid action" in bogus["error"]
+    # A background job holding the output pipe does not keep the command "running".
+    assert background["timed_out"] is False and background["stdout"] == "back\n"
+    updates = [e for e in result.trajectory() if e["type"] == "tool_call_update"]
+    assert [u["status"] for u in updates] == ["completed", "failed", "completed"]
+
+
+async def test_files_beyond_the_count_limit_are_refused(tmp_path: Path) -> None:
+    agent = A2AAgent("a2a")
+    agent.max_files = 3
+    with purple_server("many") as url:
+        result = await run_trial(agent, tmp_path, participant_url=url)
+    bridge = result.outcome.details["bridge"]
+    assert bridge["written_files"] == ["/root/answer.txt", "/root/out/0.txt", "/root/out/1.txt"]
+    assert bridge["refused_files"] == [
+        {"path": "out/2.txt", "error": "more than 3 files"},
+        {"path": "out/3.txt", "error": "more than 3 files"},
+    ]
+    assert result.reward == 1.0

@@ -3,6 +3,10 @@ and launched inside the bubblewrap sandbox, driven by the worker's ACP client.""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +27,15 @@ def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def agent_env(mode: str = "run") -> dict[str, str]:
-    return {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    """A Python with the `acp` SDK, as seen from inside a sandbox that shows the host root."""
+    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
+        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
+        # interpreter of the same version with this venv's packages.
+        env["PY_ACP_AGENT_PYTHON"] = str(system)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    return env
 
 
 async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
@@ -87,6 +99,13 @@ async def test_agent_crash_is_a_launch_failure(tmp_path: Path) -> None:
     assert result.reward == 0.0
 
 
+async def test_error_answer_to_the_prompt_is_a_protocol_failure(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("refuse"))
+    assert result.outcome.failure is FailureKind.AGENT_PROTOCOL
+    assert "no model configured" in (result.outcome.message or "")
+    assert result.reward == 0.0
+
+
 def test_manifest_discovery_reports_unknown_keys(tmp_path: Path) -> None:
     folder = tmp_path / "agents" / "typo-agent"
     folder.mkdir(parents=True)
@@ -122,3 +141,67 @@ def test_bare_manifest_name_resolves_and_other_specs_do_not() -> None:
     assert agent.entry().manifest.name == "py-acp-agent"
     assert resolve_manifest_name("not-an-agent") is None
     assert resolve_manifest_name("a2a:http://127.0.0.1:1") is None
+
+
+async def test_idle_watchdog_stops_a_silent_agent(tmp_path: Path) -> None:
+    agent = ManifestAgent("acp:py-acp-agent")
+    agent.idle_timeout_sec = 1.0
+    result = await run_trial(agent, tmp_path, env=agent_env("slow"), timeout_sec=60)
+    assert result.outcome.failure is FailureKind.AGENT_TIMEOUT
+    assert "reported nothing for 1 s" in (result.outcome.message or "")
+    cancels = [e for e in result.trajectory() if e["type"] == "cancel_sent"]
+    assert [c["reason"] for c in cancels] == ["idle_timeout"]
+
+
+async def test_cancelling_the_run_sends_session_cancel_and_stops_the_agent(tmp_path: Path) -> None:
+    task = asyncio.create_task(
+        run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("slow"))
+    )
+    events = tmp_path / "trial" / "trajectory" / "acp_trajectory.jsonl"
+    for _ in range(200):  # until the prompt is under way
+        await asyncio.sleep(0.05)
+        if events.exists() and "agent_message" in events.read_text():
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    cancels = [
+        e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "cancel_sent"
+    ]
+    assert [c["reason"] for c in cancels] == ["cancelled"]
+    # No process of this trial's sandbox is left (its bwrap command line names tmp_path).
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == ""
+
+
+async def test_secrets_reach_the_agent_env_but_not_the_install_log(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "secretive"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "secretive"\n'
+        'install_cmd = "echo key=$SECRETIVE_KEY; echo mapped=$NATIVE_KEY"\n'
+        'launch_cmd = "exit 1"\nrequires_env = ["SECRETIVE_KEY"]\n'
+        '[env_mapping]\nBENCHFLOW_PROVIDER_API_KEY = "NATIVE_KEY"\n'
+    )
+    entry = find("secretive", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
+    env = {"SECRETIVE_KEY": "sk-live-123456", "BENCHFLOW_PROVIDER_API_KEY": "pk-98765"}
+    result = await run_trial(ManifestAgent("secretive", entry), tmp_path, env=env)
+    log = (result.trial_dir / "agent" / "install-stdout.txt").read_text()
+    assert log == "key=***\nmapped=***\n"
+    assert result.outcome.failure is FailureKind.AGENT_LAUNCH  # launch_cmd exits at once
+
+
+async def test_missing_required_env_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "agents" / "needy"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "needy"\ninstall_cmd = ""\nlaunch_cmd = "true"\n'
+        'requires_env = ["NEEDY_API_KEY"]\n'
+    )
+    monkeypatch.delenv("NEEDY_API_KEY", raising=False)
+    entry = find("needy", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
+    result = await run_trial(ManifestAgent("needy", entry), tmp_path)
+    assert result.outcome.failure is FailureKind.AGENT_LAUNCH
+    assert result.outcome.message == "agent 'needy' needs NEEDY_API_KEY set"

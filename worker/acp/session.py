@@ -81,7 +81,7 @@ async def run_session(
             session = await asyncio.wait_for(
                 conn.new_session(cwd=config.cwd, mcp_servers=[]), handshake
             )
-        except (ConnectionError, TimeoutError, RequestError, OSError) as exc:
+        except Exception as exc:  # closed pipe, timeout, error answer, unreadable answer
             return SessionResult("launch_failed", message=f"ACP handshake failed: {_describe(exc)}")
         client.last_activity = time.monotonic()
         deadline = client.last_activity + config.timeout_sec
@@ -110,7 +110,7 @@ async def run_session(
                 message=f"agent exited mid-prompt: {_describe(exc)}",
                 n_tool_calls=len(client.tool_call_ids),
             )
-        except RequestError as exc:
+        except Exception as exc:  # an error answer, or one that does not validate
             return SessionResult(
                 "protocol_error",
                 message=f"session/prompt failed: {_describe(exc)}",

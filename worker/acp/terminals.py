@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from worker.sandbox.base import Sandbox, SandboxProcess
 
 DEFAULT_OUTPUT_LIMIT = 1 << 20
+DRAIN_GRACE_SEC = 0.5
 
 
 @dataclass
@@ -53,14 +54,13 @@ class Terminal:
 
     async def wait(self) -> int:
         code = await self.process.wait()
-        # Output may still be in flight after exit; the pipes close with the process.
-        await asyncio.gather(*self._readers, return_exceptions=True)
+        # Let the last output arrive, but do not wait for EOF: a background job started by the
+        # command (`server &`) may keep the pipes open long after the command itself exited.
+        await asyncio.wait(self._readers, timeout=DRAIN_GRACE_SEC)
         return code
 
     @property
     def exit_code(self) -> int | None:
-        if self.process.returncode is None or not all(r.done() for r in self._readers):
-            return None
         return self.process.returncode
 
     async def kill(self) -> None:

@@ -1,12 +1,11 @@
 """ACP ``session/update`` notifications as trajectory events (one JSON object per line).
 
 The shape follows BenchFlow's ``acp_trajectory.jsonl``: a ``type`` plus the update's fields in
-snake_case, so tool calls are counted the same way.
+snake_case, so tool calls are counted the same way. The trial's recorder adds the timestamp.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +25,7 @@ def update_event(update: BaseModel) -> dict[str, Any]:
     """One trajectory event for one ``session/update`` payload."""
     data = update.model_dump(mode="json", exclude_none=True)
     kind = str(data.pop("session_update", "unknown"))
-    event: dict[str, Any] = {"type": _TYPES.get(kind, kind), "timestamp": time.time()}
+    event: dict[str, Any] = {"type": _TYPES.get(kind, kind)}
     content = data.pop("content", None)
     if kind.endswith("_chunk") and isinstance(content, dict):
         event["text"] = content.get("text", "")
@@ -41,4 +40,4 @@ def update_event(update: BaseModel) -> dict[str, Any]:
 def lifecycle_event(kind: str, **fields: Any) -> dict[str, Any]:
     """Events the client itself adds (prompt sent, cancel sent, timeout) so a reader sees why a
     turn ended."""
-    return {"type": kind, "timestamp": time.time(), **fields}
+    return {"type": kind, **fields}

@@ -21,6 +21,7 @@ from worker.failures import FailureKind
 BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
 # Host variables the bridge may need to reach the participant; nothing else is inherited.
 _PASSED_ENV = (
+    "PYTHONPATH",
     "PATH",
     "HOME",
     "LANG",
@@ -37,6 +38,7 @@ _PASSED_ENV = (
 @agent_kind("a2a")
 class A2AAgent(Agent):
     max_turns: int = 100
+    max_files: int = 100  # files[] a finish may return
 
     def __init__(self, spec: str) -> None:
         super().__init__(spec)
@@ -59,6 +61,7 @@ class A2AAgent(Agent):
             "--trial-dir", str(ctx.trial_dir),
             "--deadline-sec", f"{ctx.timeout_sec:g}",
             "--max-turns", str(self.max_turns),
+            "--max-files", str(self.max_files),
         ]  # fmt: skip
         if ctx.skills_dir:
             argv += ["--skills-dir", ctx.skills_dir]

@@ -24,7 +24,9 @@ PROVIDER_PREFIXES = ("BENCHFLOW_PROVIDER_", "RUNTIME_PROVIDER_")
 
 @agent_kind("acp")
 class ManifestAgent(Agent):
-    """``acp:<name>`` (or a bare manifest name through :func:`worker.acp.resolve.resolve`)."""
+    """``acp:<name>``, or a bare manifest name (see :func:`resolve_manifest_name`)."""
+
+    idle_timeout_sec: float | None = 600.0  # no session/update for this long: stopped
 
     def __init__(self, spec: str, entry: ManifestEntry | None = None) -> None:
         super().__init__(spec)
@@ -83,7 +85,10 @@ class ManifestAgent(Agent):
                 "failed", FailureKind.AGENT_LAUNCH, f"launch of {manifest.name}: {exc}"
             )
         config = SessionConfig(
-            cwd=ctx.sandbox.workdir, prompt=ctx.prompt, timeout_sec=ctx.timeout_sec
+            cwd=ctx.sandbox.workdir,
+            prompt=ctx.prompt,
+            timeout_sec=ctx.timeout_sec,
+            idle_timeout_sec=self.idle_timeout_sec,
         )
         result = await run_process_session(process, ctx, config, manifest.name.replace("-", "_"))
         return outcome_of(result)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from acp import run_agent
 
-from worker.bridge.agent import BridgeAgent, BridgeConfig
+from worker.bridge.agent import BridgeAgent
+from worker.bridge.config import BridgeConfig
 
 
 def parse(argv: list[str] | None = None) -> BridgeConfig:
@@ -24,6 +25,7 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
     parser.add_argument("--deadline-sec", required=True, type=float)
     parser.add_argument("--max-turns", type=int, default=100)
     parser.add_argument("--max-output-bytes", type=int, default=64 << 10)
+    parser.add_argument("--max-files", type=int, default=100, help="files[] of a finish")
     args = parser.parse_args(argv)
     return BridgeConfig(
         url=args.url,
@@ -34,6 +36,7 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
         deadline_sec=args.deadline_sec,
         max_turns=args.max_turns,
         max_output_bytes=args.max_output_bytes,
+        max_files=args.max_files,
     )
 
 

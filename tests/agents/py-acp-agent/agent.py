@@ -1,8 +1,9 @@
 """A model-free ACP agent for tests: runs every instruction line that starts with ``$ `` as a
-shell command in the session's cwd and reports each one as a tool call.
+shell command in the session's cwd (after asking permission) and reports each one as a tool
+call.
 
 Modes (env PY_ACP_AGENT_MODE): ``run`` (default); ``slow`` waits for session/cancel; ``chatty``
-writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``probe`` calls an extension method the
+writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
 client does not implement and reports the error code; ``ignore-cancel`` never stops.
 """
 
@@ -28,7 +29,7 @@ from acp import (
     update_agent_message_text,
     update_tool_call,
 )
-from acp.schema import AgentCapabilities, Implementation
+from acp.schema import AgentCapabilities, Implementation, PermissionOption
 
 MODE = os.environ.get("PY_ACP_AGENT_MODE", "run")
 
@@ -59,6 +60,8 @@ class ScriptedAgent:
             sys.stderr.flush()
         if MODE == "crash":
             os._exit(3)
+        if MODE == "refuse":
+            raise RequestError.internal_error({"detail": "no model configured"})
         if MODE == "probe":
             try:
                 await self.conn.ext_method("skillsbench.probe", {})
@@ -68,6 +71,7 @@ class ScriptedAgent:
             await self.conn.session_update(session_id, update_agent_message_text(answer))
             return PromptResponse(stop_reason="end_turn")
         if MODE in ("slow", "ignore-cancel"):
+            await self.conn.session_update(session_id, update_agent_message_text("waiting"))
             waiter = asyncio.Event() if MODE == "ignore-cancel" else self.cancelled[session_id]
             await waiter.wait()
             return PromptResponse(stop_reason="cancelled")
@@ -85,6 +89,17 @@ class ScriptedAgent:
                     raw_input={"command": command},
                 ),
             )
+            permission = await self.conn.request_permission(
+                session_id=session_id,
+                tool_call=update_tool_call(call_id),
+                options=[
+                    PermissionOption(option_id="no", name="Deny", kind="reject_once"),
+                    PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                ],
+            )
+            outcome = permission.outcome
+            if getattr(outcome, "option_id", None) != "yes":
+                continue  # not allowed: skip the command
             done = await asyncio.to_thread(
                 subprocess.run, ["sh", "-c", command], cwd=cwd, capture_output=True, text=True
             )

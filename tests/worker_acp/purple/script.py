@@ -49,6 +49,18 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
                 {"path": "answer.txt", "content": "NDIK", "encoding": "base64"},
             ],
         }
+    if mode == "limits":
+        steps = [
+            {"action": "exec", "command": "head -c 200000 /dev/zero | tr '\\0' a"},
+            {"action": "exec", "command": "echo started; sleep 30", "timeout_sec": 1},
+            {"action": "bogus"},
+            {"action": "exec", "command": "(sleep 20 &) ; echo back", "timeout_sec": 10},
+            {"action": "finish"},
+        ]
+        return steps[min(turn, len(steps)) - 1]
+    if mode == "many":
+        files = [{"path": f"out/{n}.txt", "content": str(n)} for n in range(4)]
+        return {"action": "finish", "files": [{"path": "answer.txt", "content": "42\n"}, *files]}
     if mode == "plain":
         return "I cannot use tools, sorry."
     if mode == "silent":

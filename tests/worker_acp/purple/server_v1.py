@@ -16,6 +16,9 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from script import next_reply
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 PORT, MODE = int(sys.argv[1]), sys.argv[2]
 
@@ -59,9 +62,18 @@ card = AgentCard(
 handler = DefaultRequestHandler(
     agent_executor=Scripted(), task_store=InMemoryTaskStore(), agent_card=card
 )
+
+
+async def garbage(request: Request) -> Response:
+    """Mode "garbage": a valid card, but replies that are not JSON-RPC at all."""
+    return Response("<html>proxy says hi</html>", media_type="text/html")
+
+
+rpc = [Route("/", garbage, methods=["POST"])] if MODE == "garbage" else []
 app = Starlette(
     routes=[
         *create_agent_card_routes(card),
+        *rpc,
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
 )
