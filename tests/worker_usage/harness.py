@@ -1,5 +1,5 @@
-"""Run one trial of a manifest agent through the worker's engine with the model proxy in front of
-a fake provider on loopback; the sandbox is the acp tests' bubblewrap box (the host's network)."""
+"""Run one trial of a manifest agent through the worker's engine (local bubblewrap sandbox) with
+the model proxy in front of a fake provider on loopback."""
 
 from __future__ import annotations
 
@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from worker_acp.bwrapbox import BwrapBox
 
 from worker.api import RunRequest, RunTask, UsageSettings
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
-from worker.sandbox.base import SandboxSpec, sandbox_backend
 
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
-ENVIRONMENT = "test-bwrap"
+ENVIRONMENT = "local"  # the worker's bubblewrap sandbox
 DIGEST = "sha256:" + "0" * 64
 REAL_KEY = "sk-real-provider-key-0123456789abcdef"
 PASS_TEST = """\
@@ -33,21 +31,6 @@ PASS_TEST = """\
 if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
 echo $r > /logs/verifier/reward.txt
 """
-
-
-class UsageBox(BwrapBox):
-    """The acp tests' box, plus the /instruction.md the worker's trial places."""
-
-    def __init__(self, spec: SandboxSpec) -> None:
-        super().__init__(spec)
-        self.mounts["/instruction.md"] = spec.state_dir / "instruction.md"
-
-    async def start(self) -> None:
-        await super().start()
-        self.mounts["/instruction.md"].touch()
-
-
-sandbox_backend(ENVIRONMENT)(UsageBox)
 
 
 def free_port() -> int:
@@ -74,13 +57,13 @@ async def serve(app: Any) -> AsyncIterator[str]:
         await asyncio.wait_for(task, 30)
 
 
-def make_task(root: Path, task_id: str = "answer-42") -> Path:
+def make_task(root: Path, task_id: str = "answer-42", *, internet: bool = False) -> Path:
     folder = root / task_id
     (folder / "environment").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "task.toml").write_text(
         textwrap.dedent(
-            """\
+            f"""\
             version = "1.0"
             [metadata]
             category = "testing"
@@ -90,7 +73,7 @@ def make_task(root: Path, task_id: str = "answer-42") -> Path:
             [verifier]
             timeout_sec = 30
             [environment]
-            allow_internet = false
+            allow_internet = {str(internet).lower()}
             """
         )
     )
@@ -121,16 +104,28 @@ class Trial:
 
 
 def agent_env(**extra: str) -> dict[str, str]:
-    return {"MODEL_AGENT_PYTHON": sys.executable, **extra}
+    """A Python with `acp` and `httpx`, as seen from inside a sandbox that shows the host root."""
+    env = {"MODEL_AGENT_PYTHON": sys.executable}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
+        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
+        # interpreter of the same version with this venv's packages.
+        env["MODEL_AGENT_PYTHON"] = str(system)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    return {**env, **extra}
 
 
 async def run_one(
-    tmp: Path, agent: str = "model-acp-agent", usage: UsageSettings | None = None
+    tmp: Path,
+    agent: str = "model-acp-agent",
+    usage: UsageSettings | None = None,
+    *,
+    internet: bool = False,
 ) -> Trial:
     tasks = tmp / "tasks"
     if not tasks.exists():
         tasks.mkdir()
-        make_task(tasks)
+        make_task(tasks, internet=internet)
     jobs = tmp / "jobs"
     engine = Engine(
         EngineSettings(

@@ -323,6 +323,7 @@ async def test_agent_native_usage_when_the_agent_routes_its_own_model(
     trial = await run_one(
         tmp_path,
         agent="model-acp-agent-own-route",
+        internet=True,  # the agent reaches its own endpoint (here the fake) by itself
         usage=UsageSettings(
             usage_tracking="required",
             agent_env=agent_env(
