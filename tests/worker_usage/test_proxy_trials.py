@@ -111,6 +111,8 @@ async def test_chat_calls_are_recorded_priced_and_traced(
     assert first["metadata"]["call_purpose"] == "agent"
     assert first["metadata"]["provider_model"] == PRICED
     assert first["request"]["headers"]["authorization"] == "[redacted]"
+    # The task has no internet: the agent reached the proxy through the in-sandbox forwarder.
+    assert first["request"]["headers"]["host"] == "127.0.0.1:18080"
     # The provider got the real key; the sandbox only ever had the trial's key.
     assert provider.requests[0]["headers"]["authorization"] == f"Bearer {REAL_KEY}"
     assert provider.requests[0]["body"]["temperature"] == 0.2

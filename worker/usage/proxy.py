@@ -10,11 +10,13 @@ Numbers are read here, at the model boundary, from the provider's responses.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 ApiProtocol = Literal["openai-completions", "openai-responses", "anthropic-messages"]
 KEY_PREFIX: Final = "sk-skillsbench-"
 PURPOSE_HEADER: Final = "x-skillsbench-call-purpose"
+UNIX_SOCKET_PARENT: Final = "/var/tmp"  # shown read-only inside the local sandbox
 # Keys litellm reads from the worker's environment; their values are masked in every record.
 _PROVIDER_KEY_SUFFIXES: Final = ("_API_KEY", "_AUTH_TOKEN")
 
@@ -149,6 +152,7 @@ class ModelProxy:
         self._listeners: dict[str, tuple[uvicorn.Server, asyncio.Task[None], int]] = {}
         self.host = "127.0.0.1"
         self.port = 0
+        self.unix_path: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -178,6 +182,29 @@ class ModelProxy:
         bound = int(server.servers[0].sockets[0].getsockname()[1])
         self._listeners[host] = (server, serving, bound)
 
+    async def listen_unix(self) -> str:
+        """Also listen on a unix socket in a host folder sandboxes see (read-only) through
+        their view of the host root; returns its path."""
+        if self.unix_path is not None:
+            return self.unix_path
+        folder = tempfile.mkdtemp(prefix="skillsbench-model-proxy-", dir=UNIX_SOCKET_PARENT)
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "proxy.sock")
+        config = uvicorn.Config(
+            self.app, uds=path, log_level="warning", lifespan="off", access_log=False
+        )
+        server = _Server(config)
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                with contextlib.suppress(BaseException):
+                    serving.result()
+                raise OSError(f"model proxy could not listen on {path}")
+            await asyncio.sleep(0.01)
+        self._listeners[f"unix:{path}"] = (server, serving, 0)
+        self.unix_path = path
+        return path
+
     @property
     def running(self) -> bool:
         return any(not task.done() for _, task, _ in self._listeners.values())
@@ -188,6 +215,8 @@ class ModelProxy:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(serving, 10)
         self._listeners.clear()
+        _remove_socket(self.unix_path)
+        self.unix_path = None
 
     def base_url(self, host: str | None = None) -> str:
         host = host or self.host
@@ -547,6 +576,9 @@ async def shared_proxy() -> ModelProxy:
     """The worker's one proxy on the running event loop, started on first use."""
     loop = asyncio.get_running_loop()
     if _SHARED.get("loop") is not loop:
+        old = _SHARED.get("proxy")
+        if old is not None:  # its loop is gone (a new asyncio.run): only its socket file is left
+            _remove_socket(old.unix_path)
         _SHARED.clear()
         _SHARED.update(loop=loop, lock=asyncio.Lock(), proxy=None)
     async with _SHARED["lock"]:
@@ -556,3 +588,17 @@ async def shared_proxy() -> ModelProxy:
             await proxy.start()
             _SHARED["proxy"] = proxy
         return proxy
+
+
+def _remove_socket(path: str | None) -> None:
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            os.rmdir(os.path.dirname(path))
+
+
+@atexit.register
+def _cleanup() -> None:
+    proxy = _SHARED.get("proxy")
+    if proxy is not None:
+        _remove_socket(proxy.unix_path)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -21,8 +22,9 @@ from typing import Any, Final, Literal
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
 from worker.failures import FailureKind
-from worker.usage import otel
-from worker.usage.proxy import Limits, ModelRoute, ProxySession, shared_proxy
+from worker.sandbox.base import SandboxError
+from worker.usage import forward, otel
+from worker.usage.proxy import Limits, ModelProxy, ModelRoute, ProxySession, shared_proxy
 from worker.usage.records import (
     TRUSTED_SOURCES,
     TokenUsage,
@@ -95,8 +97,9 @@ class TrialUsage:
         return self.access == "proxy"
 
     def needs_host_network(self) -> bool:
-        """The local sandbox reaches the proxy on the host's loopback only with the host's net."""
-        return self.uses_proxy and self.environment == "local"
+        """Without a python3 to run the forwarder, the local sandbox reaches the proxy only on
+        the host's loopback, so it keeps the host's network."""
+        return self.uses_proxy and self.environment == "local" and not _host_python3()
 
     def config_fields(self) -> dict[str, Any]:
         s = self.settings
@@ -122,9 +125,17 @@ class TrialUsage:
             self.setup_error = f"agent {self.agent.spec!r} has no default model; pass --model (-m)"
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
         proxy = await shared_proxy()
-        host = await asyncio.to_thread(sandbox_host, self.environment)
-        if host != proxy.host:
-            await proxy.listen(host)
+        if self.environment == "local" and not ctx.sandbox.spec.internet:
+            try:
+                base, ctx.launch_prefix = await _forwarder(proxy, ctx)
+            except (OSError, SandboxError) as exc:
+                self.setup_error = f"model proxy unreachable from the sandbox: {exc}"
+                return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
+        else:
+            host = await asyncio.to_thread(sandbox_host, self.environment)
+            if host != proxy.host:
+                await proxy.listen(host)
+            base = proxy.base_url(host)
         s = self.settings
         session = proxy.open_session(
             self.trial_id,
@@ -134,7 +145,6 @@ class TrialUsage:
             keep_calls=s.usage_tracking != "off",
         )
         self.session = session
-        base = proxy.base_url(host)
         if _api_protocol(self.agent) != "anthropic-messages":
             base += "/v1"
         provider = dict(zip(PROVIDER_VARS, (base, session.key, self.model), strict=True))
@@ -318,6 +328,36 @@ class TrialUsage:
         problem = await otel.export(self._trace)
         if problem is not None:
             log.warning("trial %s: %s", self.trial_id, problem)
+
+
+FORWARD_PORT: Final = 18080  # in the agent's own network namespace: always free
+FORWARDER_DIR: Final = "/tmp/skillsbench-model-proxy"
+_PYTHONS: Final = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
+
+
+def _host_python3() -> str | None:
+    return next((p for p in _PYTHONS if os.access(p, os.X_OK)), None)
+
+
+async def _forwarder(proxy: ModelProxy, ctx: AgentContext) -> tuple[str, list[str]]:
+    """Base URL and launch prefix for an agent in a sandbox without the host's network: the
+    forwarder (worker/usage/forward.py) relays 127.0.0.1:FORWARD_PORT to the proxy's socket."""
+    sandbox = ctx.sandbox
+    found = await sandbox.exec(
+        [
+            "sh",
+            "-c",
+            "for p in " + " ".join(_PYTHONS) + '; do [ -x "$p" ] && echo "$p" && break; done',
+        ],
+        timeout_sec=30,
+    )
+    python = found.stdout.strip().splitlines()[0] if found.stdout.strip() else ""
+    if not python:
+        raise OSError("no python3 in the sandbox to run the forwarder")
+    socket_path = await proxy.listen_unix()
+    await sandbox.upload(Path(forward.__file__), f"{FORWARDER_DIR}/forward.py")
+    prefix = [python, f"{FORWARDER_DIR}/forward.py", str(FORWARD_PORT), socket_path, "--"]
+    return f"http://127.0.0.1:{FORWARD_PORT}", prefix
 
 
 def sandbox_host(environment: str) -> str:
