@@ -108,7 +108,8 @@ class ProxySession:
             return f"the trial's token budget is used up (--max-tokens {cap}: {used} tokens used)"
         spend = self.limits.max_cost_usd
         if spend is not None:
-            if self.totals.n_unpriced:
+            unpriced = price_usd(self.route.model, prompt_tokens=1, completion_tokens=1) is None
+            if unpriced or self.totals.n_unpriced:
                 return (
                     f"--max-cost-usd {spend} cannot be enforced: model {self.route.model!r} has "
                     "no known price (cap it with --max-tokens instead)"

@@ -97,9 +97,14 @@ class TrialUsage:
         return self.access == "proxy"
 
     def needs_host_network(self) -> bool:
-        """Without a python3 to run the forwarder, the local sandbox reaches the proxy only on
-        the host's loopback, so it keeps the host's network."""
-        return self.uses_proxy and self.environment == "local" and not _host_python3()
+        """Whether the sandbox must get a network to reach the proxy: a docker container reaches
+        it on the bridge gateway; a local sandbox only without a python3 to run the forwarder
+        (then on the host's loopback)."""
+        if not self.uses_proxy:
+            return False
+        if self.environment == "local":
+            return _host_python3() is None
+        return self.environment == "docker"
 
     def config_fields(self) -> dict[str, Any]:
         s = self.settings
