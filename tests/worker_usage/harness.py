@@ -22,7 +22,7 @@ from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling test agents
 ENVIRONMENT = "local"  # the worker's bubblewrap sandbox
 DIGEST = "sha256:" + "0" * 64
 REAL_KEY = "sk-real-provider-key-0123456789abcdef"
