@@ -202,6 +202,10 @@ def run(
             agent_env=_agent_env(agent_env),
         ),
     )
+    from worker.agents.registry import resolve_agent
+    from worker.usage.trial import check_model
+
+    check_model(resolve_agent(agent), model)
     rows = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, _concurrency(concurrency))
     )

@@ -71,6 +71,12 @@ def _api_protocol(agent: Agent) -> str | None:
     return None
 
 
+def check_model(agent: Agent, model: str | None) -> None:
+    """Refuse a run up front when an agent needs a model and none is given or defaulted."""
+    if model is None and model_access(agent) == "proxy" and not _default_model(agent):
+        raise ValueError(f"agent {agent.spec!r} has no default model; pass --model (-m)")
+
+
 class TrialUsage:
     def __init__(
         self, agent: Agent, settings: UsageSettings | None, trial_id: str, environment: str
