@@ -85,6 +85,7 @@ def worker(
 
     from worker.app import TOKEN_VAR, create_app
     from worker.engine import Engine, EngineSettings
+    from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.meta import ProofSettings
 
     token = os.environ.get(TOKEN_VAR) or None
@@ -102,6 +103,8 @@ def worker(
         concurrency=_concurrency(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
+        prebuilt=PrebuiltImages.from_env(),
+        proxies=ParticipantProxies.from_env(),
     )
     app = create_app(Engine(settings), token=token)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)
@@ -264,12 +267,15 @@ async def _run_local(
     from worker.progress import ProgressView
 
     assert isinstance(request, RunRequest)
+    from worker.environment import PrebuiltImages
+
     engine = Engine(
         EngineSettings(
             jobs_dir=jobs_dir,
             tasks_dir=tasks_dir,
             environment=environment,
             concurrency=concurrency,
+            prebuilt=PrebuiltImages.from_env(),
         )
     )
     await engine.start(resume=False)

@@ -57,6 +57,7 @@ def _scan_script(extra_roots: list[str]) -> str:
     sites = " ".join(_SITE_GLOBS)
     return f"""
 scan() {{
+  set +f  # callers may have globbing off; the site-dir patterns need it
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
   for s in {sites}; do
     [ -d "$s" ] || continue
@@ -67,9 +68,10 @@ scan() {{
   for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 }}
 sigs() {{
+  found=$(scan | sort -u)
   set -f
   regular=""
-  for f in $(scan | sort -u); do
+  for f in $found; do
     if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
 $f"; fi
   done
@@ -106,7 +108,7 @@ def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = Fa
     with ``then_test`` go on to run tests/test.sh in the same process."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
     tail = (
-        f"echo {HARDENED_MARK}\nchmod +x {TESTS_DIR}/test.sh 2>/dev/null\n"
+        f"echo {HARDENED_MARK}\n[ -x {TESTS_DIR}/test.sh ] || chmod +x {TESTS_DIR}/test.sh\n"
         f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1\n"
         if then_test
         else f"echo {HARDENED_MARK}\nexit 0\n"
@@ -114,15 +116,19 @@ def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = Fa
     return (
         _scan_script(roots)
         + f"""
-input=$(mktemp) && before=$(mktemp) && expected=$(mktemp) || exit 97
-cat > "$input"
-sed '/^{TESTS_MARK}$/,$d' "$input" > "$before"
-sed '1,/^{TESTS_MARK}$/d' "$input" > "$expected"
+nl='
+'
+input=$(cat)
+before="${{input%%{TESTS_MARK}*}}"
+expected="$nl${{input#*{TESTS_MARK}$nl}}$nl"
 set -f
-for line in $(sigs | grep -vxF -f "$before"); do
+for line in $(sigs | grep -vxF -f /dev/fd/3 3<<SKILLSBENCH_SNAPSHOT
+$before
+SKILLSBENCH_SNAPSHOT
+); do
   case "$line" in
     "L "*) f="${{line#L }}" ;;
-    *) f=$(echo "$line" | cut -d ' ' -f 3-) ;;
+    *) f="${{line#* }}"; f="${{f#* }}" ;;
   esac
   rm -rf -- "$f" && echo "removed $f"
 done
@@ -131,14 +137,17 @@ if [ -L "$t" ]; then rm -f "$t" && echo "removed $t"; fi
 if [ -d "$t" ]; then
   for p in $(find "$t" -mindepth 1 -depth 2>/dev/null); do
     rel="${{p#$t/}}"
-    if [ -L "$p" ] || ! grep -qxF -- "$rel" "$expected"; then rm -rf -- "$p" && echo "removed $p"; fi
+    if [ -L "$p" ]; then rm -f -- "$p" && echo "removed $p"; continue; fi
+    case "$expected" in
+      *"$nl$rel$nl"*) ;;
+      *) rm -rf -- "$p" && echo "removed $p" ;;
+    esac
   done
 fi
 set +f
-rm -f "$input" "$before" "$expected"
 v={VERIFIER_LOGS_DIR}
 if [ -L "$v" ]; then rm -f "$v"; fi
-mkdir -p "$v"
+[ -d "$v" ] || mkdir -p "$v"
 for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
 """
         + tail

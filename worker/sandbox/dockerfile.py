@@ -31,6 +31,7 @@ class Instruction:
     keyword: str  # upper case
     args: str  # raw text after the keyword, continuations joined
     text: str  # the instruction as written (for messages)
+    end_line: int = 0  # last physical line (continuations included)
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,41 @@ def read_instructions(text: str) -> list[Instruction]:
         parts.append(stripped[:-1].strip() if continued else stripped)
         if continued:
             continue
-        out.append(_instruction(start, parts))
+        out.append(_instruction(start, number, parts))
         parts = []
     if parts:
-        out.append(_instruction(start, parts))
+        out.append(_instruction(start, start + len(parts) - 1, parts))
     return out
 
 
-def _instruction(line: int, parts: list[str]) -> Instruction:
+def _instruction(line: int, end: int, parts: list[str]) -> Instruction:
     joined = " ".join(p for p in parts if p)
     keyword, _, args = joined.partition(" ")
-    return Instruction(line, keyword.upper(), args.strip(), joined)
+    return Instruction(line, keyword.upper(), args.strip(), joined, end)
+
+
+def is_skills_source(source: str) -> bool:
+    """A COPY source that is the task's bundled ``skills/`` folder (or inside it)."""
+    clean = posixpath.normpath(source.lstrip("./") or ".")
+    return clean == "skills" or clean.startswith("skills/")
+
+
+def skills_copy_lines(text: str) -> set[int]:
+    """Physical line numbers of ``COPY``/``ADD`` instructions that copy only ``skills/``.
+
+    A no-skills build drops them (as BenchFlow's no-skill mode does).
+    """
+    lines: set[int] = set()
+    for inst in read_instructions(text):
+        if inst.keyword not in ("COPY", "ADD"):
+            continue
+        try:
+            copy = _copy(inst, {}, "/")
+        except DockerfileError:
+            continue
+        if all(is_skills_source(src) for src in copy.sources):
+            lines.update(range(inst.line, max(inst.end_line, inst.line) + 1))
+    return lines
 
 
 def substitute(value: str, variables: Mapping[str, str]) -> str:

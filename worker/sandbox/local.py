@@ -47,7 +47,14 @@ from worker.sandbox.base import (
     SandboxUnsupported,
     sandbox_backend,
 )
-from worker.sandbox.dockerfile import Copy, DockerfileError, ImageRecipe, Run, parse_dockerfile
+from worker.sandbox.dockerfile import (
+    Copy,
+    DockerfileError,
+    ImageRecipe,
+    Run,
+    is_skills_source,
+    parse_dockerfile,
+)
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Host top-level folders never shown in the sandbox (private data, sockets, host state).
@@ -352,6 +359,8 @@ class LocalSandbox(Sandbox):
         timeout = self.spec.task.config.environment.build_timeout_sec
         for step in recipe.steps:
             if isinstance(step, Copy):
+                if not self.spec.with_skills and all(map(is_skills_source, step.sources)):
+                    continue  # no-skills condition: the task's bundled skills stay out
                 await asyncio.to_thread(self._apply_copy, context, step)
             else:
                 await self._apply_run(step, timeout)
