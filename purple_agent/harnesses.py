@@ -2,12 +2,13 @@
 
 The CLI cannot reach the task sandbox, so the agent works on a copy and sends the result back:
 
-1. Turn 1 (task context): reply ``exec`` ``tar -cz … | base64`` of the sandbox workspace.
-2. The ``action_result`` stdout is unpacked into a fresh local folder. When the task has a skills
-   folder, one more ``exec`` fetches it the same way, into a ``skills`` folder beside the copy.
-3. The CLI runs non-interactively in the copy (prompt, model and folder as :data:`HARNESSES`
+1. From turn 1 (task context) on, ``exec`` actions copy the sandbox workspace into a fresh local
+   folder, and the skills folder (when the task has one) into ``skills`` beside it — see
+   :mod:`purple_agent.seeding` (a tar in the sandbox, read back in chunks that fit the bridge's
+   output limit).
+2. The CLI runs non-interactively in the copy (prompt, model and folder as :data:`HARNESSES`
    says; ``SKILLSBENCH_AGENT_COMMAND`` replaces the command), up to the time budget.
-4. Reply ``finish`` with every file the CLI created or changed as ``files`` (deletions are not
+3. Reply ``finish`` with every file the CLI created or changed as ``files`` (deletions are not
    carried back). If the CLI is not installed, the task fails at once with a clear message.
 """
 
@@ -15,16 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
 import hashlib
-import io
 import logging
 import os
-import shlex
 import shutil
 import signal
-import tarfile
 import tempfile
 import time
 from collections.abc import Mapping
@@ -33,21 +30,19 @@ from pathlib import Path
 
 from purple_agent.config import AgentConfig
 from purple_agent.protocol import (
-    ActionResult,
-    ExecAction,
     FileContent,
     FinishAction,
     ShellContext,
     find_action_result,
     find_context,
 )
+from purple_agent.seeding import FolderFetch, chunk_size
 from purple_agent.server import Reply, Turn, TurnAgent
 
 log = logging.getLogger("purple_agent.harness")
 
 MAX_RETURNED_BYTES = 32 * 1024 * 1024  # files[] budget; larger changes are listed, not sent
 DEADLINE_MARGIN_SEC = 10.0
-SEED_TIMEOUT_SEC = 120.0
 
 
 @dataclass(frozen=True)
@@ -110,17 +105,12 @@ HARNESSES: dict[str, HarnessSpec] = {
 }
 
 
-def _tar_command(folder: str) -> str:
-    """A sandbox command that prints ``folder`` as one base64 line of a gzipped tar."""
-    return f"cd {shlex.quote(folder)} && tar -czf - . | base64 | tr -d '\\n'"
-
-
 @dataclass
 class _Session:
     context: ShellContext
     instruction: str
-    root: Path  # local temp folder: workspace/ and skills/
-    steps: list[str]  # folders still to fetch: "workspace", then maybe "skills"
+    root: Path  # local temp folder: workspace/, skills/, prompt and output files
+    fetches: list[FolderFetch]  # folders still being copied, current first
     notes: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
@@ -155,26 +145,28 @@ class HarnessAgent(TurnAgent):
                 log.error("%s", why)
                 return Reply(text=why, failed=True)
             self._drop(turn.context_id)
-            steps = ["workspace"] + (["skills"] if context.skills_dir else [])
-            root = Path(tempfile.mkdtemp(prefix="skillsbench-harness-"))
-            fresh = _Session(context, turn.text, root, steps)
-            self._sessions[turn.context_id] = fresh
-            return self._fetch_next(fresh)
-        session = self._sessions.get(turn.context_id)
-        if session is None:
+            session = self._start(context, turn.text)
+            self._sessions[turn.context_id] = session
+        elif (found := self._sessions.get(turn.context_id)) is None:
             return Reply(
                 text="I take tasks in the skillsbench-shell/v1 protocol: send the task context first.",
                 failed=True,
             )
+        else:
+            session = found
+            session.fetches[0].feed(find_action_result(turn.data))
         try:
-            step = session.steps.pop(0)
-            target = session.workspace if step == "workspace" else session.root / "skills"
-            await asyncio.to_thread(_unpack, find_action_result(turn.data), target, session.notes)
-            if session.steps:
-                return self._fetch_next(session)
+            while session.fetches and session.fetches[0].done:
+                fetch = session.fetches.pop(0)
+                await asyncio.to_thread(fetch.unpack)
+                if fetch.note:
+                    session.notes.append(fetch.note + "; the harness started without it")
+            if session.fetches:
+                step = session.fetches[0]
+                return Reply(text=f"Copying the {step.name} folder.", action=step.next_action())
             return await self._run(session)
         finally:
-            if not session.steps:
+            if not session.fetches:
                 self._drop(turn.context_id)
 
     async def cancel(self, context_id: str) -> None:
@@ -185,14 +177,19 @@ class HarnessAgent(TurnAgent):
         if session is not None:
             shutil.rmtree(session.root, ignore_errors=True)
 
-    def _fetch_next(self, session: _Session) -> Reply:
-        step = session.steps[0]
-        folder = session.context.workspace if step == "workspace" else session.context.skills_dir
-        assert folder is not None
-        return Reply(
-            text=f"Copying the {step} folder to work on it locally.",
-            action=ExecAction(command=_tar_command(folder), timeout_sec=SEED_TIMEOUT_SEC),
-        )
+    def _start(self, context: ShellContext, instruction: str) -> _Session:
+        root = Path(tempfile.mkdtemp(prefix="skillsbench-harness-"))
+        chunk = chunk_size(context.limits.max_output_bytes)
+        # leave turns for the pack commands and the finish; None means no announced limit
+        turns = (context.limits.max_turns or 10_000) - 4
+        folders = [("workspace", context.workspace)]
+        if context.skills_dir:
+            folders.append(("skills", context.skills_dir))
+        fetches = [
+            FolderFetch(name, remote, root / name, chunk, max_chunks=turns // len(folders))
+            for name, remote in folders
+        ]
+        return _Session(context, instruction, root, fetches)
 
     async def _run(self, session: _Session) -> Reply:
         session.workspace.mkdir(parents=True, exist_ok=True)
@@ -281,22 +278,6 @@ class HarnessAgent(TurnAgent):
                 tail = (session.root / "stderr.txt").read_bytes()[-2000:]
                 if tail:
                     log.info("harness stderr tail: %s", tail.decode("utf-8", "replace"))
-
-
-def _unpack(result: ActionResult | None, target: Path, notes: list[str]) -> None:
-    """Unpack a base64 tar from an exec result; a failed fetch leaves ``target`` empty."""
-    target.mkdir(parents=True, exist_ok=True)
-    name = target.name
-    if result is None or result.error or result.exit_code != 0 or result.truncated:
-        why = "truncated" if result is not None and result.truncated else "failed"
-        notes.append(f"copying the {name} folder {why}; the harness started without it")
-        return
-    try:
-        blob = base64.b64decode(result.stdout, validate=True)
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-            tar.extractall(target, filter="data")
-    except (binascii.Error, tarfile.TarError, OSError) as exc:
-        notes.append(f"the {name} copy could not be unpacked ({type(exc).__name__})")
 
 
 def _snapshot(folder: Path) -> dict[str, str]:

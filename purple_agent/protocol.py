@@ -144,9 +144,18 @@ def find_action(data_parts: Iterable[Any]) -> Action | None:
 
 
 def find_context(data_parts: Iterable[Any]) -> ShellContext | None:
-    """The :class:`ShellContext` among a message's DataPart objects, if any."""
+    """The :class:`ShellContext` among a message's DataPart objects, if any.
+
+    Result messages may also carry ``"protocol"``; an object with ``action_result`` (or
+    ``action``) is never a context.
+    """
     for data in data_parts:
-        if isinstance(data, Mapping) and data.get("protocol") == PROTOCOL:
+        if (
+            isinstance(data, Mapping)
+            and data.get("protocol") == PROTOCOL
+            and "action_result" not in data
+            and "action" not in data
+        ):
             try:
                 return ShellContext.model_validate(dict(data))
             except ValidationError as exc:

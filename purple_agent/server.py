@@ -122,6 +122,8 @@ def public_url(host: str, port: int, card_url: str | None) -> str:
     if card_url:
         return card_url
     shown = "127.0.0.1" if host in _WILDCARD_HOSTS else host
+    if ":" in shown:  # an IPv6 literal
+        shown = f"[{shown}]"
     return f"http://{shown}:{port}/"
 
 

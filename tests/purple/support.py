@@ -19,7 +19,7 @@ import httpx
 import uvicorn
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
-from a2a.types import Message, Role, SendMessageRequest, TaskState
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
 from conftest import REPO_ROOT, free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -107,15 +107,16 @@ class TurnReply:
 class BridgeClient:
     """Plays the bridge's side of skillsbench-shell/v1 with a real a2a-sdk 1.x client."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, streaming: bool = False) -> None:
         self.url = url
+        self.streaming = streaming
         self.context_id: str | None = None
         self._http = httpx.AsyncClient(timeout=60)
         self._client: Any = None
 
     async def __aenter__(self) -> BridgeClient:
         self._client = await create_client(
-            self.url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
+            self.url, client_config=ClientConfig(streaming=self.streaming, httpx_client=self._http)
         )
         return self
 
@@ -135,13 +136,15 @@ class BridgeClient:
             context_id=self.context_id or "",
             parts=parts,
         )
-        tasks = [
-            ev.task
-            async for ev in self._client.send_message(SendMessageRequest(message=message))
-            if ev.WhichOneof("payload") == "task"
-        ]
-        assert len(tasks) == 1, tasks
-        task = tasks[0]
+        events = [ev async for ev in self._client.send_message(SendMessageRequest(message=message))]
+        kinds = [ev.WhichOneof("payload") for ev in events]
+        assert kinds[0] == "task", kinds
+        task = events[0].task
+        if self.streaming:  # task, status updates, artifact: read the final task back
+            assert kinds[-1] == "status_update" and len(kinds) > 2, kinds
+            task = await self._client.get_task(GetTaskRequest(id=task.id))
+        else:
+            assert kinds == ["task"], kinds
         self.context_id = task.context_id
         out_parts = [p for a in task.artifacts for p in a.parts]
         if task.status.HasField("message"):

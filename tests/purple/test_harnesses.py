@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -202,3 +204,58 @@ async def test_harness_table_invocation(
         assert seen["env"][name] == "[REDACTED]"
     for name in spec.base_url_env:
         assert seen["env"][name] == "http://127.0.0.1:9/v1"
+
+
+HASH_SCRIPT = """
+import hashlib, pathlib
+data = pathlib.Path("data/random.bin").read_bytes()
+pathlib.Path("digest.txt").write_text(hashlib.sha256(data).hexdigest())
+pathlib.Path("listing.txt").write_text("\\n".join(sorted(
+    str(p) for p in pathlib.Path(".").rglob("*")
+    if p.is_file() and p.name not in ("listing.txt", "digest.txt")
+)))
+"""
+
+
+async def test_workspace_copy_comes_in_chunks_that_fit_the_output_limit(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    ws = sandbox / "workspace"
+    (ws / "data").mkdir()
+    payload = os.urandom(20_000)  # incompressible: several 3 KB chunks
+    (ws / "data" / "random.bin").write_bytes(payload)
+    (ws / ".cache").mkdir()
+    (ws / ".cache" / "junk").write_text("never copied")
+    script = tmp_path / "hash.py"
+    script.write_text(HASH_SCRIPT)
+    bridge = await harness_agent(harness="gemini-cli", command=f"{sys.executable} {script}")
+    ctx = ShellContext(task_id="t", workspace=str(ws), limits={"max_output_bytes": 4096})
+    reply = await bridge.send(INSTRUCTION, ctx.to_data())
+    commands = []
+    while isinstance(reply.action, ExecAction):
+        commands.append(reply.action.command)
+        result = sandbox_exec(reply.action, sandbox)
+        assert len(result["action_result"]["stdout"]) <= 4096
+        reply = await bridge.send(data=result)
+    assert isinstance(reply.action, FinishAction)
+    assert len(commands) >= 1 + 20_000 // 3069  # pack, then one chunk per turn
+    files = {f.path: f.content for f in reply.action.files}
+    assert files["digest.txt"] == hashlib.sha256(payload).hexdigest()
+    assert files["listing.txt"].split("\n") == ["data/random.bin", "notes.txt", "unchanged.txt"]
+    [archive] = set(re.findall(r"/tmp/skillsbench-seed-\w+\.tgz", commands[0]))
+    assert commands[-1].endswith(f"; rm -f {archive}")
+    assert not Path(archive).exists()  # the sandbox is left clean
+
+
+async def test_folder_over_the_turn_budget_is_not_copied(harness_agent: Any, sandbox: Path) -> None:
+    (sandbox / "workspace" / "big.bin").write_bytes(os.urandom(50_000))
+    bridge = await harness_agent(harness="opencode", command="ls > seen.txt")
+    ctx = ShellContext(
+        task_id="t",
+        workspace=str(sandbox / "workspace"),
+        limits={"max_output_bytes": 4096, "max_turns": 10},
+    )
+    reply = await run_trial(bridge, sandbox, ctx)
+    assert isinstance(reply.action, FinishAction)
+    assert "more than the turn budget" in reply.action.message
+    assert {f.path: f.content for f in reply.action.files} == {"seen.txt": "seen.txt\n"}

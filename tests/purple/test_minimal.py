@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from pydantic import SecretStr
 from purple_agent.agent_under_test import create_app, make_agent
 from purple_agent.config import AgentConfig
 from purple_agent.protocol import (
+    PROTOCOL,
     ActionResult,
     ActionResultMessage,
     ExecAction,
@@ -31,9 +35,11 @@ def context(**limits: Any) -> dict[str, Any]:
 
 
 def result(exit_code: int = 0, stdout: str = "", stderr: str = "") -> dict[str, Any]:
-    return ActionResultMessage(
+    """An action_result message as the bridge tags it (protocol and turn beside the result)."""
+    message = ActionResultMessage(
         action_result=ActionResult(exit_code=exit_code, stdout=stdout, stderr=stderr)
     ).to_data()
+    return {"protocol": PROTOCOL, "turn": 1, **message}
 
 
 @pytest.fixture
@@ -41,7 +47,9 @@ async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """Factory: serve a fake model with a script and the minimal agent pointed at it."""
     stack: list[Any] = []
 
-    async def start(script: list[dict[str, Any]], **config: Any) -> tuple[FakeModel, BridgeClient]:
+    async def start(
+        script: list[dict[str, Any]], streaming: bool = False, **config: Any
+    ) -> tuple[FakeModel, BridgeClient]:
         model = FakeModel(script)
         model_cm = serving(lambda _url: model.app())
         model_url = await model_cm.__aenter__()
@@ -57,7 +65,7 @@ async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         agent_cm = serving(lambda url: create_app(cfg, url, agent))
         agent_url = await agent_cm.__aenter__()
         stack.append(agent_cm)
-        bridge = BridgeClient(agent_url)
+        bridge = BridgeClient(agent_url, streaming=streaming)
         await bridge.__aenter__()
         stack.append(bridge)
         return model, bridge
@@ -67,9 +75,11 @@ async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         await cm.__aexit__(None, None, None)
 
 
-async def test_solves_by_exec_turns_then_finishes(agent_with: Any) -> None:
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_solves_by_exec_turns_then_finishes(agent_with: Any, streaming: bool) -> None:
     model, bridge = await agent_with(
-        [{"shell": "ls -1 | wc -l"}, {"shell": "echo 3 > answer.txt"}, {"text": "Wrote 3."}]
+        [{"shell": "ls -1 | wc -l"}, {"shell": "echo 3 > answer.txt"}, {"text": "Wrote 3."}],
+        streaming=streaming,
     )
     first = await bridge.send(INSTRUCTION, context(max_turns=30, deadline_sec=600))
     assert first.state == "TASK_STATE_COMPLETED"
@@ -136,3 +146,27 @@ async def test_message_without_context_is_refused(agent_with: Any) -> None:
     reply = await bridge.send("hello?")
     assert reply.state == "TASK_STATE_FAILED"
     assert "skillsbench-shell/v1" in reply.text
+
+
+async def test_a2a_0_3_bridge_drives_a_trial(agent_with: Any, a2a03_python: Path) -> None:
+    """A genuine a2a-sdk 0.3 client (ints stay ints on its side) plays the bridge."""
+    model, bridge = await agent_with([{"shell": "cat task.md"}, {"text": "All done."}])
+    turns = [
+        {"text": INSTRUCTION, "data": context(max_turns=10, deadline_sec=300)},
+        {"text": None, "data": result(exit_code=0, stdout="# task\n")},
+    ]
+    proc = await asyncio.create_subprocess_exec(
+        str(a2a03_python),
+        str(Path(__file__).parent / "a2a03_client.py"),
+        bridge.url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(json.dumps(turns).encode()), 120)
+    assert proc.returncode == 0, err.decode()
+    first, second = json.loads(out)["replies"]
+    assert first["state"] == "completed"
+    assert first["data"] == [{"action": "exec", "command": "cat task.md", "timeout_sec": 60}]
+    assert second["data"] == [{"action": "finish", "message": "All done.", "files": []}]
+    assert "# task" in model.requests[1]["messages"][-1]["content"]

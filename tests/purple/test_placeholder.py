@@ -10,7 +10,7 @@ import httpx
 
 from purple_agent.placeholder import REPLY, PlaceholderAgent, card_for
 from purple_agent.protocol import ShellContext
-from purple_agent.server import build_app
+from purple_agent.server import build_app, public_url
 
 from .support import BridgeClient, serving, spawned
 
@@ -31,6 +31,7 @@ async def test_card_declares_a2a_1_0_and_0_3() -> None:
 async def test_placeholder_answers_politely_without_an_action() -> None:
     app = lambda url: build_app(card_for(url), PlaceholderAgent())  # noqa: E731
     async with serving(app) as url, BridgeClient(url) as bridge:
+        bridge.context_id = "trial-0001"  # the bridge may choose the context id itself
         first = await bridge.send("Write hello to hello.txt", CONTEXT)
         context_id = bridge.context_id
         second = await bridge.send("Are you sure?")
@@ -38,7 +39,13 @@ async def test_placeholder_answers_politely_without_an_action() -> None:
         assert reply.state == "TASK_STATE_COMPLETED"
         assert reply.text == REPLY
         assert reply.action is None and reply.data == []
-    assert bridge.context_id == context_id  # same conversation on the second turn
+    assert context_id == bridge.context_id == "trial-0001"  # one conversation, both turns
+
+
+def test_public_url() -> None:
+    assert public_url("0.0.0.0", 9010, None) == "http://127.0.0.1:9010/"
+    assert public_url("::1", 9010, None) == "http://[::1]:9010/"
+    assert public_url("0.0.0.0", 9010, "http://agent:9010/") == "http://agent:9010/"
 
 
 def test_a2a_0_3_client_reads_card_and_reply(a2a03_python: Path, tmp_path: Path) -> None:

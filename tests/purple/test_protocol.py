@@ -80,3 +80,15 @@ def test_malformed_action_names_the_field(data: dict, needle: str) -> None:
 def test_fractional_turns_are_refused() -> None:
     with pytest.raises(ValueError, match="max_turns"):
         find_context([{"protocol": PROTOCOL, "task_id": "t", "limits": {"max_turns": 2.5}}])
+
+
+def test_result_message_that_names_the_protocol_is_not_a_context() -> None:
+    """The bridge tags its result messages with the protocol and extra fields; v1 readers cope."""
+    data = {
+        "protocol": PROTOCOL,
+        "turn": 3.0,
+        "action_result": {"exit_code": 0.0, "stdout": "ok", "timed_out": False, "action": "exec"},
+    }
+    assert find_context([data]) is None
+    got = find_action_result([data])
+    assert got is not None and got.exit_code == 0 and got.stdout == "ok"

@@ -49,12 +49,12 @@ class ShellSession:
 
     async def run(self, instruction: str) -> Outcome:
         outcome = Outcome("finished")
+        context = self.context().to_data()
+        self.log.event("user_message", 0, {"text": instruction})
+        self.log.event("sandbox_context", 0, context)
+        self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
         try:
             async with Conversation(self.config.url, self.deadline) as conv:
-                context = self.context().to_data()
-                self.log.event("user_message", 0, {"text": instruction})
-                self.log.event("sandbox_context", 0, context)
-                self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
                 parts = [text_part(instruction), data_part(context)]
                 while True:
                     self.turn += 1
