@@ -555,12 +555,13 @@ def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | Non
     with contextlib.suppress(errors.DockerException):
         ids |= {c.id for c in client.containers.list(all=True, filters=filters)}
     for cid in ids:
-        with contextlib.suppress(errors.NotFound):
-            try:
-                client.api.remove_container(cid, force=True, v=True)
-            except errors.APIError as exc:
-                if "already in progress" not in str(exc):
-                    raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
+        try:
+            client.api.remove_container(cid, force=True, v=True)
+        except errors.NotFound:
+            continue
+        except errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
 
 
 def _put(client: Any, container: str, host_path: Path, target: str) -> None:
@@ -646,22 +647,27 @@ class ReapReport:
     images: list[str] = field(default_factory=list)
 
 
-async def reap_stale(active_run_ids: Collection[str]) -> ReapReport:
+async def reap_stale(
+    active_run_ids: Collection[str], *, only_runs: Collection[str] | None = None
+) -> ReapReport:
     """Remove containers, networks and self-built images whose run is no longer active.
 
-    Prebuilt images never carry our labels, so they are never touched.
+    Prebuilt images never carry our labels, so they are never touched. ``only_runs`` limits
+    the sweep to those run ids (for engines shared with other workers or tests).
     """
     client = await asyncio.to_thread(docker_client)
-    return await asyncio.to_thread(_reap, client, set(active_run_ids))
+    scope = None if only_runs is None else set(only_runs)
+    return await asyncio.to_thread(_reap, client, set(active_run_ids), scope)
 
 
-def _reap(client: Any, active: set[str]) -> ReapReport:
+def _reap(client: Any, active: set[str], scope: set[str] | None) -> ReapReport:
     errors = _errors()
     report = ReapReport()
     managed = {"label": [f"{LABEL_MANAGED}=true"]}
 
     def stale(labels: Mapping[str, str] | None) -> bool:
-        return (labels or {}).get(LABEL_RUN) not in active
+        run = (labels or {}).get(LABEL_RUN)
+        return run not in active and (scope is None or run in scope)
 
     for container in client.containers.list(all=True, filters=managed):
         if stale(container.labels):
