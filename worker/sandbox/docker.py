@@ -268,21 +268,16 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"container failed to start: {exc}") from None
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
+        logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
         ready = await self.exec(
-            f"mkdir -p {dirs} && chmod 777 {AGENT_LOGS_DIR} {VERIFIER_LOGS_DIR} {ARTIFACTS_DIR}",
-            timeout_sec=60,
+            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID}", timeout_sec=60
         )
-        if ready.exit_code != 0:
-            raise SandboxError(
-                f"container setup failed: {ready.stderr.strip() or ready.stdout.strip()}"
-            )
-        children = await self.exec(_KEEP_ALIVE_PID, timeout_sec=30)
         try:
-            self._keep_alive = int(children.stdout.split()[0])
-        except (IndexError, ValueError):
-            raise SandboxError(
-                "container setup failed: cannot find the keep-alive process"
-            ) from None
+            if ready.exit_code != 0:
+                raise ValueError(ready.stderr.strip() or ready.stdout.strip())
+            self._keep_alive = int(ready.stdout.split()[0])
+        except (IndexError, ValueError) as exc:
+            raise SandboxError(f"container setup failed: {exc}") from None
 
     async def _image(self, client: Any) -> str:
         if self.spec.image:
