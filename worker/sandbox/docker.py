@@ -126,13 +126,22 @@ def prepare_context(environment: Path, target: Path, with_skills: bool, skills_d
     dockerfile.write_text(text, encoding="utf-8")
 
 
+class _StdinWriter(asyncio.StreamWriter):
+    """The exec's stdin: ``close()`` half-closes (EOF to the process) so output still flows."""
+
+    def close(self) -> None:
+        if not self.transport.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                self.transport.write_eof()
+
+
 @dataclass(eq=False)
 class _Session:
     """One exec over the hijacked socket, demultiplexed onto asyncio streams."""
 
     exec_id: str
     sock: socket.socket
-    writer: asyncio.StreamWriter
+    writer: _StdinWriter
     stdout: asyncio.StreamReader
     stderr: asyncio.StreamReader
     pid: asyncio.Future[int]
@@ -140,8 +149,7 @@ class _Session:
 
     def close(self) -> None:
         self.pump.cancel()
-        with contextlib.suppress(Exception):
-            self.writer.close()
+        self.writer.transport.close()
 
 
 async def _pump(reader: asyncio.StreamReader, session: _Session) -> None:
@@ -375,8 +383,11 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"exec failed: {exc}") from None
         sock: socket.socket = getattr(raw, "_sock", raw)
         sock.setblocking(False)
-        reader, writer = await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
         loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+        writer = _StdinWriter(transport, protocol, reader, loop)
         session = _Session(
             exec_id=exec_id,
             sock=sock,
@@ -387,8 +398,7 @@ class DockerSandbox(Sandbox):
         )
         session.pump = asyncio.create_task(_pump(reader, session))
         if not stdin:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_WR)
+            writer.close()
         self._sessions.add(session)
         return session
 
@@ -432,7 +442,7 @@ class DockerSandbox(Sandbox):
                     with contextlib.suppress(ConnectionError, OSError):
                         session.writer.write(stdin)
                         await session.writer.drain()
-                        session.sock.shutdown(socket.SHUT_WR)
+                        session.writer.close()
                 await asyncio.gather(drain(session.stdout, out), drain(session.stderr, err))
                 await session.pump
         except TimeoutError:
