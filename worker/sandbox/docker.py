@@ -271,7 +271,17 @@ class DockerSandbox(Sandbox):
         if self._stopped:
             raise SandboxError("sandbox stopped while starting")
         try:
-            container = await asyncio.to_thread(client.containers.run, self.image, **kwargs)
+            creating = asyncio.ensure_future(
+                asyncio.to_thread(client.containers.run, self.image, **kwargs)
+            )
+            try:
+                container = await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                # Cancelled mid-create: wait for the engine's answer and remove what it made.
+                with contextlib.suppress(Exception):
+                    made = await creating
+                    await asyncio.to_thread(made.remove, force=True, v=True)
+                raise
         except _errors().DockerException as exc:
             raise SandboxError(f"container failed to start: {exc}") from None
         self._container_id = container.id
