@@ -252,3 +252,16 @@ async def test_cancelled_start_leaves_nothing(
             all=True, filters={"label": f"{LABEL_TRIAL}={sb.spec.trial_id}"}
         )
         assert left == [], marker
+
+
+async def test_cancelled_exec_kills_its_command(sandbox: Sandbox) -> None:
+    marker = f"marker-{uuid.uuid4().hex}"
+    running = asyncio.create_task(sandbox.exec(loop_cmd(marker)))
+    deadline = time.monotonic() + 10
+    while not processes_with(marker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_with(marker)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert await wait_gone(marker) == []

@@ -458,6 +458,10 @@ class DockerSandbox(Sandbox):
         except TimeoutError:
             timed_out = True
             await self._kill_group(session)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._kill_group(session))
+            raise
         finally:
             session.close()
             self._sessions.discard(session)
