@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -72,6 +73,56 @@ async def measure(backend: str, task: Task, repeat: int, state_root: Path) -> di
     medians = {name: statistics.median(values) for name, values in times.items()}
     medians["total"] = sum(medians.values())
     return medians
+
+
+async def measure_stdio(
+    backend: str, task: Task, repeat: int, state_root: Path
+) -> dict[str, float]:
+    """Median seconds to open a streaming process, echo one line through it and end it.
+
+    For docker, also the same through a ``docker exec -i`` CLI subprocess (the alternative).
+    """
+    spec = SandboxSpec(
+        task=task, run_id="bench", trial_id="bench-stdio", state_dir=state_root / f"{backend}-stdio"
+    )
+    spec.state_dir.mkdir(parents=True, exist_ok=True)
+    sandbox = sandbox_class(backend)(spec)
+    await sandbox.start()
+    figures: dict[str, list[float]] = {"open_process": []}
+    try:
+        for _ in range(repeat + 1):
+            t0 = time.perf_counter()
+            proc = await sandbox.open_process(["cat"])
+            proc.stdin.write(b"ping\n")
+            await proc.stdin.drain()
+            assert await proc.stdout.readline() == b"ping\n"
+            proc.stdin.close()
+            await proc.wait()
+            figures["open_process"].append(time.perf_counter() - t0)
+        container = getattr(sandbox, "_container_id", None)
+        if backend == "docker" and container and shutil.which("docker"):
+            figures["docker_exec_cli"] = []
+            for _ in range(repeat + 1):
+                t0 = time.perf_counter()
+                cli = await asyncio.create_subprocess_exec(
+                    "docker",
+                    "exec",
+                    "-i",
+                    container,
+                    "cat",
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                )
+                assert cli.stdin is not None and cli.stdout is not None
+                cli.stdin.write(b"ping\n")
+                await cli.stdin.drain()
+                assert await cli.stdout.readline() == b"ping\n"
+                cli.stdin.close()
+                await cli.wait()
+                figures["docker_exec_cli"].append(time.perf_counter() - t0)
+    finally:
+        await sandbox.stop()
+    return {name: statistics.median(values[1:]) for name, values in figures.items()}
 
 
 def measure_bare_docker(client: Any, image: str, repeat: int) -> dict[str, float]:
@@ -136,6 +187,10 @@ async def main() -> int:
                     "docker bare SDK",
                     await asyncio.to_thread(measure_bare_docker, client, image, args.repeat),
                 )
+            show(
+                f"{backend} stdio echo",
+                await measure_stdio(backend, task, args.repeat, root / "state"),
+            )
     return 0
 
 
