@@ -267,7 +267,7 @@ class LocalSandbox(Sandbox):
         self._workdir = task.config.environment.workdir or recipe.workdir or DEFAULT_WORKDIR
         self._image_env = {**recipe.env, **task.config.environment.env}
         await asyncio.to_thread(self._make_layout)
-        await asyncio.to_thread(self._start_init)
+        await self._new_init()
         probe = await self.exec(["true"], timeout_sec=60)
         if probe.exit_code != 0:
             raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
@@ -301,6 +301,17 @@ class LocalSandbox(Sandbox):
             return  # inside another writable bind: bwrap creates the mount point there
         if not os.path.lexists(path):
             (self._layer / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+    async def _new_init(self) -> None:
+        # Shielded: a cancelled start must not leave an init nobody knows about.
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start_init))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self._kill_all()
+            raise
 
     def _start_init(self) -> None:
         read_fd, write_fd = os.pipe()
@@ -422,7 +433,7 @@ class LocalSandbox(Sandbox):
     async def kill_processes(self) -> None:
         await self._kill_all()
         if not self._stopped and self._started:
-            await asyncio.to_thread(self._start_init)
+            await self._new_init()
 
     async def _kill_all(self) -> None:
         if self._init is not None and self._init.poll() is None:
