@@ -121,17 +121,18 @@ async def run_one(
     usage: UsageSettings | None = None,
     *,
     internet: bool = False,
+    environment: str = ENVIRONMENT,
 ) -> Trial:
     tasks = tmp / "tasks"
     if not tasks.exists():
-        tasks.mkdir()
+        tasks.mkdir(parents=True)
         make_task(tasks, internet=internet)
     jobs = tmp / "jobs"
     engine = Engine(
         EngineSettings(
             jobs_dir=jobs,
             tasks_dir=tasks,
-            environment=ENVIRONMENT,
+            environment=environment,
             concurrency=1,
             retry=RetryPolicy(max_attempts=1),
             proof=ProofSettings.from_env(jobs, {}),

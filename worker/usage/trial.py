@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -143,9 +144,13 @@ class TrialUsage:
                 self.setup_error = f"model proxy unreachable from the sandbox: {exc}"
                 return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
         else:
-            host = await asyncio.to_thread(sandbox_host, self.environment)
-            if host != proxy.host:
-                await proxy.listen(host)
+            try:
+                host = await asyncio.to_thread(sandbox_host, self.environment)
+                if host != proxy.host:
+                    await proxy.listen(host)
+            except Exception as exc:  # docker SDK errors are no OSError
+                self.setup_error = f"model proxy unreachable from the sandbox: {exc}"
+                return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
             base = proxy.base_url(host)
         s = self.settings
         session = proxy.open_session(
@@ -379,10 +384,16 @@ def sandbox_host(environment: str) -> str:
 
     client = docker.from_env(timeout=10)
     try:
-        config = client.networks.get("bridge").attrs["IPAM"]["Config"]
-        return str(config[0]["Gateway"])
+        configs = client.networks.get("bridge").attrs["IPAM"]["Config"] or []
     finally:
         client.close()
+    for config in configs:
+        if config.get("Gateway"):
+            return str(config["Gateway"])
+        subnet = ipaddress.ip_network(str(config.get("Subnet", "")), strict=False)
+        if subnet.version == 4:
+            return str(next(subnet.hosts()))  # Docker gives the bridge the subnet's first address
+    raise OSError("the docker bridge network has no IPv4 gateway")
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
