@@ -242,19 +242,23 @@ async def test_anthropic_messages_streamed_count_cache_reads(
     assert provider.requests[0]["headers"]["x-api-key"] == REAL_KEY
 
 
-async def test_responses_api(provider: FakeProvider, tmp_path: Path) -> None:
+async def test_responses_api_streamed_with_tracking_off(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
     provider.script = Script(replies=[WRITE, "done"], prompt_tokens=80, completion_tokens=8)
     trial = await run_one(
         tmp_path,
         usage=UsageSettings(
             model="openai/skillsbench-unpriced-model",
-            agent_env=agent_env(MODEL_AGENT_PROTOCOL="openai-responses"),
+            usage_tracking="off",
+            agent_env=agent_env(MODEL_AGENT_PROTOCOL="openai-responses", MODEL_AGENT_STREAM="1"),
         ),
     )
     assert trial.result["reward"] == 1.0, trial.result
-    assert trial.usage["total_tokens"] == 176
+    assert trial.usage["total_tokens"] == 176  # counted, though --usage-tracking off
     assert [r["path"] for r in provider.requests] == ["/v1/responses"] * 2
-    assert trial.calls()[0]["request"]["body"]["reasoning"] == {"effort": "low"}
+    assert provider.requests[0]["body"]["reasoning"] == {"effort": "low"}
+    assert not (trial.dir / "trajectory" / "llm_trajectory.jsonl").exists()
 
 
 async def test_token_cap_refuses_the_over_budget_call_and_ends_the_turn(

@@ -43,16 +43,25 @@ LIMIT_GRACE_SEC: Final = 5.0  # time the agent gets to end its turn itself after
 PhaseSpan = tuple[str, int, int]  # (phase, start ns, end ns)
 
 
-def model_access(agent: Agent) -> ModelAccess:
-    """``proxy`` for manifest agents that take their model from us; ``none`` for agents that call
-    no model (oracle, nop, script, ``model_route = "agent"``); ``external`` for a remote
+def model_access(agent: Agent, model: str | None = None) -> ModelAccess:
+    """``proxy`` for manifest agents that take their model from us (a model was given, or the
+    manifest declares model use: ``default_model``, ``api_protocol`` or provider variables in
+    ``env_mapping``); ``none`` for agents that call no model (oracle, nop, script, a manifest
+    with ``model_route = "agent"`` or declaring no model use); ``external`` for a remote
     participant, whose model calls we never see."""
     if agent.kind == "acp":
         entry = getattr(agent, "entry", None)
         manifest = entry().manifest if callable(entry) else None
-        if manifest is not None and manifest.model_route == "agent":
+        if manifest is None:
+            return "proxy"
+        if manifest.model_route == "agent":
             return "none"
-        return "proxy"
+        declares = (
+            manifest.default_model
+            or manifest.api_protocol
+            or any("_PROVIDER_" in name for name in manifest.env_mapping)
+        )
+        return "proxy" if model or declares else "none"
     if agent.kind == "a2a":
         return "external"
     return "none"
@@ -74,7 +83,7 @@ def _api_protocol(agent: Agent) -> str | None:
 
 def check_model(agent: Agent, model: str | None) -> None:
     """Refuse a run up front when an agent needs a model and none is given or defaulted."""
-    if model is None and model_access(agent) == "proxy" and not _default_model(agent):
+    if model is None and model_access(agent, model) == "proxy" and not _default_model(agent):
         raise ValueError(f"agent {agent.spec!r} has no default model; pass --model (-m)")
 
 
@@ -87,7 +96,7 @@ class TrialUsage:
         self.trial_id = trial_id
         self.environment = environment
         try:
-            self.access: ModelAccess = model_access(agent)
+            self.access: ModelAccess = model_access(agent, self.settings.model)
         except Exception:  # an unknown manifest: the agent itself reports that
             self.access = "proxy"
         self.model = self.settings.model or (
@@ -178,8 +187,7 @@ class TrialUsage:
                 done, _ = await asyncio.wait({task}, timeout=LIMIT_GRACE_SEC)
                 if not done:
                     task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    await asyncio.wait({task})  # never raises the agent's CancelledError
                     self.limit_message = session.limit_message
                     return AgentOutcome(
                         "completed",
