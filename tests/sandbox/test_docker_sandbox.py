@@ -60,7 +60,7 @@ async def test_container_has_limits_labels_and_no_network(
 async def test_skills_conditions_build_distinct_images(
     client: Any, make_task: MakeTask, tmp_path: Path
 ) -> None:
-    task = make_task(unique(DOCKERFILE + "COPY skills /opt/bundled-skills\n"))
+    task = make_task(DOCKERFILE + "COPY skills /opt/bundled-skills\n")
     probe = "ls /skills /opt/bundled-skills 2>/dev/null | grep -c adder; true"
     async with docker_sandbox(task, tmp_path / "a", with_skills=True) as with_skills:
         assert (await with_skills.exec(probe)).stdout == "2\n"
@@ -72,12 +72,12 @@ async def test_skills_conditions_build_distinct_images(
 async def test_run_lines_build_and_failures_are_clear(
     client: Any, make_task: MakeTask, tmp_path: Path
 ) -> None:
-    good = make_task(unique(DOCKERFILE + "RUN echo built > /opt/built.txt\n"))
+    good = make_task(DOCKERFILE + "RUN echo built > /opt/built.txt\n")
     async with docker_sandbox(good, tmp_path / "a") as sb:
         assert (await sb.exec("cat /opt/built.txt")).stdout == "built\n"
         image = client.images.get(sb.image)
         assert image.labels[LABEL_BUILT] == "true" and image.labels[LABEL_RUN] == sb.spec.run_id
-    bad = make_task(unique(DOCKERFILE + "RUN exit 7\n"))
+    bad = make_task(DOCKERFILE + "RUN exit 7\n")
     sb = docker_sandbox(bad, tmp_path / "b")
     with pytest.raises(SandboxError, match="image build failed"):
         await sb.start()
