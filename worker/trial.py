@@ -244,6 +244,16 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             agent_outcome.failure is not None
             and not semantics(agent_outcome.failure).score_eligible
         ):
+            if agent_outcome.failure in _PARTICIPANT_FAILURES:
+                # The row is not scored, but the verifier still grades what the agent left, so
+                # the private record shows how far the participant got before it failed.
+                with phases.phase("verifier"):
+                    try:
+                        reward, reward_source = await _verify(
+                            plan, sandbox, snapshot, state, agent_outcome
+                        )
+                    except _Failed as exc:
+                        state.verifier["error_after_participant_failure"] = str(exc)
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
@@ -263,6 +273,15 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
     outcome = _finish(plan, state, reward, reward_source, failure, error)
     await state.usage.export_trace()
     return outcome
+
+
+_PARTICIPANT_FAILURES = frozenset(
+    {
+        FailureKind.PARTICIPANT_COMMUNICATION,
+        FailureKind.PARTICIPANT_TIMEOUT,
+        FailureKind.PARTICIPANT_ERROR,
+    }
+)
 
 
 async def _infra(awaitable: Awaitable[str]) -> str:
@@ -475,6 +494,7 @@ def _finish(
         "environment": plan.environment,
         "condition": plan.request.condition,
         "reward": row["reward"],
+        "verifier_reward": reward,
         "reward_source": reward_source,
         "passed": row["passed"],
         "score_eligible": row["score_eligible"],
