@@ -1,0 +1,98 @@
+"""Regenerate ``leaderboard/results/`` files from our own runs, not synthetic data.
+
+``python -m green_agent.sample_results [--output leaderboard/results]`` runs, all on loopback:
+
+- a worker-backed assessment of the placeholder purple agent on the ``examples`` task set
+  (gateway-style client → green agent → real worker → a2a bridge → placeholder), and
+- the same assessment with no worker configured (the green agent's mock mode).
+
+Each export is written in the published leaderboard shape (``{status, participants, results}``
+with the shard envelopes), as the leaderboard repository's aggregation step writes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from green_agent.demo import _placeholder_app
+
+WORKER_BACKED_ID = "019e5a00-0000-7000-8000-0000000000e1"
+MOCK_ID = "019e5a00-0000-7000-8000-0000000000e2"
+FILES = {
+    "worker": f"examples-placeholder-worker-{WORKER_BACKED_ID}.json",
+    "mock": f"examples-placeholder-mock-{MOCK_ID}.json",
+}
+
+
+def _config(participant_id: str) -> dict[str, Any]:
+    return {"task_set": "examples", "tasks": "all", "participant_ids": {"agent": participant_id}}
+
+
+async def _assess(mode: str, jobs_dir: Path) -> dict[str, Any]:
+    from green_agent.gateway import run_assessment, wait_for_cards
+    from green_agent.local import local_green, local_worker, serve_app
+
+    participant_id = WORKER_BACKED_ID if mode == "worker" else MOCK_ID
+    async with serve_app(_placeholder_app) as purple:
+        if mode == "mock":
+            # An empty worker URL is what a mock-mode Amber scenario passes.
+            env = {"SKILLSBENCH_WORKER_URL": "", "SKILLSBENCH_WORKER_SLOT_URL": ""}
+            async with local_green(env) as green:
+                await wait_for_cards([green, purple])
+                return await run_assessment(green, {"agent": purple}, _config(participant_id))
+        async with local_worker(jobs_dir) as worker_url:
+            if worker_url is None:
+                raise RuntimeError("this build has no worker")
+            async with local_green({"SKILLSBENCH_WORKER_URL": worker_url}) as green:
+                await wait_for_cards([green, purple])
+                return await run_assessment(green, {"agent": purple}, _config(participant_id))
+
+
+def published_shape(export: dict[str, Any], participant_id: str) -> dict[str, Any]:
+    """The gateway export re-shaped as a published results file (one envelope per shard)."""
+    if export.get("status") != "completed":
+        raise RuntimeError(f"assessment ended {export.get('status')!r}, not completed")
+    from leaderboard.rows import ROW_KEYS
+
+    # Rows cross A2A as protobuf Values, which keep no key order: restore the published one.
+    envelopes = [
+        {
+            **envelope,
+            "results": [{key: row[key] for key in ROW_KEYS} for row in envelope["results"]],
+        }
+        for envelope in export["results"]
+    ]
+    return {"status": "completed", "participants": {"agent": participant_id}, "results": envelopes}
+
+
+def regenerate(output: Path) -> list[Path]:
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="skillsbench-sample-") as tmp:
+        for mode, name in FILES.items():
+            export = asyncio.run(_assess(mode, Path(tmp) / mode))
+            participant_id = WORKER_BACKED_ID if mode == "worker" else MOCK_ID
+            path = output / name
+            document = published_shape(export, participant_id)
+            path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate leaderboard sample results.")
+    parser.add_argument("--output", type=Path, default=Path("leaderboard/results"))
+    args = parser.parse_args(argv)
+    for path in regenerate(args.output):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
