@@ -76,6 +76,22 @@ async def test_files_only_purple_passes(
     assert [c["kind"] for c in result.tool_calls()] == ["edit"]
 
 
+async def test_binary_files_are_written_byte_for_byte(tmp_path: Path) -> None:
+    seen: dict[str, str] = {}
+
+    async def look(box: Sandbox) -> None:
+        for name in ("blob.bin", "returned.bin"):
+            dump = await box.exec(["sh", "-c", f"od -An -tx1 -v /root/{name} | tr -d ' \\n'"])
+            seen[name] = dump.stdout
+
+    with purple_server("binary") as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, inspect=look)
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0
+    assert seen == {name: bytes(range(256)).hex() for name in ("blob.bin", "returned.bin")}
+    assert result.outcome.details["bridge"]["refused_files"] == []
+
+
 async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: Path) -> None:
     seen: dict[str, str] = {}
 

@@ -7,6 +7,8 @@ for anything it does not define, where a Protocol subclass would silently answer
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 from typing import Any
 
@@ -28,7 +30,7 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from worker.acp import sandbox_fs
-from worker.acp.extensions import STREAMS_KEY, WITHIN_KEY
+from worker.acp.extensions import ENCODING_KEY, STREAMS_KEY, WITHIN_KEY
 from worker.acp.terminals import Terminals
 from worker.acp.trajectory import update_event
 from worker.agents.base import Recorder
@@ -107,7 +109,8 @@ class SandboxClient:
     ) -> WriteTextFileResponse:
         self._touch()
         try:
-            await sandbox_fs.write_text_file(self.sandbox, path, content, within=_within(kwargs))
+            data = _content_bytes(content, kwargs)
+            await sandbox_fs.write_bytes(self.sandbox, path, data, within=_within(kwargs))
         except (sandbox_fs.PathRefused, sandbox_fs.SandboxFileError) as exc:
             raise RequestError.invalid_params({"path": str(exc)}) from None
         return WriteTextFileResponse()
@@ -186,6 +189,19 @@ class SandboxClient:
             return self.terminals.get(terminal_id)
         except KeyError as exc:
             raise RequestError.invalid_params({"terminalId": str(exc)}) from None
+
+
+def _content_bytes(content: str, meta: dict[str, Any]) -> bytes:
+    """Plain ACP sends text; our bridge may send base64 of binary content (``ENCODING_KEY``)."""
+    encoding = meta.get(ENCODING_KEY, "utf-8")
+    if encoding == "utf-8":
+        return content.encode("utf-8")
+    if encoding != "base64":
+        raise RequestError.invalid_params({ENCODING_KEY: "must be utf-8 or base64"})
+    try:
+        return base64.b64decode(content, validate=True)
+    except (binascii.Error, ValueError):
+        raise RequestError.invalid_params({"content": "invalid base64"}) from None
 
 
 def _within(meta: dict[str, Any]) -> list[str]:

@@ -5,4 +5,5 @@ Any other agent can ignore them: without them the client behaves as plain ACP.
 
 WITHIN_KEY = "skillsbench/within"  # fs/*: refuse paths that resolve outside these sandbox folders
 STREAMS_KEY = "skillsbench/streams"  # terminal/output: also return stdout and stderr apart
+ENCODING_KEY = "skillsbench/encoding"  # fs/write_text_file: "base64" = content is base64 of bytes
 OUTCOME_KEY = "skillsbench/outcome"  # session/prompt result: how the bridge's conversation ended

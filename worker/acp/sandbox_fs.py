@@ -65,9 +65,13 @@ async def read_text_file(
 async def write_text_file(
     sandbox: Sandbox, path: str, content: str, *, within: Sequence[str] = ()
 ) -> None:
-    result = await sandbox.exec(
-        ["sh", "-c", _WRITE, "sh", path, *within], stdin=content.encode("utf-8")
-    )
+    await write_bytes(sandbox, path, content.encode("utf-8"), within=within)
+
+
+async def write_bytes(
+    sandbox: Sandbox, path: str, data: bytes, *, within: Sequence[str] = ()
+) -> None:
+    result = await sandbox.exec(["sh", "-c", _WRITE, "sh", path, *within], stdin=data)
     _check(result.exit_code, result.stderr, path)
 
 

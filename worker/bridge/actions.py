@@ -16,7 +16,7 @@ from typing import Any
 
 from acp import RequestError, start_tool_call, text_block, tool_content, update_tool_call
 
-from worker.acp.extensions import STREAMS_KEY, WITHIN_KEY
+from worker.acp.extensions import ENCODING_KEY, STREAMS_KEY, WITHIN_KEY
 from worker.bridge import paths
 from worker.bridge.config import BridgeConfig, Outcome
 from worker.bridge.logs import BridgeLog
@@ -178,13 +178,16 @@ class SandboxActions:
         )
         try:
             path = paths.resolve(file.path, self.config.workspace, roots)
-            text = _decode(file)
-            if len(text.encode("utf-8")) > self.config.max_file_bytes:
+            size = _decoded_size(file)
+            if size > self.config.max_file_bytes:
                 raise paths.PathRefused(
                     f"{file.path}: larger than {self.config.max_file_bytes} bytes"
                 )
             await self.conn.write_text_file(
-                session_id=self.sid, path=path, content=text, **{WITHIN_KEY: roots}
+                session_id=self.sid,
+                path=path,
+                content=file.content,
+                **{WITHIN_KEY: roots, ENCODING_KEY: file.encoding},
             )
         except (paths.PathRefused, RequestError, ValueError) as exc:
             return await self._tool_error(tool_id, action, file.path, exc)
@@ -192,7 +195,7 @@ class SandboxActions:
             self.sid, update_tool_call(tool_id, status="completed", raw_output={"path": path})
         )
         self.log.event("file_observation", self.turn, {"action": action, "path": path})
-        return {"action": action, "path": path, "bytes_written": len(text.encode("utf-8"))}
+        return {"action": action, "path": path, "bytes_written": size}
 
     async def _tool_error(
         self, tool_id: str, action: str, path: str, exc: Exception
@@ -237,17 +240,14 @@ class SandboxActions:
             )
 
 
-def _decode(file: FileContent | WriteFileAction) -> str:
+def _decoded_size(file: FileContent | WriteFileAction) -> int:
+    """Bytes the file will hold; base64 content is checked here, before anything is written."""
     if file.encoding == "utf-8":
-        return file.content
+        return len(file.content.encode("utf-8"))
     try:
-        raw = base64.b64decode(file.content, validate=True)
+        return len(base64.b64decode(file.content, validate=True))
     except (binascii.Error, ValueError):
         raise ValueError(f"{file.path}: invalid base64 content") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{file.path}: binary (non UTF-8) content is not supported") from None
 
 
 def _error_text(exc: Exception) -> str:

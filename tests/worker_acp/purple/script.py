@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from typing import Any
@@ -47,6 +48,22 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
                 {"path": "/tmp/outside/direct.txt", "content": "pwned"},
                 {"path": "escape/pwned.txt", "content": "pwned"},
                 {"path": "answer.txt", "content": "NDIK", "encoding": "base64"},
+            ],
+        }
+    if mode == "binary":
+        blob = base64.b64encode(bytes(range(256))).decode()
+        if turn == 1:
+            return {
+                "action": "write_file",
+                "path": "blob.bin",
+                "content": blob,
+                "encoding": "base64",
+            }
+        return {
+            "action": "finish",
+            "files": [
+                {"path": "answer.txt", "content": "42\n"},
+                {"path": "returned.bin", "content": blob, "encoding": "base64"},
             ],
         }
     if mode == "limits":
