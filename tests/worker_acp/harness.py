@@ -1,8 +1,7 @@
 """Drive one agent through one trial the way the worker does (sandbox up → agent → tests copied in
-→ verifier), until the worker's trial runner is merged.
-
-The sandbox is the worker's ``local`` backend when this build has it, else the small bwrap box of
-these tests."""
+→ verifier) in the worker's ``local`` sandbox, with hooks the worker's own runner does not offer
+(inspecting the sandbox before teardown). End-to-end runs through the worker are in
+``test_worker_run_e2e.py``."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from typing import Any
 from task_sets.task import Task, load_task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
-from worker_acp.bwrapbox import BwrapBox
 
 TASKS = Path(__file__).parent / "tasks"
 
@@ -91,7 +89,4 @@ async def run_trial(
 
 
 def make_sandbox(spec: SandboxSpec) -> Sandbox:
-    try:
-        return sandbox_class("local")(spec)
-    except ValueError:
-        return BwrapBox(spec)
+    return sandbox_class("local")(spec)
