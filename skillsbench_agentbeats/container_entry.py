@@ -1,0 +1,138 @@
+"""Entry point of the service images: drop root, optionally start an embedded worker, run a command.
+
+`python -m skillsbench_agentbeats.container_entry CMD [ARGS…]`
+
+- Started as root (the default, so a mounted Docker socket of any group can be used), it switches
+  to the unprivileged user `SKILLSBENCH_RUN_AS` (default `skillsbench`) with the Docker socket's
+  group added, so the service talks to the engine without running as root. `SKILLSBENCH_RUN_AS=root`
+  keeps root (engines whose socket only root may open). Started as non-root, nothing changes.
+- With `SKILLSBENCH_EMBEDDED_WORKER=1` (the green image) it first starts
+  `skillsbench-agentbeats worker` with `SKILLSBENCH_EMBEDDED_WORKER_ARGS` on loopback, waits for
+  its port, points `SKILLSBENCH_WORKER_URL` at it when unset, then runs CMD; it forwards SIGTERM and
+  SIGINT to both and exits when either exits (stopping the other), as the published green
+  manifest's entrypoint does with a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+DOCKER_SOCKET = "/var/run/docker.sock"
+DEFAULT_USER = "skillsbench"
+DEFAULT_WORKER_ARGS = (
+    "--host 127.0.0.1 --port 9010 --jobs-dir /app/jobs/agentbeats-worker --tasks-dir /app/tasks"
+    " --environment docker"
+)
+WORKER_START_TIMEOUT_SEC = 60.0
+HELP_FLAGS = frozenset({"-h", "--help", "--version"})
+
+
+def drop_privileges(user: str, socket_path: str = DOCKER_SOCKET) -> None:
+    """Become `user`, keeping access to the Docker socket through its group."""
+    if os.geteuid() != 0 or user in ("", "root", "0"):
+        return
+    import grp
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    groups = {entry.pw_gid, *(g.gr_gid for g in grp.getgrall() if user in g.gr_mem)}
+    try:
+        groups.add(os.stat(socket_path).st_gid)
+    except OSError:
+        pass
+    os.setgroups(sorted(groups))
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    os.environ["HOME"] = entry.pw_dir
+    os.environ["USER"] = user
+
+
+def worker_endpoint(args: Sequence[str]) -> tuple[str, int]:
+    """The host and port an embedded worker command line listens on."""
+    host, port = "127.0.0.1", 9010
+    items = list(args)
+    for flag, value in zip(items, items[1:], strict=False):
+        if flag == "--host":
+            host = value
+        elif flag == "--port":
+            port = int(value)
+    return host, port
+
+
+def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the embedded worker exited with code {proc.returncode}")
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the embedded worker did not listen on {host}:{port} in {timeout:.0f}s")
+
+
+def supervise(children: list[subprocess.Popen[bytes]]) -> int:
+    """Wait until one child exits; stop the others; return the first exit code."""
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code: int | None = None
+    while code is None:
+        for child in children:
+            if child.poll() is not None:
+                code = child.returncode
+                break
+        else:
+            time.sleep(0.2)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    for child in children:
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return code if code >= 0 else 128 - code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    command = list(sys.argv[1:] if argv is None else argv)
+    if not command:
+        print("usage: container_entry CMD [ARGS…]", file=sys.stderr)
+        return 2
+    drop_privileges(os.environ.get("SKILLSBENCH_RUN_AS", DEFAULT_USER))
+    embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", "0").strip().lower()
+    if embedded not in ("1", "true", "yes") or HELP_FLAGS.intersection(command):
+        os.execvp(command[0], command)
+    worker_args = shlex.split(os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS))
+    host, port = worker_endpoint(worker_args)
+    worker = subprocess.Popen(["skillsbench-agentbeats", "worker", *worker_args])
+    try:
+        wait_for_port(host, port, WORKER_START_TIMEOUT_SEC, worker)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if worker.poll() is None:
+            worker.kill()
+        return 1
+    env = dict(os.environ)
+    env.setdefault("SKILLSBENCH_WORKER_URL", f"http://{host}:{port}")
+    service = subprocess.Popen(command, env=env)
+    return supervise([service, worker])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
