@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION: Final = "skillsbench.agentbeats.worker_api.v1"
 
@@ -49,13 +49,37 @@ class RunRequest(BaseModel):
     participants: dict[str, ParticipantEndpoint] = Field(default_factory=dict)
     config: dict[str, Any] = Field(description="The validated assessment config")
     task_set: str = Field(min_length=1)
-    task_set_digest: str
+    task_set_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     tasks: list[RunTask] = Field(min_length=1)
     agent: str | None = Field(
         default=None,
         description="Agent spec (oracle, nop, script:F, a2a:URL, a manifest name); "
         "default: the a2a bridge to participants['agent']",
     )
+    manifest: dict[str, Any] | None = Field(
+        default=None,
+        description="The task-set manifest the tasks were selected from (kept in the run's "
+        "reproducibility metadata and private proof); rebuilt from the task list when absent",
+    )
+
+    @field_validator("tasks")
+    @classmethod
+    def _unique_tasks(cls, tasks: list[RunTask]) -> list[RunTask]:
+        seen: set[str] = set()
+        for task in tasks:
+            if task.task_id in seen:
+                raise ValueError(f"task {task.task_id!r} is listed twice")
+            seen.add(task.task_id)
+        return tasks
+
+    @property
+    def condition(self) -> str:
+        return str(self.config.get("condition") or "with_skills")
+
+    @property
+    def num_instances(self) -> int:
+        value = self.config.get("num_instances")
+        return value if isinstance(value, int) and value > 0 else 1
 
 
 class RunCreated(BaseModel):
@@ -67,10 +91,13 @@ class Progress(BaseModel):
     total: int = 0
     finished: int = 0
     running: int = 0
+    passed: int = 0
 
 
 class RunStatus(BaseModel):
     """``GET /runs/{id}``: the run as stored. ``rows`` are worker rows (normalized before publishing)."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     schema_version: Literal["skillsbench.agentbeats.worker_api.v1"] = SCHEMA_VERSION
     run_id: str
@@ -84,6 +111,12 @@ class RunStatus(BaseModel):
     rows: list[dict[str, Any]] = Field(default_factory=list)
     worker_meta: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    # Worker-private: where the run's private proof bundle lives. Serialized under the
+    # underscore names (``model_dump(by_alias=True)``); the public-row normalizer strips them.
+    private_proof_refs: list[dict[str, Any]] | None = Field(
+        default=None, alias="_private_proof_refs"
+    )
+    private_proof_manifest: str | None = Field(default=None, alias="_private_proof_manifest")
 
 
 # Server-sent events on GET /runs/{id}/events: `event: <name>` with a JSON `data:` line.

@@ -63,3 +63,18 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
 
 def semantics(kind: FailureKind) -> Semantics:
     return FAILURE_TABLE[kind]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a retried failure kind is tried again."""
+
+    max_attempts: int = 3  # first try + 2 retries
+    backoff_base_sec: float = 1.0
+    backoff_max_sec: float = 30.0
+
+    def should_retry(self, kind: FailureKind | None, attempts_so_far: int) -> bool:
+        return kind is not None and semantics(kind).retried and attempts_so_far < self.max_attempts
+
+    def backoff_sec(self, attempts_so_far: int) -> float:
+        return float(min(self.backoff_base_sec * 2 ** (attempts_so_far - 1), self.backoff_max_sec))

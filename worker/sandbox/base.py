@@ -109,7 +109,14 @@ class Sandbox(abc.ABC):
         stdin: bytes | None = None,
         max_output_bytes: int | None = None,
     ) -> ExecResult:
-        """Run a command to completion. A string runs under ``sh -c``."""
+        """Run a command to completion. A string runs under ``sh -c``.
+
+        The environment is explicit: a clean ``PATH``/``HOME``, then the image's ``ENV``, then
+        ``spec.env``, then ``env``. ``cwd`` defaults to :attr:`workdir`. At ``timeout_sec`` the
+        command and everything it started are killed and the result has ``timed_out=True`` and
+        exit code 124. ``max_output_bytes`` bounds each of stdout and stderr (``truncated=True``
+        when output was dropped).
+        """
 
     @abc.abstractmethod
     async def open_process(
@@ -124,11 +131,26 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     async def upload(self, host_path: Path, sandbox_path: str) -> None:
-        """Copy a host file or folder to ``sandbox_path`` (created with parents)."""
+        """Copy a host file or folder to ``sandbox_path`` (created with parents).
+
+        A folder's contents are merged into ``sandbox_path``; a file becomes ``sandbox_path``.
+        """
 
     @abc.abstractmethod
     async def download(self, sandbox_path: str, host_path: Path) -> None:
-        """Copy a sandbox file or folder to ``host_path``; symlinks are not followed out."""
+        """Copy a sandbox file or folder to ``host_path``.
+
+        Only regular files and folders are copied: symbolic links (and devices, FIFOs) are
+        skipped, and a ``sandbox_path`` that is itself a link raises SandboxError, so a planted
+        link can never make the host read one of its own files.
+        """
+
+    @abc.abstractmethod
+    async def kill_processes(self) -> None:
+        """Kill every process started in the sandbox (the trial calls it before verifying).
+
+        Files stay; later ``exec`` calls work. Defeats background processes left by the agent.
+        """
 
     @abc.abstractmethod
     async def stop(self) -> None:

@@ -1,0 +1,182 @@
+"""Trial overhead: what the worker's trial lifecycle costs on top of the bare sandbox.
+
+With the ``nop`` agent and a trivial verifier, runs N trials through the worker engine
+(in-process) and, in the same run, N bare sandbox cycles (start, one exec, stop). Prints the
+median of each, their ratio (target: <= 2.0 local, <= 1.5 docker), and trials per second at
+concurrency 1 and 2.
+
+    uv run --frozen python bench/trial_overhead.py --environment local [--trials 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from task_sets.task import load_task  # noqa: E402
+from worker.api import RunRequest, RunTask  # noqa: E402
+from worker.engine import Engine, EngineSettings  # noqa: E402
+from worker.failures import RetryPolicy  # noqa: E402
+from worker.meta import ProofSettings  # noqa: E402
+from worker.sandbox.base import SandboxSpec, sandbox_class  # noqa: E402
+
+TASK_TOML = """\
+version = "1.0"
+[metadata]
+category = "bench"
+difficulty = "easy"
+[agent]
+timeout_sec = 60
+[verifier]
+timeout_sec = 60
+[environment]
+allow_internet = false
+"""
+TEST_SH = "#!/bin/sh\necho 0 > /logs/verifier/reward.txt\n"
+
+
+def make_task(root: Path, dockerfile: str) -> Path:
+    folder = root / "trivial"
+    (folder / "environment").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "task.toml").write_text(TASK_TOML)
+    (folder / "instruction.md").write_text("Do nothing.\n")
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "tests" / "test.sh").write_text(TEST_SH)
+    os.chmod(folder / "tests" / "test.sh", 0o755)
+    return folder
+
+
+async def bare_cycles(environment: str, folder: Path, state: Path, n: int) -> list[float]:
+    task = load_task(folder)
+    times = []
+    for i in range(n):
+        spec = SandboxSpec(
+            task=task, run_id="bench", trial_id=f"bare-{i}", state_dir=state / f"bare-{i}"
+        )
+        sandbox = sandbox_class(environment)(spec)
+        start = time.perf_counter()
+        await sandbox.start()
+        try:
+            result = await sandbox.exec("true", timeout_sec=60)
+            assert result.exit_code == 0, result
+        finally:
+            await sandbox.stop()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _request(n: int) -> RunRequest:
+    return RunRequest(
+        config={"condition": "with_skills", "num_instances": n},
+        task_set="bench",
+        task_set_digest="sha256:" + "0" * 64,
+        tasks=[RunTask(task_id="trivial")],
+        agent="nop",
+    )
+
+
+async def engine_run(
+    environment: str, tasks: Path, jobs: Path, n: int, concurrency: int
+) -> tuple[list[float], float]:
+    """Per-trial wall times (attempt start to finish, as the run store records them, so the
+    worker's own bookkeeping is included) and the run's wall time."""
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks,
+            environment=environment,
+            concurrency=concurrency,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    start = time.perf_counter()
+    run = await engine.submit(_request(n))
+    await engine.wait(run.run_id)
+    wall = time.perf_counter() - start
+    rows = engine.get(run.run_id).rows()
+    bad = [r for r in rows if not r["score_eligible"]]
+    if bad:
+        raise SystemExit(f"trials failed: {bad[0]['infra_failure_type']} (see {jobs})")
+    times = []
+    for trial in engine.get(run.run_id).trials.values():
+        attempt = trial.current
+        assert attempt is not None and attempt.finished_at is not None
+        times.append(_seconds(attempt.finished_at) - _seconds(attempt.started_at))
+    return times, wall
+
+
+def _seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--environment", choices=["local", "docker"], default="local")
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument(
+        "--dockerfile",
+        default=None,
+        help="Dockerfile text of the trivial task (default: python:3.11-slim for local, "
+        "the busybox test image for docker)",
+    )
+    args = parser.parse_args()
+    dockerfile = args.dockerfile or (
+        "FROM python:3.11-slim\nWORKDIR /root\n"
+        if args.environment == "local"
+        else docker_base_dockerfile()
+    )
+    with tempfile.TemporaryDirectory(prefix="trial-overhead-") as tmp:
+        root = Path(tmp)
+        tasks = root / "tasks"
+        folder = make_task(tasks, dockerfile)
+        n = args.trials
+        # warm-up (image builds, caches), not measured
+        await bare_cycles(args.environment, folder, root / "warm", 1)
+        await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1)
+        # Alternating rounds (one bare cycle, one trial) so that the load of a shared machine
+        # weighs on both sides alike.
+        bare: list[float] = []
+        trial: list[float] = []
+        for i in range(n):
+            bare += await bare_cycles(args.environment, folder, root / f"bare-{i}", 1)
+            trial += (await engine_run(args.environment, tasks, root / f"jobs-{i}", 1, 1))[0]
+        _, wall1 = await engine_run(args.environment, tasks, root / "jobs-c1", n, 1)
+        _, wall2 = await engine_run(args.environment, tasks, root / "jobs-c2", n, 2)
+    bare_med = statistics.median(bare)
+    trial_med = statistics.median(trial)
+    target = 2.0 if args.environment == "local" else 1.5
+    ratio = trial_med / bare_med
+    print(f"environment                 {args.environment}")
+    print(f"trials per measurement      {n}")
+    print(f"bare start+exec+stop median {bare_med * 1000:8.1f} ms")
+    print(f"nop trial median            {trial_med * 1000:8.1f} ms")
+    print(f"ratio                       {ratio:8.2f}   (target <= {target})")
+    print(f"trials/s at concurrency 1   {n / wall1:8.2f}")
+    print(f"trials/s at concurrency 2   {n / wall2:8.2f}")
+
+
+def docker_base_dockerfile() -> str:
+    """The docker backend's local test image (no registry here): built by its test helper."""
+    try:
+        from worker.sandbox.docker import test_base_image  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise SystemExit(f"the docker backend has no local test image helper: {exc}") from None
+    return f"FROM {test_base_image()}\nWORKDIR /root\n"
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

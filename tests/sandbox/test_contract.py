@@ -1,0 +1,230 @@
+"""The contract every sandbox backend keeps (run against ``local`` and ``docker``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest_sandbox import MakeTask, processes_with
+
+from worker.sandbox import Sandbox, SandboxError
+
+
+def loop_cmd(marker: str) -> str:
+    # `sh -c CMD NAME` puts NAME in the shell's command line, which we look for on the host.
+    return f"sh -c 'while :; do sleep 1; done' {marker}"
+
+
+async def wait_gone(marker: str, timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return left
+
+
+async def test_exec_runs_shell_strings_and_argv(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("echo out; echo err >&2; exit 3")
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    argv = await sandbox.exec(["printf", "%s|", "a b", "$HOME"])
+    assert argv.stdout == "a b|$HOME|"
+    assert not argv.timed_out and not argv.truncated
+
+
+async def test_exec_feeds_stdin(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("cat | tr a-z A-Z", stdin=b"piped text\n")
+    assert result.stdout == "PIPED TEXT\n"
+
+
+async def test_environment_is_explicit_and_layered(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLSBENCH_HOST_SECRET", "leak")
+    result = await sandbox.exec(
+        'echo "$TASK_GREETING $TASK_LEVEL $CALL_VAR ${SKILLSBENCH_HOST_SECRET:-unset} $HOME"',
+        env={"CALL_VAR": "call", "TASK_LEVEL": "9"},
+    )
+    assert result.stdout == "hello 9 call unset /root\n"
+    path = await sandbox.exec("echo $PATH")
+    assert "/usr/bin" in path.stdout and ".venv" not in path.stdout
+
+
+async def test_spec_env_overrides_image_env(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask
+) -> None:
+    async with open_sandbox(make_task(), env={"TASK_GREETING": "spec"}) as sb:
+        assert (await sb.exec("echo $TASK_GREETING")).stdout == "spec\n"
+
+
+async def test_workdir_and_copy_from_dockerfile(sandbox: Sandbox) -> None:
+    assert sandbox.workdir == "/app"
+    result = await sandbox.exec("pwd; cat data/input.txt")
+    assert result.stdout == "/app\ninput data\n"
+    elsewhere = await sandbox.exec("pwd", cwd="/logs")
+    assert elsewhere.stdout == "/logs\n"
+
+
+async def test_workspace_persists_between_execs(sandbox: Sandbox) -> None:
+    await sandbox.exec("echo kept > /app/note.txt && echo tmp > /tmp/t.txt")
+    assert (await sandbox.exec("cat /app/note.txt /tmp/t.txt")).stdout == "kept\ntmp\n"
+
+
+async def test_logs_folders_are_writable(sandbox: Sandbox) -> None:
+    result = await sandbox.exec(
+        "for d in agent verifier artifacts; do echo x > /logs/$d/f && echo ok; done"
+    )
+    assert result.stdout == "ok\nok\nok\n"
+
+
+async def test_timeout_kills_and_reports(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    result = await sandbox.exec("echo before; sleep 30; echo after", timeout_sec=1)
+    assert time.monotonic() - started < 10
+    assert result.timed_out and result.exit_code == 124
+    assert "after" not in result.stdout
+
+
+async def test_output_is_truncated_per_stream(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("yes 0123456789 | head -c 300000", max_output_bytes=1000)
+    assert result.truncated and len(result.stdout) == 1000
+    full = await sandbox.exec("yes 0123456789 | head -c 300000")
+    assert not full.truncated and len(full.stdout) == 300000
+
+
+async def test_upload_and_download_round_trip(sandbox: Sandbox, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "nested").mkdir(parents=True)
+    (src / "a.txt").write_text("A")
+    (src / "nested" / "b.txt").write_text("B")
+    single = tmp_path / "single.txt"
+    single.write_text("single")
+    await sandbox.upload(src, "/app/uploaded")
+    await sandbox.upload(single, "/app/deep/er/one.txt")
+    listing = await sandbox.exec(
+        "cat /app/uploaded/a.txt /app/uploaded/nested/b.txt /app/deep/er/one.txt"
+    )
+    assert listing.stdout == "ABsingle"
+    await sandbox.exec(
+        "mkdir -p /logs/verifier/sub && echo 0.5 > /logs/verifier/reward.txt && echo s > /logs/verifier/sub/x"
+    )
+    out = tmp_path / "out"
+    await sandbox.download("/logs/verifier", out)
+    assert (out / "reward.txt").read_text() == "0.5\n"
+    assert (out / "sub" / "x").read_text() == "s\n"
+    await sandbox.download("/logs/verifier/reward.txt", tmp_path / "r.txt")
+    assert (tmp_path / "r.txt").read_text() == "0.5\n"
+    with pytest.raises(SandboxError, match="does not exist"):
+        await sandbox.download("/logs/verifier/missing.txt", tmp_path / "m.txt")
+
+
+async def test_download_never_follows_symlinks(sandbox: Sandbox, tmp_path: Path) -> None:
+    await sandbox.exec(
+        "ln -s /etc/passwd /logs/verifier/reward.txt && ln -s /etc /logs/verifier/etc"
+        " && echo real > /logs/verifier/real.txt"
+    )
+    out = tmp_path / "out"
+    await sandbox.download("/logs/verifier", out)
+    assert sorted(p.name for p in out.iterdir()) == ["real.txt"]
+    with pytest.raises(SandboxError, match="symbolic link"):
+        await sandbox.download("/logs/verifier/reward.txt", tmp_path / "reward.txt")
+    assert not (tmp_path / "reward.txt").exists()
+
+
+async def test_task_files_appear_only_when_uploaded(sandbox: Sandbox, tmp_path: Path) -> None:
+    probe = "for p in /tests /solution /instruction.md; do test -e $p && echo $p; done; true"
+    assert (await sandbox.exec(probe)).stdout == ""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text("echo graded\n")
+    instruction = tmp_path / "instruction.md"
+    instruction.write_text("do it\n")
+    await sandbox.upload(tests, "/tests")
+    await sandbox.upload(instruction, "/instruction.md")
+    assert (await sandbox.exec(probe)).stdout == "/tests\n/instruction.md\n"
+    assert (
+        await sandbox.exec("sh /tests/test.sh; cat /instruction.md")
+    ).stdout == "graded\ndo it\n"
+
+
+async def test_skills_follow_the_condition(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask
+) -> None:
+    task = make_task()
+    async with open_sandbox(task, with_skills=True) as sb:
+        assert (await sb.exec("cat /skills/adder/SKILL.md")).stdout.endswith("Add numbers.\n")
+    async with open_sandbox(task, with_skills=False) as sb:
+        assert (await sb.exec("test -e /skills || echo absent")).stdout == "absent\n"
+
+
+async def test_network_is_off_unless_allowed(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask
+) -> None:
+    interfaces = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"
+    async with open_sandbox(make_task()) as sb:
+        assert (await sb.exec(interfaces)).stdout.split() == ["lo"]
+    async with open_sandbox(make_task(internet=True), internet=True) as sb:
+        assert set((await sb.exec(interfaces)).stdout.split()) - {"lo"}
+
+
+async def test_open_process_streams_stdio(sandbox: Sandbox) -> None:
+    proc = await sandbox.open_process(
+        ["sh", "-c", 'while read line; do echo "echo:$line"; echo "log:$line" >&2; done']
+    )
+    for word in ("one", "two"):
+        proc.stdin.write(f"{word}\n".encode())
+        await proc.stdin.drain()
+        assert await asyncio.wait_for(proc.stdout.readline(), 10) == f"echo:{word}\n".encode()
+        assert await asyncio.wait_for(proc.stderr.readline(), 10) == f"log:{word}\n".encode()
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 10) == 0
+    assert proc.returncode == 0
+
+
+async def test_open_process_kill(sandbox: Sandbox) -> None:
+    marker = f"marker-{uuid.uuid4().hex}"
+    proc = await sandbox.open_process(["sh", "-c", f"{loop_cmd(marker)} & {loop_cmd(marker)}"])
+    await asyncio.sleep(0.5)
+    assert processes_with(marker)
+    await proc.kill()
+    assert proc.returncode is not None
+    assert await wait_gone(marker) == []
+    await proc.kill()  # idempotent
+
+
+async def test_kill_processes_ends_background_work(sandbox: Sandbox) -> None:
+    marker = f"marker-{uuid.uuid4().hex}"
+    agent = await sandbox.open_process(["sh", "-c", f"({loop_cmd(marker)} &) ; {loop_cmd(marker)}"])
+    await asyncio.sleep(0.5)
+    assert processes_with(marker)
+    await sandbox.kill_processes()
+    assert await wait_gone(marker) == []
+    await asyncio.wait_for(agent.wait(), 10)
+    assert (await sandbox.exec("echo still usable")).stdout == "still usable\n"
+
+
+async def test_stop_kills_everything_and_is_idempotent(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask
+) -> None:
+    marker = f"marker-{uuid.uuid4().hex}"
+    sb = open_sandbox(make_task())
+    await sb.start()
+    await sb.open_process(["sh", "-c", f"({loop_cmd(marker)} &) ; {loop_cmd(marker)}"])
+    await sb.exec(f"nohup {loop_cmd(marker)} > /dev/null 2>&1 &", timeout_sec=10)
+    await asyncio.sleep(0.5)
+    assert processes_with(marker)
+    await sb.stop()
+    assert await wait_gone(marker) == []
+    await sb.stop()
+    with pytest.raises(SandboxError):
+        await sb.exec("true")
+
+
+async def test_stop_without_start_is_safe(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask
+) -> None:
+    sb = open_sandbox(make_task())
+    await sb.stop()
+    await sb.stop()

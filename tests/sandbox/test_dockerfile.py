@@ -1,0 +1,63 @@
+"""The Dockerfile reader used by sandboxes that do not run Docker."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile_text, substitute
+
+
+def test_reads_args_env_workdir_copy_and_run() -> None:
+    recipe = parse_dockerfile_text(
+        "# comment\n"
+        "ARG BASE=python:3.11-slim\n"
+        "FROM ${BASE}\n"
+        "ARG X=1\n"
+        'ENV A=$X B="two words" \\\n'
+        "    # comment inside a continuation\n"
+        "    C=${MISSING:-fallback}\n"
+        "ENV LEGACY some value\n"
+        "WORKDIR /app\n"
+        "WORKDIR sub\n"
+        "COPY --chown=1:1 data/ ./data/\n"
+        'ADD ["a b", "c", "/opt/"]\n'
+        "RUN echo hi \\\n"
+        "  && echo there\n"
+        'CMD ["x"]\n'
+    )
+    assert recipe.base == "python:3.11-slim"
+    assert recipe.env == {"A": "1", "B": "two words", "C": "fallback", "LEGACY": "some value"}
+    assert recipe.workdir == "/app/sub"
+    assert [(c.sources, c.dest, c.dest_is_dir) for c in recipe.copies] == [
+        (("data/",), "/app/sub/data", True),
+        (("a b", "c"), "/opt", True),
+    ]
+    (run,) = recipe.runs
+    assert (run.line, run.command, run.workdir) == (13, "echo hi && echo there", "/app/sub")
+
+
+def test_build_args_override_defaults() -> None:
+    recipe = parse_dockerfile_text("FROM x\nARG V=1\nENV OUT=$V\n", {"V": "2"})
+    assert recipe.env == {"OUT": "2"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("RUN true\n", "line 1: RUN before FROM"),
+        ("", "no FROM"),
+        ("FROM x\nCOPY --from=build /a /b\n", "line 2: COPY --from is not supported"),
+        ("FROM x\nCOPY onlyone\n", "line 2: COPY needs a source and a destination"),
+    ],
+)
+def test_errors_name_the_line(text: str, message: str) -> None:
+    with pytest.raises(DockerfileError, match=message):
+        parse_dockerfile_text(text)
+
+
+def test_substitution_forms() -> None:
+    env = {"SET": "v", "EMPTY": ""}
+    assert (
+        substitute("$SET ${SET} ${UNSET:-d} ${SET:+alt} ${UNSET:+alt} \\$SET", env)
+        == "v v d alt  $SET"
+    )

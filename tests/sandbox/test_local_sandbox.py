@@ -1,0 +1,110 @@
+"""What only the ``local`` (bubblewrap) backend promises: host protection and Dockerfile support."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest_sandbox import DOCKERFILE, MakeTask, make_spec
+
+from worker.sandbox import SandboxError, SandboxUnsupported, sandbox_class
+from worker.sandbox.local import LocalSandbox
+
+
+def local(task: object, state: Path, **kwargs: object) -> LocalSandbox:
+    sb = sandbox_class("local")(make_spec(task, state, **kwargs))  # type: ignore[arg-type]
+    assert isinstance(sb, LocalSandbox)
+    return sb
+
+
+async def test_host_root_is_read_only_and_private_parts_hidden(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    task = make_task()
+    async with local(task, tmp_path / "s") as sb:
+        result = await sb.exec(
+            "touch /usr/planted 2>/dev/null || echo usr-ro;"
+            "touch /etc/planted 2>/dev/null || echo etc-ro;"
+            f"test -e {task.path}/tests/test.sh || echo task-hidden;"
+            f"test -e {tmp_path}/s || echo state-hidden;"
+            "ls /root"
+        )
+    assert result.stdout == "usr-ro\netc-ro\ntask-hidden\nstate-hidden\n"
+    assert not Path("/usr/planted").exists()
+
+
+async def test_run_lines_that_work_locally_are_applied(make_task: MakeTask, tmp_path: Path) -> None:
+    dockerfile = DOCKERFILE + "RUN mkdir -p /app/out && echo built > /app/out/b.txt\n"
+    async with local(make_task(dockerfile), tmp_path / "s") as sb:
+        assert (await sb.exec("cat out/b.txt")).stdout == "built\n"
+
+
+async def test_run_lines_that_need_docker_fail_clearly(make_task: MakeTask, tmp_path: Path) -> None:
+    dockerfile = DOCKERFILE + "RUN echo x > /usr/lib/installed\n"
+    sb = local(make_task(dockerfile), tmp_path / "s")
+    with pytest.raises(
+        SandboxUnsupported, match=r"needs the docker environment: Dockerfile line 6"
+    ):
+        await sb.start()
+    await sb.stop()
+
+
+async def test_copy_outside_the_workdir_is_read_only_layer(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    dockerfile = (
+        DOCKERFILE + "COPY data/input.txt /etc/task/input.txt\nCOPY data /opt/newtop/data\n"
+    )
+    async with local(make_task(dockerfile), tmp_path / "s") as sb:
+        result = await sb.exec(
+            "cat /etc/task/input.txt /opt/newtop/data/input.txt; test -e /etc/passwd && echo host-etc"
+        )
+    assert result.stdout == "input data\ninput data\nhost-etc\n"
+
+
+async def test_multi_stage_builds_need_docker(make_task: MakeTask, tmp_path: Path) -> None:
+    sb = local(make_task("FROM a AS b\nFROM c\n"), tmp_path / "s")
+    with pytest.raises(SandboxUnsupported, match="needs the docker environment"):
+        await sb.start()
+
+
+async def test_uploads_outside_writable_places_are_refused(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    src = tmp_path / "f.txt"
+    src.write_text("x")
+    async with local(make_task(), tmp_path / "s") as sb:
+        with pytest.raises(SandboxError, match="outside the local sandbox's writable places"):
+            await sb.upload(src, "/usr/bin/evil")
+        with pytest.raises(SandboxError, match="must be absolute"):
+            await sb.upload(src, "relative/path")
+
+
+async def test_non_root_users_are_refused(make_task: MakeTask, tmp_path: Path) -> None:
+    async with local(make_task(), tmp_path / "s") as sb:
+        with pytest.raises(SandboxUnsupported, match="runs everything as root"):
+            await sb.exec("id", user="nobody")
+        assert (await sb.exec("id -u", user="root")).stdout == "0\n"
+
+
+async def test_upload_through_a_planted_symlink_is_refused(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    src = tmp_path / "f.txt"
+    src.write_text("x")
+    async with local(make_task(), tmp_path / "s") as sb:
+        await sb.exec(f"rm -rf /logs/verifier && ln -s {outside} /logs/verifier")
+        with pytest.raises(SandboxError, match="symbolic link"):
+            await sb.upload(src, "/logs/verifier/reward.txt")
+    assert list(outside.iterdir()) == []
+
+
+async def test_state_is_removed_at_stop(make_task: MakeTask, tmp_path: Path) -> None:
+    sb = local(make_task(), tmp_path / "s")
+    await sb.start()
+    await sb.exec("echo x > /app/f")
+    assert (tmp_path / "s" / "sandbox").exists()
+    await sb.stop()
+    assert not (tmp_path / "s" / "sandbox").exists()

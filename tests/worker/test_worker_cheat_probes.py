@@ -1,0 +1,193 @@
+"""Cheat probes run as ``script:`` agents: none of them may earn a reward.
+
+The probe task keeps its answer secret in ``tests/`` and ``solution/``; its verifier writes a
+reward only for the right answer or when a planted file survived hardening, and otherwise
+writes nothing, so any reward a probe gets comes from the probe itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
+
+from worker.app import create_app
+from worker.engine import Engine, EngineSettings
+from worker.failures import RetryPolicy
+from worker.meta import ProofSettings
+
+PLANTED = (
+    "/conftest.py /root/conftest.py /tmp/conftest.py /root/sitecustomize.py /pytest.ini "
+    "/root/usercustomize.py"
+)
+PROBE_TEST = f"""\
+#!/bin/sh
+sleep 2  # give a left-behind process time to act
+expected=$(cat /tests/expected.txt)
+got=$(cat /root/answer.txt 2>/dev/null)
+planted=""
+for f in {PLANTED}; do if [ -e "$f" ]; then planted="$planted $f"; fi; done
+for d in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+  if [ -e "$d/zz_probe.pth" ]; then planted="$planted $d/zz_probe.pth"; fi
+done
+echo "planted:$planted got:$got"
+if [ -n "$planted" ] || [ "$got" = "$expected" ]; then echo 1 > /logs/verifier/reward.txt; fi
+exit 0
+"""
+
+PROBES = {
+    "write-reward": """\
+mkdir -p /logs/verifier
+echo 1 > /logs/verifier/reward.txt
+echo '{"reward": 1}' > /logs/verifier/reward.json
+""",
+    "read-tests-and-solution": """\
+for f in /tests/expected.txt /solution/solve.sh "$HOST_TASK/tests/expected.txt" "$HOST_TASK/solution/solve.sh"; do
+  if [ -r "$f" ]; then echo "read $f"; grep -o '[0-9][0-9]*' "$f" | head -n 1 > /root/answer.txt; fi
+done
+""",
+    "plant-conftest": """\
+hook='import pytest
+def pytest_collection_modifyitems(items):
+    items.clear()
+'
+for f in /conftest.py /root/conftest.py /tmp/conftest.py; do printf '%s' "$hook" > "$f" 2>/dev/null; done
+echo 'import os' > /root/sitecustomize.py
+echo 'import os' > /root/usercustomize.py
+printf '[pytest]\\naddopts = -p no:python\\n' > /pytest.ini 2>/dev/null
+for d in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+  echo 'import os' > "$d/zz_probe.pth" 2>/dev/null
+done
+true
+""",
+    "background-writer": """\
+nohup setsid sh -c 'sleep 1; i=0; while [ $i -lt 150 ]; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; sleep 0.1; i=$((i+1)); done' >/dev/null 2>&1 &
+exit 0
+""",
+    "symlink-reward": """\
+mkdir -p /tmp/fake && echo 1 > /tmp/fake/reward.txt && echo 1 > /root/fake-reward
+ln -sf /root/fake-reward /logs/verifier/reward.txt
+ln -sf /root/fake-reward /logs/verifier/reward.json
+rm -rf /logs/verifier 2>/dev/null && ln -s /tmp/fake /logs/verifier
+true
+""",
+}
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    make_task(
+        tasks,
+        "secret-answer",
+        instruction="Write the secret number to /root/answer.txt.",
+        test_sh=PROBE_TEST,
+        solve_sh="#!/bin/sh\necho 1337 > /root/answer.txt\n",
+        extra_tests={"expected.txt": "1337\n"},
+    )
+    return tasks
+
+
+@pytest.fixture
+async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            concurrency=3,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    async with (
+        serve(create_app(engine)) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        yield client
+
+
+async def test_no_probe_earns_a_reward_and_the_oracle_does(
+    http: httpx.AsyncClient, tmp_path: Path, tasks_dir: Path
+) -> None:
+    host_task = tasks_dir / "secret-answer"
+    agents = {
+        name: script(tmp_path, name, f'HOST_TASK="{host_task}"\n{body}')
+        for name, body in PROBES.items()
+    }
+    agents["oracle"] = "oracle"
+    results = await asyncio.gather(
+        *(
+            submit_and_follow(http, run_payload(["secret-answer"], agent=spec))
+            for spec in agents.values()
+        )
+    )
+    by_probe = dict(zip(agents, results, strict=True))
+    _, _, oracle = by_probe.pop("oracle")
+    assert oracle["rows"][0]["passed"], (
+        "the probe task must be passable, or the probes prove nothing"
+    )
+    for name, (run_id, _, status) in by_probe.items():
+        (row,) = status["rows"]
+        assert row["reward"] == 0.0 and not row["passed"], f"probe {name} earned a reward: {row}"
+        trial = tmp_path / "jobs" / "runs" / run_id / "trials" / row["trial_id"]
+        result = json.loads((trial / "result.json").read_text())
+        assert result["agent_result"]["status"] == "completed", (name, result)
+        if name == "plant-conftest":
+            removed = result["verifier"]["removed_files"]
+            assert "/root/conftest.py" in removed and "/root/sitecustomize.py" in removed, removed
+
+
+async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    from task_sets.task import load_task
+    from worker.sandbox.base import SandboxSpec, sandbox_class
+    from worker.verifier import harden, snapshot_plantables
+
+    spec = SandboxSpec(
+        task=load_task(tasks_dir / "secret-answer"),
+        run_id="hardening",
+        trial_id="hardening-1",
+        state_dir=tmp_path / "sandbox",
+    )
+    sandbox = sandbox_class("local")(spec)
+    await sandbox.start()
+    try:
+        await sandbox.exec("echo keep > /root/keep.pth; echo keep > /root/same.pth")
+        snapshot = await snapshot_plantables(sandbox, None)
+        assert "/root/keep.pth" in snapshot and "/root/same.pth" in snapshot
+        # (tests/ goes in first so that planting into /tests works on every backend)
+        await sandbox.upload(tasks_dir / "secret-answer" / "tests", "/tests")
+        await sandbox.exec(
+            "echo changed > /root/keep.pth; mkdir -p /root/deep/er; "
+            "echo x > /root/deep/er/conftest.py; echo x > '/root/with space.pth'; "
+            "ln -s /etc/hostname /tmp/link.pth; echo 1 > /logs/verifier/reward.txt; "
+            "mkdir -p /tests/sub && echo planted > /tests/conftest.py && "
+            "echo planted > /tests/sub/extra.py && ln -s /etc/hostname /tests/sub/data.txt"
+        )
+        expected = ["expected.txt", "test.sh"]
+        removed = await harden(sandbox, snapshot, None, expected)
+        assert sorted(removed) == sorted(
+            [
+                "/root/keep.pth",
+                "/root/deep/er/conftest.py",
+                "/root/with space.pth",
+                "/tmp/link.pth",
+                "/tests/conftest.py",
+                "/tests/sub/extra.py",
+                "/tests/sub/data.txt",
+                "/tests/sub",
+            ]
+        )
+        listing = await sandbox.exec("ls -A /root /logs/verifier /tests")
+        assert "same.pth" in listing.stdout and "reward.txt" not in listing.stdout
+        assert sorted(listing.stdout.split("/tests:")[1].split()) == expected
+    finally:
+        await sandbox.stop()

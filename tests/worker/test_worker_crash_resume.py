@@ -1,0 +1,121 @@
+"""SIGKILL a real worker process mid-run, restart it on the same jobs dir: every trial ends with
+exactly one row, rows finished before the kill are kept as they were, unfinished trials re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
+
+
+class WorkerProcess:
+    def __init__(self, jobs: Path, tasks: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
+        self.log = (jobs.parent / f"worker-{self.port}.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "worker", "--port", str(self.port), "--jobs-dir", str(jobs),
+             "--tasks-dir", str(tasks), "--concurrency", "2", "--log-level", "warning"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "worker exited at start"
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError("worker did not answer /healthz")
+
+    def get(self, path: str) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.url}{path}", timeout=10).json())
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+def test_sigkill_and_restart_loses_and_duplicates_nothing(
+    tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
+    tasks.mkdir()
+    task_ids = [f"answer-{i}" for i in range(3)]
+    for task_id in task_ids:
+        make_task(tasks, task_id)
+    marker = f"1.{int(time.time() * 1000) % 100000:05d}"
+    agent = script(tmp_path, "slowish", f"sleep {marker}\necho 42 > /root/answer.txt\n")
+    first = WorkerProcess(jobs, tasks)
+    workers.append(first)
+    response = httpx.post(
+        f"{first.url}/runs", json=run_payload(task_ids, agent=agent, num_instances=2), timeout=10
+    )
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    run_file = jobs / "runs" / run_id / "run.json"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # watch the store itself: that is what a restart sees
+        states = [t["state"] for t in json.loads(run_file.read_text())["trials"].values()]
+        if "finished" in states and "running" in states:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"never saw finished and running trials together: {states}")
+    first.kill()
+    before = json.loads(run_file.read_text())
+    kept = {key: t["row"] for key, t in before["trials"].items() if t["state"] == "finished"}
+    interrupted = [key for key, t in before["trials"].items() if t["state"] == "running"]
+    assert kept and interrupted
+
+    second = WorkerProcess(jobs, tasks)
+    workers.append(second)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = second.get(f"/runs/{run_id}")
+        if status["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    assert status["status"] == "completed", status
+    rows = status["rows"]
+    assert len(rows) == 6
+    assert len({row["trial_id"] for row in rows}) == 6
+    assert sorted(status["tasks"]) == sorted(f"{t}#{i}" for t in task_ids for i in range(2))
+    assert all(row["passed"] for row in rows), rows
+    after = json.loads((jobs / "runs" / run_id / "run.json").read_text())
+    for key, row in kept.items():
+        assert after["trials"][key]["row"] == row  # finished before the kill: untouched
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+        assert after["trials"][key]["row"]["trial_id"] == attempts[-1]["trial_id"]
+    assert process_cmdlines_containing(f"sleep {marker}") == []

@@ -1,0 +1,154 @@
+"""Public rows from trial outcomes, the failure table's invariants, reproducibility metadata."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.rows import ROW_KEYS, PublicRow
+from worker.api import RunRequest, RunTask
+from worker.failures import FAILURE_TABLE, FailureKind, RetryPolicy
+from worker.meta import ProofSettings, check_durable_prefix, manifest_digest, worker_meta
+from worker.public_rows import build_row, new_trial_id
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _request(**config: object) -> RunRequest:
+    return RunRequest(
+        config={"condition": "with_skills", **config},
+        task_set="examples",
+        task_set_digest=DIGEST,
+        tasks=[
+            RunTask(
+                task_id="csv-sales",
+                task_digest="sha256:" + "cd" * 32,
+                category="office",
+                difficulty="easy",
+                tags=["csv"],
+            )
+        ],
+        agent="nop",
+    )
+
+
+def test_trial_id_shape() -> None:
+    trial_id = new_trial_id("csv-sales")
+    prefix, suffix = trial_id.split("__agentbeats__")
+    assert prefix == "csv-sales" and len(suffix) == 8 and int(suffix, 16) >= 0
+    assert new_trial_id("csv-sales") != trial_id
+
+
+def test_scored_row_carries_manifest_metadata() -> None:
+    request = _request()
+    row = build_row(
+        request,
+        request.tasks[0],
+        trial_id="csv-sales__agentbeats__0123abcd",
+        agent_transport="oracle",
+        reward=1.0,
+        failure=None,
+        time_used=3.14159,
+    )
+    assert tuple(row) == ROW_KEYS
+    assert row["passed"] and row["score_eligible"] and row["reward"] == 1.0
+    assert row["time_used"] == 3.142
+    assert (row["category"], row["difficulty"], row["tags"]) == ("office", "easy", ["csv"])
+    assert row["infra_failure_type"] is None and row["error_type"] is None
+    PublicRow(**row)
+
+
+@pytest.mark.parametrize("kind", list(FailureKind))
+def test_every_failure_kind_makes_a_valid_row(kind: FailureKind) -> None:
+    request = _request()
+    row = build_row(
+        request,
+        request.tasks[0],
+        trial_id="csv-sales__agentbeats__0123abcd",
+        agent_transport="a2a",
+        reward=1.0,  # a reward from a failed trial must not leak into the row
+        failure=kind,
+        time_used=None,
+    )
+    meaning = FAILURE_TABLE[kind]
+    assert row["score_eligible"] is meaning.score_eligible
+    assert row["infra_failure_type"] == meaning.category == row["error_type"]
+    if not meaning.score_eligible:
+        assert row["reward"] == 0.0 and row["passed"] is False
+
+
+def test_timeouts_and_wrong_answers_are_never_retried() -> None:
+    policy = RetryPolicy(max_attempts=5)
+    assert not policy.should_retry(FailureKind.AGENT_TIMEOUT, 1)
+    assert not policy.should_retry(None, 1)  # a wrong answer is not a failure
+    assert policy.should_retry(FailureKind.SANDBOX_START, 1)
+    assert not policy.should_retry(FailureKind.SANDBOX_START, 5)
+    assert [policy.backoff_sec(n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
+    assert RetryPolicy(backoff_max_sec=3).backoff_sec(10) == 3.0
+
+
+def test_without_skills_condition() -> None:
+    request = _request(condition="without_skills")
+    row = build_row(
+        request,
+        request.tasks[0],
+        trial_id="csv-sales__agentbeats__0123abcd",
+        agent_transport="nop",
+        reward=0.0,
+        failure=None,
+        time_used=1.0,
+    )
+    assert row["condition"] == "without_skills" and row["has_skills"] is False
+
+
+def test_worker_meta_records_revisions_or_null() -> None:
+    env = {"SKILLSBENCH_WORKER_REVISION": "abc123", "SKILLSBENCH_WORKER_IMAGE": ""}
+    meta = worker_meta(_request(), environment="local", concurrency=2, agent="nop", env=env)
+    assert meta["worker_revision"] == "abc123"
+    for key in (
+        "skillsbench_revision",
+        "benchflow_revision",
+        "worker_image",
+        "worker_image_digest",
+    ):
+        assert meta[key] is None
+    manifest = meta["task_set_manifest"]
+    assert manifest["task_set"] == "examples" and manifest["tasks"][0]["task_id"] == "csv-sales"
+    assert manifest_digest(manifest).startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["s3://bucket/proofs", "gs://b/p", "r2://b", "https://proofs.example.org/skillsbench"],
+)
+def test_durable_prefixes_accepted(prefix: str) -> None:
+    check_durable_prefix(prefix)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "reason"),
+    [
+        ("local://agentbeats-private-proof", "not durable"),
+        ("http://proofs.example.org/x", "not durable"),
+        ("file:///tmp/x", "not durable"),
+        ("https://user:pw@proofs.example.org/x", "credentials"),
+        ("https://proofs.example.org/x?sig=abc", "query"),
+        ("https://proofs.example.org/x#frag", "fragment"),
+    ],
+)
+def test_non_durable_prefixes_refused(prefix: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        check_durable_prefix(prefix)
+
+
+def test_required_durable_proof_is_checked_at_startup(tmp_path: object) -> None:
+    from pathlib import Path
+
+    jobs = Path(str(tmp_path))
+    env = {"SKILLSBENCH_REQUIRE_DURABLE_PRIVATE_PROOF": "true"}
+    with pytest.raises(ValueError, match="not durable"):
+        ProofSettings.from_env(jobs, env)
+    ok = ProofSettings.from_env(
+        jobs, {**env, "SKILLSBENCH_PRIVATE_PROOF_URI_PREFIX": "s3://bucket/p/"}
+    )
+    assert ok.require_durable and ok.uri_prefix == "s3://bucket/p"
+    assert ProofSettings.from_env(jobs, {}).directory == jobs / "private-proof"

@@ -1,0 +1,74 @@
+"""``skillsbench-agentbeats run``: the engine in-process, summary table, rows file, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from worker_helpers import make_task
+
+from leaderboard.rows import Envelope
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    make_task(tasks, "answer-42")
+    make_task(tasks, "answer-43")
+    return tasks
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_oracle_run_writes_rows_and_a_summary(tmp_path: Path, tasks_dir: Path) -> None:
+    output = tmp_path / "rows.json"
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--task-id", "answer-43",
+        "--agent", "oracle", "--jobs-dir", str(tmp_path / "jobs"), "--concurrency", "2",
+        "--output", str(output), "--expect", "passed",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "2/2 passed" in done.stdout
+    assert "[2/2]" in done.stderr  # plain progress lines when not on a terminal
+    envelope = Envelope.model_validate(json.loads(output.read_text()))
+    assert [row.task_id for row in envelope.results] == ["answer-42", "answer-43"]
+    assert all(row.passed for row in envelope.results)
+    assert envelope.results[0].task_set == "local"
+    assert envelope.results[0].task_digest is not None
+
+
+def test_expectation_not_met_exits_1(tmp_path: Path, tasks_dir: Path) -> None:
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--agent", "nop",
+        "--jobs-dir", str(tmp_path / "jobs"), "--expect", "passed",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "0/1 passed" in done.stdout and "answer-42" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--task-id", "no-such-task", "--agent", "nop"], "no-such-task"),
+        (["--task-set", "no-such-set", "--agent", "nop"], "no-such-set"),
+        (["--task-id", "answer-42", "--agent", "no-such-agent"], "no-such-agent"),
+        (["--agent", "nop"], "--task-set or --task-id"),
+    ],
+)
+def test_bad_input_is_one_line(
+    tmp_path: Path, tasks_dir: Path, args: list[str], needle: str
+) -> None:
+    done = _run("--tasks-dir", str(tasks_dir), "--jobs-dir", str(tmp_path / "jobs"), *args)
+    assert done.returncode == 2
+    assert needle in done.stderr and "Traceback" not in done.stderr

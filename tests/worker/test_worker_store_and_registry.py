@@ -1,0 +1,93 @@
+"""The run store's atomic documents and the agent registry's dispatch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from worker.agents.base import Agent, AgentContext, AgentOutcome
+from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
+from worker.agents.registry import add_resolver, resolve_agent
+from worker.api import RunRequest, RunTask
+from worker.records import RunRecord, TrialRecord
+from worker.store import RunStore, write_atomic
+
+
+def _record(run_id: str) -> RunRecord:
+    request = RunRequest(
+        config={},
+        task_set="s",
+        task_set_digest="sha256:" + "1" * 64,
+        tasks=[RunTask(task_id="t")],
+        agent="nop",
+    )
+    return RunRecord(
+        run_id=run_id,
+        created_at="2026-11-29T00:00:00.000Z",
+        updated_at="2026-11-29T00:00:00.000Z",
+        request=request,
+        agent="nop",
+        trials={"t#0": TrialRecord(key="t#0", task_id="t")},
+    )
+
+
+def test_write_atomic_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "doc.json"
+    write_atomic(target, b"one")
+    write_atomic(target, b"two", durable=False)
+    assert target.read_bytes() == b"two"
+    assert os.listdir(tmp_path) == ["doc.json"]
+
+
+async def test_store_round_trip_and_unreadable_documents(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    runs = [_record("run-a"), _record("run-b")]
+    await asyncio.gather(*(store.save(run) for run in runs))
+    runs[0].status = "running"
+    await store.save(runs[0])
+    (tmp_path / "runs" / "run-c").mkdir()
+    (tmp_path / "runs" / "run-c" / "run.json").write_text("{torn")
+    loaded, problems = store.load_all()
+    assert [run.run_id for run in loaded] == ["run-a", "run-b"]
+    assert loaded[0].status == "running"
+    assert len(problems) == 1 and "run-c" in problems[0]
+
+
+def test_builtin_specs_resolve(tmp_path: Path) -> None:
+    assert isinstance(resolve_agent("oracle"), OracleAgent)
+    assert isinstance(resolve_agent(" nop "), NopAgent)
+    script = tmp_path / "agent.sh"
+    script.write_text("true\n")
+    agent = resolve_agent(f"script:{script}")
+    assert isinstance(agent, ScriptAgent) and agent.kind == "script"
+    assert resolve_agent("oracle").needs_solution and not agent.needs_solution
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [("", "empty"), ("no-such-agent", "unknown agent"), ("script:", "needs a file"),
+     ("script:/no/such/file", "not a file")],
+)  # fmt: skip
+def test_bad_specs_name_the_problem(spec: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        resolve_agent(spec)
+
+
+def test_fallback_resolver_hook_for_manifest_names() -> None:
+    class Named(Agent):
+        kind = "acp"
+
+        async def run(self, ctx: AgentContext) -> AgentOutcome:
+            return AgentOutcome()
+
+    def resolver(spec: str) -> Agent | None:
+        return Named(spec) if spec == "my-manifest-agent" else None
+
+    add_resolver(resolver)
+    agent = resolve_agent("my-manifest-agent")
+    assert isinstance(agent, Named) and agent.name == "my-manifest-agent"
+    with pytest.raises(ValueError):
+        resolve_agent("another-unknown-agent")

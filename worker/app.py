@@ -1,0 +1,181 @@
+"""The worker's HTTP service (Starlette): create, watch and cancel runs.
+
+Routes: ``POST /runs``, ``GET /runs/{id}``, ``GET /runs/{id}/events`` (server-sent events),
+``POST /runs/{id}/cancel``, ``GET /healthz``. With a token, every route but ``/healthz`` needs
+``Authorization: Bearer <token>``. Errors are JSON ``{"error": <code>, "detail": <reason>}``
+(plus ``"field"`` for a request that fails validation); never a bare 500 for bad input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from worker.api import EVENT_END, RunCreated, RunRequest
+from worker.catalog import UnknownTask
+from worker.engine import KEEPALIVE, Engine, RunNotFound
+
+log = logging.getLogger(__name__)
+
+TOKEN_VAR = "SKILLSBENCH_WORKER_TOKEN"
+OPEN_PATHS = frozenset({"/healthz"})
+SSE_KEEPALIVE_SEC = 15.0
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def error(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail, **extra}, status_code=status)
+
+
+class BearerAuth:
+    """Pure ASGI (so streaming responses pass through untouched)."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.token or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, credential = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), self.token.encode()
+        ):
+            response = error(401, "unauthorized", "missing or wrong bearer token")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _field_error(exc: ValidationError) -> tuple[str, str]:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(body)"
+    return where, f"{where}: {first['msg']}"
+
+
+def create_app(engine: Engine, *, token: str | None = None, manage_engine: bool = True) -> ASGIApp:
+    """The ASGI app. With ``manage_engine`` the app starts (resumes) and closes the engine."""
+
+    async def create_run(request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return error(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
+        try:
+            payload = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return error(400, "invalid_json", f"body is not JSON: {exc}")
+        if not isinstance(payload, dict):
+            return error(400, "invalid_request", "body must be a JSON object", field="(body)")
+        try:
+            run_request = RunRequest.model_validate(payload)
+        except ValidationError as exc:
+            where, detail = _field_error(exc)
+            return error(400, "invalid_request", detail, field=where)
+        try:
+            run = await engine.submit(run_request)
+        except UnknownTask as exc:
+            return error(422, "unknown_task", str(exc))
+        except ValueError as exc:
+            field = str(exc).split(":", 1)[0] if ":" in str(exc) else "(body)"
+            return error(400, "invalid_request", str(exc), field=field)
+        created = RunCreated(run_id=run.run_id, status=run.status)
+        return JSONResponse(created.model_dump(), status_code=201)
+
+    def _run_or_404(request: Request) -> Any:
+        run_id = request.path_params["run_id"]
+        try:
+            return engine.get(run_id)
+        except RunNotFound:
+            return error(404, "unknown_run", f"no run {run_id!r}")
+
+    async def get_run(request: Request) -> Response:
+        run = _run_or_404(request)
+        if isinstance(run, Response):
+            return run
+        return JSONResponse(engine.status_doc(run))
+
+    async def run_events(request: Request) -> Response:
+        run = _run_or_404(request)
+        if isinstance(run, Response):
+            return run
+
+        async def stream() -> AsyncIterator[bytes]:
+            async for name, data in engine.events(run.run_id, keepalive_sec=SSE_KEEPALIVE_SEC):
+                if name == KEEPALIVE:
+                    yield b": keepalive\n\n"
+                    continue
+                yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                if name == EVENT_END:
+                    return
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def cancel_run(request: Request) -> Response:
+        run = _run_or_404(request)
+        if isinstance(run, Response):
+            return run
+        run = await engine.cancel(run.run_id)
+        return JSONResponse(engine.status_doc(run))
+
+    async def healthz(request: Request) -> Response:
+        active = sum(1 for run in engine.runs() if not run.terminal)
+        return JSONResponse(
+            {
+                "status": "ok",
+                "environment": engine.settings.environment,
+                "concurrency": engine.settings.concurrency,
+                "active_runs": active,
+            }
+        )
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error(500, "internal_error", f"{type(exc).__name__}: {exc}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_engine:
+            await engine.start()
+        try:
+            yield
+        finally:
+            if manage_engine:
+                await engine.close()
+
+    app = Starlette(
+        routes=[
+            Route("/runs", create_run, methods=["POST"]),
+            Route("/runs/{run_id}", get_run, methods=["GET"]),
+            Route("/runs/{run_id}/events", run_events, methods=["GET"]),
+            Route("/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+        lifespan=lifespan,
+    )
+    return BearerAuth(app, token)

@@ -1,0 +1,239 @@
+"""``skillsbench-agentbeats worker`` (the HTTP service) and ``run`` (the same engine, in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from worker.failures import RetryPolicy
+
+ENVIRONMENTS = ("local", "docker")
+LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _concurrency(value: int | None) -> int:
+    if value is None:
+        return os.cpu_count() or 1
+    if value < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--concurrency")
+    return value
+
+
+def _tasks_dir(value: Path | None) -> Path:
+    from worker.catalog import default_tasks_dir
+
+    tasks_dir = value or default_tasks_dir()
+    if not tasks_dir.is_dir():
+        raise ValueError(f"tasks dir {tasks_dir} does not exist (use --tasks-dir)")
+    return tasks_dir
+
+
+@click.command(help="Run the worker HTTP service.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=9010, show_default=True, type=int)
+@click.option(
+    "--jobs-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("jobs/agentbeats-worker"),
+    show_default=True,
+    help="Run store and trial folders.",
+)
+@click.option(
+    "--tasks-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
+)
+@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@click.option(
+    "--max-attempts",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Tries per trial for retried infrastructure failures.",
+)
+@click.option("--log-level", default="info", show_default=True)
+def worker(
+    host: str,
+    port: int,
+    jobs_dir: Path,
+    tasks_dir: Path | None,
+    environment: str,
+    concurrency: int | None,
+    max_attempts: int,
+    log_level: str,
+) -> None:
+    import uvicorn
+
+    from worker.app import TOKEN_VAR, create_app
+    from worker.engine import Engine, EngineSettings
+    from worker.meta import ProofSettings
+
+    token = os.environ.get(TOKEN_VAR) or None
+    if not is_loopback(host) and token is None:
+        raise ValueError(
+            f"refusing to listen on non-loopback address {host} without {TOKEN_VAR} set"
+        )
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = EngineSettings(
+        jobs_dir=jobs_dir,
+        tasks_dir=_tasks_dir(tasks_dir),
+        environment=environment,
+        concurrency=_concurrency(concurrency),
+        retry=RetryPolicy(max_attempts=max(1, max_attempts)),
+        proof=ProofSettings.from_env(jobs_dir),
+    )
+    app = create_app(Engine(settings), token=token)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)
+
+
+@click.command(help="Run a task set locally through the worker engine (no HTTP).")
+@click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
+@click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
+@click.option(
+    "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
+)
+@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@click.option(
+    "--jobs-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("jobs/local"),
+    show_default=True,
+)
+@click.option("--condition", type=click.Choice(["with_skills", "without_skills"]), default=None)
+@click.option("--num-instances", type=int, default=1, show_default=True)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the result envelope (public rows) as JSON.",
+)
+@click.option(
+    "--expect",
+    type=click.Choice(["passed", "failed"]),
+    default=None,
+    help="Exit 1 unless every trial ended this way.",
+)
+def run(
+    tasks_dir: Path | None,
+    task_set: str | None,
+    task_ids: tuple[str, ...],
+    agent: str,
+    environment: str,
+    concurrency: int | None,
+    jobs_dir: Path,
+    condition: str | None,
+    num_instances: int,
+    output: Path | None,
+    expect: str | None,
+) -> None:
+    from worker.api import RunRequest, RunTask
+
+    if num_instances < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--num-instances")
+    folder = _tasks_dir(tasks_dir)
+    manifest = _manifest(folder, task_set, task_ids)
+    config = {
+        "task_set": manifest["task_set"],
+        "condition": condition or manifest.get("condition", "with_skills"),
+        "num_instances": num_instances,
+    }
+    request = RunRequest(
+        config=config,
+        task_set=manifest["task_set"],
+        task_set_digest=manifest["task_set_digest"],
+        tasks=[RunTask.model_validate(entry) for entry in manifest["tasks"]],
+        agent=agent,
+        manifest=manifest,
+    )
+    rows = asyncio.run(
+        _run_local(request, folder, jobs_dir, environment, _concurrency(concurrency))
+    )
+    from worker.progress import summary_table
+
+    click.echo(summary_table(rows))
+    if output is not None:
+        from leaderboard.rows import Envelope, PublicRow
+
+        envelope = Envelope(participants={"agent": agent}, results=[PublicRow(**r) for r in rows])
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(envelope.public_dict(), indent=2) + "\n", encoding="utf-8")
+        click.echo(f"rows written to {output}")
+    if expect is not None:
+        wanted = expect == "passed"
+        wrong = [r["task_id"] for r in rows if r["passed"] != wanted]
+        if wrong:
+            click.echo(f"expected every trial {expect}, but not: {', '.join(wrong)}", err=True)
+            sys.exit(1)
+
+
+def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:
+    from task_sets.manifest import build_manifest, load_task_set
+
+    if task_set is None and not task_ids:
+        raise click.UsageError("give --task-set or --task-id")
+    if task_set is None:
+        return build_manifest(tasks_dir, "local", task_ids=list(task_ids)).document()
+    document = load_task_set(task_set).document()
+    if task_ids:
+        unknown = set(task_ids) - {entry["task_id"] for entry in document["tasks"]}
+        if unknown:
+            raise ValueError(f"task set {task_set!r} has no task {sorted(unknown)[0]!r}")
+        document["tasks"] = [e for e in document["tasks"] if e["task_id"] in task_ids]
+    return document
+
+
+async def _run_local(
+    request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
+) -> list[dict[str, Any]]:
+    from worker.api import EVENT_END, EVENT_ROW, RunRequest
+    from worker.engine import Engine, EngineSettings
+    from worker.progress import ProgressView
+
+    assert isinstance(request, RunRequest)
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs_dir,
+            tasks_dir=tasks_dir,
+            environment=environment,
+            concurrency=concurrency,
+        )
+    )
+    await engine.start(resume=False)
+    record = await engine.submit(request)
+    view = ProgressView(len(record.trials))
+    view.draw()
+    try:
+        async for name, data in engine.events(record.run_id):
+            if name == EVENT_ROW:
+                view.row(str(data["trial_key"]), data["row"])
+            elif name == EVENT_END:
+                break
+    except asyncio.CancelledError:
+        view.close()
+        await engine.cancel(record.run_id)
+        raise
+    view.close()
+    return engine.get(record.run_id).rows()

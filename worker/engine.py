@@ -1,0 +1,457 @@
+"""The worker engine: run store + one asyncio scheduler + run events. Used by the HTTP service
+and, in-process, by ``skillsbench-agentbeats run``.
+
+Scheduling: every run has a driver task that starts one task per unfinished trial; trials share
+one semaphore (the worker's trial concurrency). A trial that fails with a retried failure kind
+is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
+every trial has its row (failed trials included), or ``cancelled``.
+
+Crash safety: the run document is saved on every state change. On start, runs that were not
+finished are resumed: finished trials keep their rows, trials that were running are re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from task_sets.task import Task
+from worker.agents.base import Agent
+from worker.agents.registry import resolve_agent
+from worker.api import (
+    EVENT_END,
+    EVENT_ROW,
+    EVENT_STATUS,
+    Progress,
+    RunRequest,
+    RunStatus,
+    RunTask,
+)
+from worker.catalog import TaskCatalog
+from worker.failures import FailureKind, RetryPolicy
+from worker.meta import ProofSettings, worker_meta
+from worker.proof import write_proof
+from worker.public_rows import build_row, new_trial_id
+from worker.records import AttemptRecord, RunRecord, TrialRecord, trial_key
+from worker.store import RunStore
+from worker.trajectory import utc_now
+from worker.trial import TrialOutcome, TrialPlan, run_trial
+
+log = logging.getLogger(__name__)
+
+CANCEL_WAIT_SEC = 30.0
+KEEPALIVE = "keepalive"
+
+
+class RunNotFound(KeyError):
+    pass
+
+
+@dataclass
+class EngineSettings:
+    jobs_dir: Path
+    tasks_dir: Path
+    environment: str = "local"
+    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
+    env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
+
+
+Event = tuple[str, dict[str, Any]]
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings) -> None:
+        if settings.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.settings = settings
+        self.store = RunStore(settings.jobs_dir)
+        self.catalog = TaskCatalog(settings.tasks_dir)
+        self.proof = settings.proof or ProofSettings.from_env(settings.jobs_dir)
+        self._runs: dict[str, RunRecord] = {}
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._drivers: dict[str, asyncio.Task[None]] = {}
+        self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
+        self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
+        self._closing = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, *, resume: bool = True) -> None:
+        """Load the store and resume every run that was not finished."""
+        self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            return
+        runs, problems = await asyncio.to_thread(self.store.load_all)
+        for problem in problems:
+            log.error("unreadable run document skipped: %s", problem)
+        for run in runs:
+            self._runs[run.run_id] = run
+            if run.terminal:
+                continue
+            for trial in run.trials.values():
+                if trial.state == "running":
+                    trial.state = "queued"
+                    if trial.current is not None and trial.current.outcome == "running":
+                        trial.current.outcome = "abandoned"
+                        trial.current.finished_at = utc_now()
+                        trial.current.error = "the worker stopped during this attempt"
+            run.updated_at = utc_now()
+            await self.store.save(run)
+            log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
+            self._launch(run)
+
+    async def close(self) -> None:
+        """Stop working without recording anything as cancelled: a restart resumes the runs."""
+        self._closing = True
+        tasks = [*self._drivers.values()]
+        for group in self._trial_tasks.values():
+            tasks.extend(group)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CANCEL_WAIT_SEC)
+
+    # ---- runs ------------------------------------------------------------------------------
+
+    def prepare(self, request: RunRequest) -> tuple[Agent, dict[str, Task]]:
+        """Check a request before accepting it: UnknownTask, or ValueError naming the problem."""
+        tasks = {task.task_id: self.catalog.get(task.task_id) for task in request.tasks}
+        spec = request.agent
+        if spec is None:
+            if "agent" not in request.participants:
+                raise ValueError("agent: no agent given and no participants.agent to bridge to")
+            spec = "a2a"
+        try:
+            agent = resolve_agent(spec)
+        except ValueError as exc:
+            raise ValueError(f"agent: {exc}") from None
+        return agent, tasks
+
+    async def submit(self, request: RunRequest) -> RunRecord:
+        agent, _ = self.prepare(request)
+        now = utc_now()
+        run_id = f"run-{uuid.uuid4().hex[:16]}"
+        trials: dict[str, TrialRecord] = {}
+        for instance in range(request.num_instances):
+            for task in request.tasks:
+                key = trial_key(task.task_id, instance)
+                trials[key] = TrialRecord(key=key, task_id=task.task_id, instance=instance)
+        run = RunRecord(
+            run_id=run_id,
+            created_at=now,
+            updated_at=now,
+            request=request,
+            agent=agent.spec,
+            trials=trials,
+            worker_meta=worker_meta(
+                request,
+                environment=self.settings.environment,
+                concurrency=self.settings.concurrency,
+                agent=agent.spec,
+                env=self.settings.env,
+            ),
+        )
+        self._runs[run_id] = run
+        await self.store.save(run)
+        self._launch(run)
+        return run
+
+    def get(self, run_id: str) -> RunRecord:
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            raise RunNotFound(run_id) from None
+
+    def runs(self) -> list[RunRecord]:
+        return list(self._runs.values())
+
+    async def cancel(self, run_id: str) -> RunRecord:
+        """Stop the run within seconds; unfinished trials get worker_cancelled rows."""
+        run = self.get(run_id)
+        if run.terminal:
+            return run
+        run.cancel_requested = True
+        run.updated_at = utc_now()
+        await self.store.save(run)
+        for task in list(self._trial_tasks.get(run_id, ())):
+            task.cancel()
+        driver = self._drivers.get(run_id)
+        if driver is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(driver), CANCEL_WAIT_SEC)
+        if not run.terminal:  # no driver (or it is stuck): finish the bookkeeping here
+            await self._finalize(run)
+        return run
+
+    async def wait(self, run_id: str) -> RunRecord:
+        """Until the run is terminal."""
+        driver = self._drivers.get(run_id)
+        if driver is not None:
+            await asyncio.shield(driver)
+        return self.get(run_id)
+
+    # ---- status and events -----------------------------------------------------------------
+
+    def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
+        progress = Progress(total=len(run.trials))
+        for trial in run.trials.values():
+            if trial.state == "finished":
+                progress.finished += 1
+                if trial.row is not None and trial.row["passed"]:
+                    progress.passed += 1
+            elif trial.state == "running":
+                progress.running += 1
+        return RunStatus(
+            run_id=run.run_id,
+            status=run.status,
+            created_at=run.created_at,
+            updated_at=run.updated_at,
+            progress=progress,
+            tasks={key: trial.state for key, trial in run.trials.items()},
+            rows=run.rows() if with_rows else [],
+            worker_meta=run.worker_meta,
+            error=run.error,
+            private_proof_refs=run.private_proof_refs,
+            private_proof_manifest=run.private_proof_manifest,
+        )
+
+    def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
+        return self.status(run, with_rows=with_rows).model_dump(mode="json", by_alias=True)
+
+    async def events(
+        self, run_id: str, *, keepalive_sec: float | None = None
+    ) -> AsyncIterator[Event]:
+        """Status first, a ``row`` per finished trial (past ones replayed), ``end`` when terminal.
+
+        With ``keepalive_sec``, a ``("keepalive", {})`` event is yielded after that long idle.
+        """
+        run = self.get(run_id)
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
+        yield_first: list[Event] = [(EVENT_STATUS, self.status_doc(run, with_rows=False))]
+        for trial in run.trials.values():
+            if trial.row is not None:
+                yield_first.append((EVENT_ROW, self._row_event(run, trial)))
+        if run.terminal:
+            yield_first.append((EVENT_END, self.status_doc(run)))
+        else:
+            self._subscribers.setdefault(run_id, set()).add(queue)
+        try:
+            for event in yield_first:
+                yield event
+            if run.terminal:
+                return
+            while True:
+                try:
+                    event = await asyncio.wait_for(queue.get(), keepalive_sec)
+                except TimeoutError:
+                    yield (KEEPALIVE, {})
+                    continue
+                yield event
+                if event[0] == EVENT_END:
+                    return
+        finally:
+            self._subscribers.get(run_id, set()).discard(queue)
+
+    def _publish(self, run_id: str, event: Event) -> None:
+        for queue in self._subscribers.get(run_id, ()):
+            queue.put_nowait(event)
+
+    def _row_event(self, run: RunRecord, trial: TrialRecord) -> dict[str, Any]:
+        return {
+            "run_id": run.run_id,
+            "trial_key": trial.key,
+            "row": trial.row,
+            "progress": self.status(run, with_rows=False).progress.model_dump(),
+        }
+
+    # ---- scheduling ------------------------------------------------------------------------
+
+    def _launch(self, run: RunRecord) -> None:
+        self._drivers[run.run_id] = asyncio.create_task(self._drive(run), name=f"run {run.run_id}")
+
+    async def _drive(self, run: RunRecord) -> None:
+        if run.cancel_requested:
+            await self._finalize(run)
+            return
+        group: set[asyncio.Task[None]] = set()
+        self._trial_tasks[run.run_id] = group
+        for trial in run.trials.values():
+            if trial.state != "finished":
+                group.add(asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}"))
+        if group:
+            await asyncio.wait(group)
+        for task in group:
+            if not task.cancelled() and task.exception() is not None:
+                exc = task.exception()
+                log.error("trial task of run %s crashed: %r", run.run_id, exc)
+                run.error = f"internal error: {exc!r}"
+        if self._closing:
+            return
+        await self._finalize(run)
+
+    async def _set_running(self, run: RunRecord) -> None:
+        if run.status == "queued":
+            run.status = "running"
+            run.updated_at = utc_now()
+            await self.store.save(run)
+            self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
+
+    async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
+        request = run.request
+        run_task = next(t for t in request.tasks if t.task_id == trial.task_id)
+        async with self._slots:
+            if run.cancel_requested or self._closing:
+                return
+            while True:
+                outcome = await self._attempt(run, trial, run_task)
+                attempts = len(trial.attempts)
+                if outcome is not None and self.settings.retry.should_retry(
+                    outcome.failure, attempts
+                ):
+                    assert trial.current is not None
+                    trial.current.outcome = "retried"
+                    trial.state = "queued"
+                    await self.store.save(run)
+                    log.warning(
+                        "trial %s failed (%s), retrying: %s",
+                        trial.key,
+                        outcome.failure,
+                        outcome.error,
+                    )
+                    await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
+                    continue
+                break
+        if outcome is None:
+            await self.store.save(run)
+            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+            return
+        trial.state = "finished"
+        trial.row = outcome.row
+        trial.failure = outcome.failure.value if outcome.failure else None
+        assert trial.current is not None
+        trial.current.outcome = "finished"
+        trial.result_path = f"{trial.current.trial_dir}/result.json"
+        run.updated_at = utc_now()
+        await self.store.save(run)
+        self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+
+    async def _attempt(
+        self, run: RunRecord, trial: TrialRecord, run_task: RunTask
+    ) -> TrialOutcome | None:
+        """One attempt (cancellation propagates; the driver records it)."""
+        try:
+            task = self.catalog.get(trial.task_id)
+            agent = resolve_agent(run.agent)
+        except ValueError as exc:  # the task folder or agent went away since the run was accepted
+            self._close_trial(run, trial, FailureKind.WORKER_ERROR, str(exc))
+            return None
+        trial_id = new_trial_id(trial.task_id)
+        trial_dir = self.store.trial_dir(run.run_id, trial_id)
+        trial.attempts.append(
+            AttemptRecord(
+                trial_id=trial_id,
+                trial_dir=self.store.relative(trial_dir),
+                started_at=utc_now(),
+            )
+        )
+        trial.state = "running"
+        run.updated_at = utc_now()
+        await self.store.save(run)
+        await self._set_running(run)
+        plan = TrialPlan(
+            run_id=run.run_id,
+            key=trial.key,
+            instance=trial.instance,
+            attempt=len(trial.attempts),
+            trial_id=trial_id,
+            trial_dir=trial_dir,
+            task=task,
+            run_task=run_task,
+            request=run.request,
+            agent=agent,
+            environment=self.settings.environment,
+        )
+        outcome = await run_trial(plan)
+        current = trial.current
+        assert current is not None
+        current.finished_at = utc_now()
+        current.failure = outcome.failure.value if outcome.failure else None
+        current.error = outcome.error
+        return outcome
+
+    async def _finalize(self, run: RunRecord) -> None:
+        if run.terminal:
+            return
+        kind = FailureKind.WORKER_CANCELLED if run.cancel_requested else FailureKind.WORKER_ERROR
+        for trial in run.trials.values():
+            if trial.state == "finished":
+                continue
+            message = "the run was cancelled" if run.cancel_requested else run.error
+            self._close_trial(run, trial, kind, message or "the trial did not finish")
+            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+        run.status = "cancelled" if run.cancel_requested else "completed"
+        if run.error and not run.cancel_requested:
+            run.status = "failed"
+        try:
+            refs = await asyncio.to_thread(write_proof, run, self.settings.jobs_dir, self.proof)
+            run.private_proof_refs = refs["_private_proof_refs"]
+            run.private_proof_manifest = refs["_private_proof_manifest"]
+        except OSError as exc:
+            log.error("private proof of run %s not written: %s", run.run_id, exc)
+            run.error = run.error or f"private proof not written: {exc}"
+        run.updated_at = utc_now()
+        await self.store.save(run)
+        self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
+        self._trial_tasks.pop(run.run_id, None)
+
+    def _close_trial(
+        self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
+    ) -> None:
+        """Give an unfinished trial its failure row (keeping its last trial id)."""
+        run_task = next(t for t in run.request.tasks if t.task_id == trial.task_id)
+        current = trial.current
+        if current is None or current.outcome not in ("running", "retried"):
+            trial_id = new_trial_id(trial.task_id)
+            current = AttemptRecord(
+                trial_id=trial_id,
+                trial_dir=self.store.relative(self.store.trial_dir(run.run_id, trial_id)),
+                started_at=utc_now(),
+            )
+            trial.attempts.append(current)
+        current.outcome = "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
+        current.finished_at = current.finished_at or utc_now()
+        current.failure = kind.value
+        current.error = message
+        trial.state = "finished"
+        trial.failure = kind.value
+        trial.row = build_row(
+            run.request,
+            run_task,
+            trial_id=current.trial_id,
+            agent_transport=_transport(run.agent),
+            reward=None,
+            failure=kind,
+            time_used=None,
+        )
+
+
+def _transport(spec: str) -> str:
+    """The row's agent_transport: the agent's kind (the spec's prefix if it no longer resolves)."""
+    try:
+        return resolve_agent(spec).kind
+    except ValueError:
+        return spec.split(":", 1)[0]
+
+
+def _unfinished(run: RunRecord) -> int:
+    return sum(1 for t in run.trials.values() if t.state != "finished")

@@ -1,0 +1,94 @@
+"""The private proof bundle of a run (``skillsbench.agentbeats.private_proof.v1``).
+
+Per run: ``<proof dir>/<run_id>/proof.json`` plus, per trial, copies of ``result.json``, the
+trajectory and the verifier's reward (or an ``infra_failure.json`` when the trial has none).
+The worker payload points at it with ``_private_proof_refs`` / ``_private_proof_manifest``;
+those keys are worker-private and never reach public rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Final
+
+from worker.meta import ProofSettings, manifest_of
+from worker.records import RunRecord
+from worker.store import write_atomic
+from worker.trajectory import utc_now
+
+PROOF_SCHEMA_VERSION: Final = "skillsbench.agentbeats.private_proof.v1"
+INFRA_FAILURE_SCHEMA_VERSION: Final = "skillsbench.agentbeats.infra_failure.v1"
+COPIED_FILES: Final = (
+    "result.json",
+    "config.json",
+    "timing.json",
+    "trajectory/acp_trajectory.jsonl",
+    "trajectory/a2a_trajectory.jsonl",
+    "agent/agentbeats_a2a.txt",
+    "verifier/reward.txt",
+    "verifier/reward.json",
+)
+
+
+def write_proof(run: RunRecord, jobs_dir: Path, settings: ProofSettings) -> dict[str, Any]:
+    """Write the bundle; returns ``{"_private_proof_refs": [...], "_private_proof_manifest": uri}``."""
+    bundle = settings.directory / run.run_id
+    bundle.mkdir(parents=True, exist_ok=True)
+    refs: list[dict[str, Any]] = []
+    copied: list[dict[str, str]] = []
+    run_uri = f"{settings.uri_prefix}/{run.run_id}"
+    for trial in run.trials.values():
+        attempt = trial.current
+        if trial.row is None or attempt is None:
+            continue
+        source = jobs_dir / attempt.trial_dir
+        rel_dir = f"{trial.task_id}/{attempt.trial_id}"
+        target = bundle / rel_dir
+        has_reward = False
+        for name in COPIED_FILES:
+            src = source / name
+            if src.is_file() and not src.is_symlink():
+                dst = target / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+                copied.append({"task_id": trial.task_id, "relative_path": f"{rel_dir}/{name}"})
+                has_reward = has_reward or name.startswith("verifier/reward")
+        if not has_reward or not trial.row["score_eligible"]:
+            doc = {
+                "schema_version": INFRA_FAILURE_SCHEMA_VERSION,
+                "task_id": trial.task_id,
+                "trial_id": attempt.trial_id,
+                "infra_failure_type": trial.row["infra_failure_type"],
+                "failure": trial.failure,
+                "error": attempt.error,
+            }
+            write_atomic(target / "infra_failure.json", json.dumps(doc, indent=2).encode())
+            copied.append(
+                {"task_id": trial.task_id, "relative_path": f"{rel_dir}/infra_failure.json"}
+            )
+        refs.append(
+            {
+                "task_id": trial.task_id,
+                "trial_id": attempt.trial_id,
+                "rollout_dir": rel_dir,
+                "uri": f"{run_uri}/{rel_dir}",
+            }
+        )
+    proof = {
+        "schema_version": PROOF_SCHEMA_VERSION,
+        "proof_id": run.run_id,
+        "created_at": utc_now(),
+        "participants": {role: endpoint.url for role, endpoint in run.request.participants.items()},
+        "task_set": run.request.task_set,
+        "task_set_digest": run.request.task_set_digest,
+        "task_set_manifest": manifest_of(run.request),
+        "public_rows": run.rows(),
+        "worker_meta": run.worker_meta,
+        "private_proof_refs": refs,
+        "copied_artifacts": copied,
+        "retention": settings.retention,
+    }
+    write_atomic(bundle / "proof.json", json.dumps(proof, indent=2, default=str).encode())
+    return {"_private_proof_refs": refs, "_private_proof_manifest": f"{run_uri}/proof.json"}

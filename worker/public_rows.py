@@ -1,0 +1,62 @@
+"""From one finished trial to its public row (through :class:`leaderboard.rows.PublicRow`)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from leaderboard.rows import PublicRow
+from worker.api import RunRequest, RunTask
+from worker.failures import FailureKind, semantics
+
+TRIAL_ID_INFIX = "__agentbeats__"
+
+
+def new_trial_id(task_id: str) -> str:
+    """``<task_id>__agentbeats__<8 hex>``, as in the published results."""
+    return f"{task_id}{TRIAL_ID_INFIX}{secrets.token_hex(4)}"
+
+
+def build_row(
+    request: RunRequest,
+    task: RunTask,
+    *,
+    trial_id: str,
+    agent_transport: str,
+    reward: float | None,
+    failure: FailureKind | None,
+    time_used: float | None,
+) -> dict[str, Any]:
+    """The validated public row. A failure that is not score-eligible zeroes the reward."""
+    category = None
+    eligible = True
+    if failure is not None:
+        meaning = semantics(failure)
+        eligible = meaning.score_eligible
+        category = meaning.category
+    if not eligible or reward is None:
+        reward = 0.0
+    condition = request.condition
+    row = PublicRow(
+        task_id=task.task_id,
+        trial_id=trial_id,
+        task_set=request.task_set,
+        task_set_digest=request.task_set_digest,
+        condition="without_skills" if condition == "without_skills" else "with_skills",
+        score_eligible=eligible,
+        passed=eligible and reward >= 1.0,
+        reward=reward,
+        max_score=1.0,
+        time_used=time_used,
+        task_digest=task.task_digest,
+        category=task.category,
+        difficulty=task.difficulty,
+        tags=list(task.tags),
+        has_skills=condition != "without_skills",
+        agent_transport=agent_transport,
+        participant_role="agent",
+        infra_failure_type=category,
+        error_type=category,
+        artifact_refs=[],
+    )
+    return row.public_dict()

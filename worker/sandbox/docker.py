@@ -1,0 +1,696 @@
+"""The ``docker`` sandbox: one container per trial through the Docker Engine API (docker SDK).
+
+Blocking SDK calls run in threads; interactive exec sessions use the hijacked exec socket
+directly on the event loop (we demultiplex Docker's 8-byte stream frames ourselves), so a
+long-running ACP agent does not hold a thread. Files move with ``put_archive``/``get_archive``:
+nothing assumes the engine can see the worker's disk (the AgentBeats case: socket mounted into
+a container). Everything created carries ``skillsbench.managed=true``, ``skillsbench.run`` and
+``skillsbench.trial`` labels, which :func:`reap_stale` uses after a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+import socket
+import tarfile
+import tempfile
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
+from worker.sandbox.base import (
+    AGENT_LOGS_DIR,
+    ARTIFACTS_DIR,
+    DEFAULT_WORKDIR,
+    VERIFIER_LOGS_DIR,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxProcess,
+    SandboxSpec,
+    sandbox_backend,
+)
+from worker.sandbox.dockerfile import DockerfileError, skills_copy_lines
+
+LABEL_MANAGED = "skillsbench.managed"
+LABEL_RUN = "skillsbench.run"
+LABEL_TRIAL = "skillsbench.trial"
+LABEL_BUILT = "skillsbench.built"  # on images we built (prebuilt images never carry it)
+IMAGE_REPOSITORY = "skillsbench-env"
+STREAM_LIMIT = 64 * 1024 * 1024
+# Prints the shell's pid (the exec's process group) on stderr, then becomes the command.
+_PID_WRAPPER = 'echo "$$" >&2 && exec "$@"'
+# The container's init (docker-init) keeps running only while its child, the keep-alive, does.
+_KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
+# Stop, then kill, every process but init, the keep-alive ($1) and this shell; stopped
+# processes cannot fork, so nothing escapes between the two passes.
+_KILL_ALL = (
+    'for sig in STOP KILL; do for d in /proc/[0-9]*; do p=${d#/proc/}; case $p in 1|"$1"|$$) ;; '
+    "*) kill -s $sig $p 2>/dev/null;; esac; done; done; true"
+)
+
+_client_lock = threading.Lock()
+_client: Any = None
+_build_locks: dict[str, threading.Lock] = {}
+
+
+def docker_client() -> Any:
+    """One shared SDK client; SandboxError when no engine answers."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            try:
+                import docker
+
+                client = docker.from_env(timeout=300)
+                client.ping()
+            except Exception as exc:  # DockerException, requests' ConnectionError, ...
+                raise SandboxError(f"no Docker Engine answers: {exc}") from None
+            _client = client
+        return _client
+
+
+def _errors() -> Any:
+    import docker.errors
+
+    return docker.errors
+
+
+def build_context_digest(environment: Path, with_skills: bool, skills_dir: str) -> str:
+    """Content hash of the build context and the skills condition (tags never collide)."""
+    digest = hashlib.sha256(f"v1|skills={with_skills}|{skills_dir}".encode())
+    for path in sorted(environment.rglob("*")):
+        rel = path.relative_to(environment).as_posix()
+        if path.is_symlink():
+            digest.update(f"L{rel}->{os.readlink(path)}\0".encode())
+        elif path.is_file():
+            digest.update(f"F{rel}:{path.stat().st_mode & 0o777}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        elif path.is_dir():
+            digest.update(f"D{rel}\0".encode())
+    return digest.hexdigest()[:20]
+
+
+def image_tag(task_id: str, digest: str) -> str:
+    name = re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()).strip(".-_") or "task"
+    return f"{IMAGE_REPOSITORY}/{name[:100]}:{digest}"
+
+
+def prepare_context(environment: Path, target: Path, with_skills: bool, skills_dir: str) -> None:
+    """Copy the build context to ``target`` and fit it to the skills condition.
+
+    With skills: ``COPY skills <skills_dir>`` is appended. Without: ``skills/`` is left out and
+    the Dockerfile's own ``COPY skills ...`` lines are dropped (as BenchFlow's no-skill mode).
+    """
+    shutil.copytree(environment, target, symlinks=True)
+    dockerfile = target / "Dockerfile"
+    text = dockerfile.read_text(encoding="utf-8")
+    has_skills = (target / "skills").is_dir()
+    if with_skills and has_skills:
+        text = text.rstrip("\n") + f"\nCOPY skills {skills_dir.rstrip('/')}/\n"
+    elif not with_skills:
+        drop = skills_copy_lines(text)
+        lines = text.splitlines()
+        text = "\n".join(line for number, line in enumerate(lines, 1) if number not in drop) + "\n"
+        if has_skills:
+            shutil.rmtree(target / "skills")
+    dockerfile.write_text(text, encoding="utf-8")
+
+
+@dataclass(eq=False)
+class _Session:
+    """One exec over the hijacked socket, demultiplexed onto asyncio streams."""
+
+    exec_id: str
+    sock: socket.socket
+    writer: asyncio.StreamWriter
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+    pid: asyncio.Future[int]
+    pump: asyncio.Task[None] = field(init=False)
+
+    def close(self) -> None:
+        self.pump.cancel()
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+async def _pump(reader: asyncio.StreamReader, session: _Session) -> None:
+    stderr_head = b""
+    try:
+        while True:
+            try:
+                header = await reader.readexactly(8)
+            except asyncio.IncompleteReadError:
+                return
+            size = int.from_bytes(header[4:8], "big")
+            data = await reader.readexactly(size) if size else b""
+            if header[0] == 2:
+                if not session.pid.done():
+                    stderr_head += data
+                    if b"\n" not in stderr_head:
+                        continue
+                    line, _, data = stderr_head.partition(b"\n")
+                    try:
+                        session.pid.set_result(int(line))
+                    except ValueError:
+                        session.pid.set_result(0)
+                        data = stderr_head
+                if data:
+                    session.stderr.feed_data(data)
+            else:
+                session.stdout.feed_data(data)
+    except (ConnectionError, OSError, asyncio.IncompleteReadError):
+        return
+    finally:
+        if not session.pid.done():
+            session.pid.set_result(0)
+        session.stdout.feed_eof()
+        session.stderr.feed_eof()
+
+
+class DockerProcess(SandboxProcess):
+    def __init__(self, sandbox: DockerSandbox, session: _Session) -> None:
+        self._sandbox = sandbox
+        self._session = session
+        self.stdin = session.writer
+        self.stdout = session.stdout
+        self.stderr = session.stderr
+        self._code: int | None = None
+
+    async def wait(self) -> int:
+        if self._code is None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._session.pump)
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise asyncio.CancelledError
+            self._code = await self._sandbox._exit_code(self._session.exec_id)
+            self._session.close()
+            self._sandbox._sessions.discard(self._session)
+        return self._code
+
+    async def kill(self) -> None:
+        if self._code is not None:
+            return
+        await self._sandbox._kill_group(self._session)
+        self._session.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._session.pump
+        self._code = await self._sandbox._exit_code(self._session.exec_id, wait=5.0)
+        self._sandbox._sessions.discard(self._session)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._code
+
+
+@sandbox_backend("docker")
+class DockerSandbox(Sandbox):
+    """One container per trial; see the module docstring."""
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        super().__init__(spec)
+        self._container_id: str | None = None
+        self._workdir = spec.task.config.environment.workdir or DEFAULT_WORKDIR
+        self._sessions: set[_Session] = set()
+        self._keep_alive = 0
+        self._started = False
+        self._stopped = False
+        self.image: str | None = None
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {LABEL_MANAGED: "true", LABEL_RUN: self.spec.run_id, LABEL_TRIAL: self.spec.trial_id}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            raise SandboxError("sandbox already started")
+        self._started = True
+        client = await asyncio.to_thread(docker_client)
+        self.image = await self._image(client)
+        env_config = self.spec.task.config.environment
+        image_workdir = await asyncio.to_thread(_image_workdir, client, self.image)
+        self._workdir = env_config.workdir or image_workdir or DEFAULT_WORKDIR
+        environment = {**env_config.env, **self.spec.env}
+        kwargs: dict[str, Any] = {
+            "detach": True,
+            "init": True,
+            "entrypoint": ["sleep", "infinity"],
+            "command": [],
+            "labels": self.labels,
+            "environment": environment,
+            "nano_cpus": int(env_config.cpus * 1e9),
+            "mem_limit": f"{env_config.memory_mb}m",
+            "working_dir": self._workdir,
+        }
+        if not self.spec.internet:
+            kwargs["network_mode"] = "none"
+        if self._stopped:
+            raise SandboxError("sandbox stopped while starting")
+        try:
+            container = await asyncio.to_thread(client.containers.run, self.image, **kwargs)
+        except _errors().DockerException as exc:
+            raise SandboxError(f"container failed to start: {exc}") from None
+        self._container_id = container.id
+        dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
+        ready = await self.exec(
+            f"mkdir -p {dirs} && chmod 777 {AGENT_LOGS_DIR} {VERIFIER_LOGS_DIR} {ARTIFACTS_DIR}",
+            timeout_sec=60,
+        )
+        if ready.exit_code != 0:
+            raise SandboxError(
+                f"container setup failed: {ready.stderr.strip() or ready.stdout.strip()}"
+            )
+        children = await self.exec(_KEEP_ALIVE_PID, timeout_sec=30)
+        try:
+            self._keep_alive = int(children.stdout.split()[0])
+        except (IndexError, ValueError):
+            raise SandboxError(
+                "container setup failed: cannot find the keep-alive process"
+            ) from None
+
+    async def _image(self, client: Any) -> str:
+        if self.spec.image:
+            return await asyncio.to_thread(_ensure_prebuilt, client, self.spec.image)
+        task = self.spec.task
+        env = task.config.environment
+        try:
+            digest = await asyncio.to_thread(
+                build_context_digest, task.environment_dir, self.spec.with_skills, env.skills_dir
+            )
+        except OSError as exc:
+            raise SandboxError(f"task {task.task_id}: cannot read environment/: {exc}") from None
+        tag = image_tag(task.task_id, digest)
+        labels = {**self.labels, LABEL_BUILT: "true"}
+        build = asyncio.to_thread(
+            _build_image,
+            client,
+            task.environment_dir,
+            tag,
+            labels,
+            self.spec.with_skills,
+            env.skills_dir,
+        )
+        try:
+            await asyncio.wait_for(build, env.build_timeout_sec)
+        except TimeoutError:
+            raise SandboxError(
+                f"task {task.task_id}: image build timed out after {env.build_timeout_sec:g}s"
+            ) from None
+        return tag
+
+    async def kill_processes(self) -> None:
+        if self._container_id is not None and not self._stopped:
+            await self.exec(["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], timeout_sec=30)
+        sessions = list(self._sessions)
+        if sessions:
+            await asyncio.wait([s.pump for s in sessions], timeout=5)
+        for session in sessions:
+            session.close()
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        for session in list(self._sessions):
+            session.close()
+        self._sessions.clear()
+        if not self._started:
+            return
+        try:
+            client = await asyncio.to_thread(docker_client)
+        except SandboxError:
+            return
+        await asyncio.to_thread(
+            _remove_containers, client, self.spec.run_id, self.spec.trial_id, self._container_id
+        )
+        self._container_id = None
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _container(self) -> str:
+        if self._container_id is None or self._stopped:
+            raise SandboxError("the sandbox is not running")
+        return self._container_id
+
+    async def _open(
+        self,
+        command: str | Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        user: str | None,
+        stdin: bool,
+    ) -> _Session:
+        container = self._container()
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        wrapped = ["/bin/sh", "-c", _PID_WRAPPER, "sh", *argv]
+        client = await asyncio.to_thread(docker_client)
+
+        def start() -> tuple[str, Any]:
+            created = client.api.exec_create(
+                container,
+                wrapped,
+                stdout=True,
+                stderr=True,
+                stdin=stdin,
+                environment=dict(env or {}),
+                workdir=cwd or self._workdir,
+                user=user or "",
+            )
+            return created["Id"], client.api.exec_start(created["Id"], socket=True)
+
+        try:
+            exec_id, raw = await asyncio.to_thread(start)
+        except _errors().DockerException as exc:
+            raise SandboxError(f"exec failed: {exc}") from None
+        sock: socket.socket = getattr(raw, "_sock", raw)
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+        loop = asyncio.get_running_loop()
+        session = _Session(
+            exec_id=exec_id,
+            sock=sock,
+            writer=writer,
+            stdout=asyncio.StreamReader(limit=STREAM_LIMIT),
+            stderr=asyncio.StreamReader(limit=STREAM_LIMIT),
+            pid=loop.create_future(),
+        )
+        session.pump = asyncio.create_task(_pump(reader, session))
+        if not stdin:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)
+        self._sessions.add(session)
+        return session
+
+    async def _exit_code(self, exec_id: str, wait: float = 30.0) -> int:
+        client = await asyncio.to_thread(docker_client)
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            info = await asyncio.to_thread(client.api.exec_inspect, exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            if asyncio.get_running_loop().time() > deadline:
+                return -1
+            await asyncio.sleep(0.02)
+
+    async def _kill_group(self, session: _Session) -> None:
+        try:
+            pid = await asyncio.wait_for(asyncio.shield(session.pid), 5)
+        except TimeoutError:
+            pid = 0
+        if pid > 1 and not self._stopped:
+            with contextlib.suppress(SandboxError):
+                await self.exec(f"kill -9 -{pid} {pid} 2>/dev/null; true", timeout_sec=30)
+
+    async def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        timeout_sec: float | None = None,
+        stdin: bytes | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        session = await self._open(command, cwd, env, user, stdin is not None)
+        out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
+        timed_out = False
+        try:
+            async with asyncio.timeout(timeout_sec):
+                if stdin is not None:
+                    with contextlib.suppress(ConnectionError, OSError):
+                        session.writer.write(stdin)
+                        await session.writer.drain()
+                        session.sock.shutdown(socket.SHUT_WR)
+                await asyncio.gather(drain(session.stdout, out), drain(session.stderr, err))
+                await session.pump
+        except TimeoutError:
+            timed_out = True
+            await self._kill_group(session)
+        finally:
+            session.close()
+            self._sessions.discard(session)
+        code = TIMEOUT_EXIT_CODE if timed_out else await self._exit_code(session.exec_id)
+        return ExecResult(
+            exit_code=code,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def open_process(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> SandboxProcess:
+        session = await self._open(command, cwd, env, user, True)
+        return DockerProcess(self, session)
+
+    # -- files -----------------------------------------------------------------------------
+
+    async def upload(self, host_path: Path, sandbox_path: str) -> None:
+        container = self._container()
+        if not sandbox_path.startswith("/"):
+            raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
+        if not host_path.exists():
+            raise SandboxError(f"upload: {host_path} does not exist")
+        target = posixpath.normpath(sandbox_path)
+        parent = target if host_path.is_dir() else posixpath.dirname(target)
+        made = await self.exec(["mkdir", "-p", parent], timeout_sec=60)
+        if made.exit_code != 0:
+            raise SandboxError(f"upload: cannot create {parent}: {made.stderr.strip()}")
+        client = await asyncio.to_thread(docker_client)
+        await asyncio.to_thread(_put, client, container, host_path, target)
+
+    async def download(self, sandbox_path: str, host_path: Path) -> None:
+        container = self._container()
+        if not sandbox_path.startswith("/"):
+            raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
+        client = await asyncio.to_thread(docker_client)
+        await asyncio.to_thread(
+            _get, client, container, posixpath.normpath(sandbox_path), host_path
+        )
+
+
+# -- blocking helpers (run in threads) ------------------------------------------------------
+
+
+def _ensure_prebuilt(client: Any, ref: str) -> str:
+    errors = _errors()
+    try:
+        client.images.get(ref)
+    except errors.ImageNotFound:
+        try:
+            client.images.pull(ref)
+        except errors.DockerException as exc:
+            raise SandboxError(f"prebuilt image {ref} is not available: {exc}") from None
+    return ref
+
+
+def _image_workdir(client: Any, image: str) -> str | None:
+    config = client.images.get(image).attrs.get("Config") or {}
+    return config.get("WorkingDir") or None
+
+
+def _build_image(
+    client: Any,
+    environment: Path,
+    tag: str,
+    labels: dict[str, str],
+    with_skills: bool,
+    skills_dir: str,
+) -> None:
+    errors = _errors()
+    with _client_lock:
+        lock = _build_locks.setdefault(tag, threading.Lock())
+    with lock:  # one build at a time per tag; later callers reuse the image
+        try:
+            client.images.get(tag)
+            return
+        except errors.ImageNotFound:
+            pass
+        with tempfile.TemporaryDirectory(prefix="skillsbench-build-") as tmp:
+            context = Path(tmp) / "context"
+            try:
+                prepare_context(environment, context, with_skills, skills_dir)
+            except (OSError, DockerfileError) as exc:
+                raise SandboxError(f"cannot prepare the build context: {exc}") from None
+            try:
+                client.images.build(
+                    path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
+                )
+            except errors.BuildError as exc:
+                logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
+                tail = [text.strip() for text in logged if text.strip()][-5:]
+                detail = " | ".join(tail) or str(exc)
+                raise SandboxError(f"image build failed: {exc.msg}: {detail}") from None
+            except errors.DockerException as exc:
+                raise SandboxError(f"image build failed: {exc}") from None
+
+
+def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | None) -> None:
+    errors = _errors()
+    ids = {known} if known else set()
+    filters = {"label": [f"{LABEL_RUN}={run_id}", f"{LABEL_TRIAL}={trial_id}"]}
+    with contextlib.suppress(errors.DockerException):
+        ids |= {c.id for c in client.containers.list(all=True, filters=filters)}
+    for cid in ids:
+        with contextlib.suppress(errors.NotFound):
+            try:
+                client.api.remove_container(cid, force=True, v=True)
+            except errors.APIError as exc:
+                if "already in progress" not in str(exc):
+                    raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
+
+
+def _put(client: Any, container: str, host_path: Path, target: str) -> None:
+    with tempfile.TemporaryFile() as buffer:
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            if host_path.is_dir():
+                for child in sorted(host_path.iterdir()):
+                    tar.add(child, arcname=child.name, filter=_as_root)
+                dest = target
+            else:
+                tar.add(host_path, arcname=posixpath.basename(target), filter=_as_root)
+                dest = posixpath.dirname(target)
+        buffer.seek(0)
+        try:
+            if not client.api.put_archive(container, dest, buffer):
+                raise SandboxError(f"upload to {target} failed")
+        except _errors().DockerException as exc:
+            raise SandboxError(f"upload to {target} failed: {exc}") from None
+
+
+def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+_GO_MODE_SYMLINK = 1 << 27
+_GO_MODE_DIR = 1 << 31
+
+
+def _get(client: Any, container: str, path: str, host_path: Path) -> None:
+    errors = _errors()
+    try:
+        chunks, info = client.api.get_archive(container, path)
+    except errors.NotFound:
+        raise SandboxError(f"download: {path} does not exist in the sandbox") from None
+    except errors.DockerException as exc:
+        raise SandboxError(f"download of {path} failed: {exc}") from None
+    mode = int(info.get("mode", 0))
+    if info.get("linkTarget") or mode & _GO_MODE_SYMLINK:
+        raise SandboxError(f"download: {path} is a symbolic link; not followed")
+    with tempfile.TemporaryFile() as buffer:
+        for chunk in chunks:
+            buffer.write(chunk)
+        buffer.seek(0)
+        with tarfile.open(fileobj=buffer, mode="r|") as tar:
+            _extract(tar, posixpath.basename(path.rstrip("/")) or ".", host_path)
+
+
+def _extract(tar: tarfile.TarFile, top: str, host_path: Path) -> None:
+    """Regular files and folders only; links, devices and odd names are skipped."""
+    for member in tar:
+        name = posixpath.normpath(member.name)
+        if name == top:
+            rel = ""
+        elif name.startswith(top + "/"):
+            rel = name[len(top) + 1 :]
+        else:
+            continue
+        if rel.startswith("../") or rel.startswith("/") or "/../" in f"/{rel}/":
+            continue
+        dest = host_path / rel if rel else host_path
+        if member.isdir():
+            dest.mkdir(parents=True, exist_ok=True)
+        elif member.isreg():
+            if any(p.is_symlink() for p in [dest, *dest.parents][: rel.count("/") + 1]):
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            with source, open(dest, "wb") as handle:
+                shutil.copyfileobj(source, handle)
+
+
+# -- reaper ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ReapReport:
+    containers: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+
+
+async def reap_stale(active_run_ids: Collection[str]) -> ReapReport:
+    """Remove containers, networks and self-built images whose run is no longer active.
+
+    Prebuilt images never carry our labels, so they are never touched.
+    """
+    client = await asyncio.to_thread(docker_client)
+    return await asyncio.to_thread(_reap, client, set(active_run_ids))
+
+
+def _reap(client: Any, active: set[str]) -> ReapReport:
+    errors = _errors()
+    report = ReapReport()
+    managed = {"label": [f"{LABEL_MANAGED}=true"]}
+
+    def stale(labels: Mapping[str, str] | None) -> bool:
+        return (labels or {}).get(LABEL_RUN) not in active
+
+    for container in client.containers.list(all=True, filters=managed):
+        if stale(container.labels):
+            with contextlib.suppress(errors.NotFound, errors.APIError):
+                container.remove(force=True, v=True)
+                report.containers.append(container.id)
+    for network in client.networks.list(filters=managed):
+        if stale(network.attrs.get("Labels")):
+            with contextlib.suppress(errors.NotFound, errors.APIError):
+                network.remove()
+                report.networks.append(network.id)
+    built = {"label": [f"{LABEL_MANAGED}=true", f"{LABEL_BUILT}=true"]}
+    for image in client.images.list(filters=built):
+        if stale(image.labels):
+            for ref in image.tags or [image.id]:
+                with contextlib.suppress(errors.NotFound, errors.APIError):
+                    client.images.remove(ref, force=False, noprune=False)
+                    report.images.append(ref)
+    return report
+
+
+__all__ = [
+    "LABEL_MANAGED",
+    "LABEL_RUN",
+    "LABEL_TRIAL",
+    "DockerSandbox",
+    "ReapReport",
+    "build_context_digest",
+    "docker_client",
+    "prepare_context",
+    "reap_stale",
+]

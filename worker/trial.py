@@ -1,0 +1,494 @@
+"""One trial, start to finish: sandbox up → instruction placed → agent → agent killed → workspace
+hardened → tests copied in → verifier → reward → sandbox torn down.
+
+``run_trial`` never raises for a failure of the trial itself: every failure becomes a
+:class:`~worker.failures.FailureKind` in the outcome (the failure table decides what it means).
+Cancellation propagates after the sandbox is stopped and ``result.json`` says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from task_sets.task import Task
+from worker.agents.base import Agent, AgentContext, AgentOutcome
+from worker.api import RunRequest, RunTask
+from worker.failures import FailureKind, semantics
+from worker.public_rows import build_row
+from worker.sandbox.base import (
+    AGENT_LOGS_DIR,
+    INSTRUCTION_PATH,
+    SOLUTION_DIR,
+    TESTS_DIR,
+    VERIFIER_LOGS_DIR,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnsupported,
+    sandbox_class,
+)
+from worker.store import write_atomic
+from worker.trajectory import TrajectoryRecorder, utc_now
+from worker.verifier import (
+    TEST_COMMAND,
+    RewardError,
+    expected_tests,
+    harden,
+    harden_and_test,
+    kill_agent_processes,
+    read_reward,
+    snapshot_plantables,
+)
+
+log = logging.getLogger(__name__)
+
+RESULT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.trial_result.v1"
+AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
+STOP_TIMEOUT_SEC = 60.0
+ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
+SETUP_BUDGET_SEC = 300.0  # sandbox start + placement + teardown, on top of the task's budgets
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    run_id: str
+    key: str
+    instance: int
+    attempt: int
+    trial_id: str
+    trial_dir: Path
+    task: Task
+    run_task: RunTask
+    request: RunRequest
+    agent: Agent
+    environment: str
+
+    @property
+    def with_skills(self) -> bool:
+        return self.request.condition != "without_skills"
+
+    def deadline_sec(self) -> float:
+        """Hard wall-clock budget of the whole trial (beyond it: worker_timeout)."""
+        cfg = self.task.config
+        return (
+            cfg.agent.timeout_sec
+            + AGENT_GRACE_SEC
+            + cfg.verifier.timeout_sec
+            + cfg.environment.build_timeout_sec
+            + SETUP_BUDGET_SEC
+        )
+
+
+@dataclass
+class TrialOutcome:
+    reward: float | None
+    failure: FailureKind | None
+    error: str | None
+    time_used: float | None
+    row: dict[str, Any]
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def retryable(self) -> bool:
+        return self.failure is not None and semantics(self.failure).retried
+
+
+class _Phases:
+    """Wall time per phase, in seconds."""
+
+    def __init__(self) -> None:
+        self.timing: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timing[name] = round(self.timing.get(name, 0.0) + time.monotonic() - start, 3)
+
+
+class _Failed(Exception):
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def build_prompt(task: Task, skills_dir: str | None) -> str:
+    prefix = task.config.agent.prompt_prefix
+    prompt = (f"{prefix.rstrip()}\n\n" if prefix else "") + task.instruction.rstrip() + "\n"
+    if skills_dir:
+        prompt += (
+            f"\nSkills for this task are available in {skills_dir}: each skill is a folder with a "
+            "SKILL.md that explains when and how to use it.\n"
+        )
+    return prompt
+
+
+@dataclass
+class _TrialState:
+    """What a trial has so far; shared between its body and the supervisor that may abort it."""
+
+    started_at: str
+    skills_dir: str | None
+    phases: _Phases = field(default_factory=_Phases)
+    sandbox: Sandbox | None = None
+    agent_outcome: AgentOutcome | None = None
+    removed_files: list[str] = field(default_factory=list)
+    verifier: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+
+
+async def run_trial(plan: TrialPlan) -> TrialOutcome:
+    """Run one trial attempt; the outcome carries the row, result.json is written.
+
+    The body runs as its own task under a supervisor that owns the hard deadline and
+    cancellation: on either it stops the sandbox first (which kills whatever the body is
+    waiting on) and only then cancels the body, so an abort never waits on a stuck process.
+    """
+    trial_dir = plan.trial_dir
+    for sub in ("agent", "verifier", "trajectory"):
+        (trial_dir / sub).mkdir(parents=True, exist_ok=True)
+    task = plan.task
+    skills_dir = task.skills_sandbox_dir if plan.with_skills and task.skills_dir else None
+    state = _TrialState(started_at=utc_now(), skills_dir=skills_dir)
+    _write_json(trial_dir / "config.json", _config_doc(plan, skills_dir, state.started_at))
+    body = asyncio.create_task(_trial_body(plan, state), name=f"trial body {plan.trial_id}")
+    try:
+        done, _ = await asyncio.wait({body}, timeout=plan.deadline_sec())
+    except asyncio.CancelledError:
+        await _abort(body, state)
+        _finish(plan, state, None, None, FailureKind.WORKER_CANCELLED, "the run was cancelled")
+        raise
+    if not done:
+        await _abort(body, state)
+        return _finish(
+            plan,
+            state,
+            None,
+            None,
+            FailureKind.WORKER_TIMEOUT,
+            f"trial exceeded its hard deadline of {plan.deadline_sec():.0f}s",
+        )
+    return body.result()
+
+
+async def _abort(body: asyncio.Task[TrialOutcome], state: _TrialState) -> None:
+    body.cancel()
+    if state.sandbox is not None:
+        with state.phases.phase("teardown"):
+            await _stop(state.sandbox, state)
+    await asyncio.wait({body}, timeout=ABORT_WAIT_SEC)
+
+
+async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
+    task = plan.task
+    cfg = task.config
+    skills_dir = state.skills_dir
+    phases = state.phases
+    record = TrajectoryRecorder(plan.trial_dir)
+    reward: float | None = None
+    reward_source: str | None = None
+    failure: FailureKind | None = None
+    error: str | None = None
+    try:
+        spec = SandboxSpec(
+            task=task,
+            run_id=plan.run_id,
+            trial_id=plan.trial_id,
+            state_dir=plan.trial_dir / "sandbox",
+            with_skills=skills_dir is not None,
+            internet=cfg.environment.internet,
+            env=dict(cfg.environment.env),
+        )
+        with phases.phase("environment_setup"):
+            try:
+                state.sandbox = sandbox = sandbox_class(plan.environment)(spec)
+                await sandbox.start()
+            except SandboxUnsupported as exc:
+                raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
+            except SandboxError as exc:
+                raise _Failed(FailureKind.SANDBOX_START, str(exc)) from None
+        prompt = build_prompt(task, skills_dir)
+        with phases.phase("agent_setup"):
+            snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
+        state.agent_outcome = agent_outcome = await _run_agent(
+            plan, sandbox, prompt, skills_dir, record, phases
+        )
+        if (
+            agent_outcome.failure is not None
+            and not semantics(agent_outcome.failure).score_eligible
+        ):
+            raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
+        with phases.phase("verifier"):
+            reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
+        if agent_outcome.status == "timeout":
+            failure = FailureKind.AGENT_TIMEOUT
+    except _Failed as exc:
+        failure, error = exc.kind, str(exc)
+    except Exception as exc:  # a bug in the worker, not the agent's fault
+        log.exception("trial %s crashed", plan.trial_id)
+        failure, error = FailureKind.WORKER_ERROR, f"{type(exc).__name__}: {exc}"
+    finally:
+        if state.sandbox is not None and not state.stopped:
+            with phases.phase("teardown"):
+                await _stop(state.sandbox, state)
+    return _finish(plan, state, reward, reward_source, failure, error)
+
+
+async def _infra(awaitable: Awaitable[str]) -> str:
+    """Sandbox errors between start and verifier mean the sandbox went away under us."""
+    try:
+        return await awaitable
+    except SandboxError as exc:
+        raise _Failed(FailureKind.SANDBOX_LOST, str(exc)) from None
+
+
+# Plantable-file snapshots of fresh sandboxes: identical for every trial of a task in one
+# environment, so taken once per (environment, task folder, skills dir) and reused.
+_SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
+
+
+async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str | None) -> str:
+    """Instruction (and skills, and for the oracle the solution) in; snapshot of plantables."""
+    task = plan.task
+    staged = plan.trial_dir / "sandbox-input"
+    staged.mkdir(parents=True, exist_ok=True)
+    (staged / "instruction.md").write_text(prompt, encoding="utf-8")
+    await sandbox.upload(staged / "instruction.md", INSTRUCTION_PATH)
+    if skills_dir is not None and task.skills_dir is not None:
+        await sandbox.upload(task.skills_dir, skills_dir)
+    if plan.agent.needs_solution and task.solution_dir is not None:
+        await sandbox.upload(task.solution_dir, SOLUTION_DIR)
+    key = (plan.environment, str(task.path), skills_dir)
+    if key not in _SNAPSHOTS:
+        _SNAPSHOTS[key] = await snapshot_plantables(sandbox, skills_dir)
+    return _SNAPSHOTS[key]
+
+
+async def _run_agent(
+    plan: TrialPlan,
+    sandbox: Sandbox,
+    prompt: str,
+    skills_dir: str | None,
+    record: TrajectoryRecorder,
+    phases: _Phases,
+) -> AgentOutcome:
+    timeout = plan.task.config.agent.timeout_sec
+    env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
+    participant = plan.request.participants.get("agent")
+    ctx = AgentContext(
+        sandbox=sandbox,
+        task=plan.task,
+        prompt=prompt,
+        trial_dir=plan.trial_dir,
+        timeout_sec=timeout,
+        record=record,
+        env=env,
+        participant_url=participant.url if participant else None,
+        participant_sandbox_url=participant.sandbox_url if participant else None,
+        skills_dir=skills_dir,
+    )
+    record({"type": "user_message", "text": prompt})
+    with phases.phase("agent_execution"):
+        agent_task = asyncio.create_task(plan.agent.run(ctx), name=f"agent {plan.trial_id}")
+        try:
+            done, _ = await asyncio.wait({agent_task}, timeout=timeout + AGENT_GRACE_SEC)
+        except asyncio.CancelledError:
+            agent_task.cancel()
+            raise
+        if done:
+            try:
+                outcome = agent_task.result()
+            except SandboxError as exc:
+                outcome = AgentOutcome(
+                    status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
+                )
+        else:
+            # The agent ignored its deadline: kill what it runs (unblocks it), then cancel it.
+            record(
+                {"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout}
+            )
+            agent_task.cancel()
+            with contextlib.suppress(SandboxError):
+                await asyncio.wait_for(kill_agent_processes(sandbox), ABORT_WAIT_SEC)
+            await asyncio.wait({agent_task}, timeout=ABORT_WAIT_SEC)
+            outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
+    outcome.n_tool_calls = max(outcome.n_tool_calls, record.n_tool_calls)
+    return outcome
+
+
+async def _verify(
+    plan: TrialPlan,
+    sandbox: Sandbox,
+    snapshot: str,
+    state: _TrialState,
+    agent_outcome: AgentOutcome,
+) -> tuple[float | None, str | None]:
+    task = plan.task
+    verifier_cfg = task.config.verifier
+    try:
+        # The agent's processes die first; nothing it left can see tests/ or write a reward.
+        await kill_agent_processes(sandbox)
+        await sandbox.upload(task.tests_dir, TESTS_DIR)
+        tests = expected_tests(task.tests_dir)
+        if verifier_cfg.user in (None, "root"):
+            state.removed_files, result = await harden_and_test(
+                sandbox,
+                snapshot,
+                state.skills_dir,
+                tests,
+                env=dict(verifier_cfg.env),
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
+        else:
+            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, tests)
+            result = await sandbox.exec(
+                ["sh", "-c", TEST_COMMAND],
+                cwd=sandbox.workdir,
+                env=dict(verifier_cfg.env),
+                user=verifier_cfg.user,
+                timeout_sec=verifier_cfg.timeout_sec,
+            )
+        state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
+        host_dir = plan.trial_dir / "verifier"
+        await sandbox.download(VERIFIER_LOGS_DIR, host_dir)
+        with contextlib.suppress(SandboxError, OSError):
+            await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs")
+    except SandboxError as exc:
+        raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
+    if result.timed_out:
+        raise _Failed(
+            FailureKind.VERIFIER_TIMEOUT,
+            f"tests/test.sh ran past [verifier].timeout_sec={verifier_cfg.timeout_sec:.0f}",
+        )
+    try:
+        reward = read_reward(host_dir)
+    except RewardError as exc:
+        if agent_outcome.status == "timeout":
+            return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
+        raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
+    return reward.value, reward.source
+
+
+async def _stop(sandbox: Sandbox, state: _TrialState) -> None:
+    """Stop the sandbox once, even while the trial is being cancelled."""
+    if state.stopped:
+        return
+    state.stopped = True
+    stop = asyncio.ensure_future(asyncio.wait_for(sandbox.stop(), STOP_TIMEOUT_SEC))
+    try:
+        await asyncio.shield(stop)
+    except asyncio.CancelledError:
+        await asyncio.wait([stop])
+        raise
+    except Exception as exc:
+        log.warning("sandbox stop failed for %s: %s", state.started_at, exc)
+
+
+def _finish(
+    plan: TrialPlan,
+    state: _TrialState,
+    reward: float | None,
+    reward_source: str | None,
+    failure: FailureKind | None,
+    error: str | None,
+) -> TrialOutcome:
+    agent_outcome = state.agent_outcome
+    timing = dict(state.phases.timing)
+    time_used = None
+    if "agent_execution" in timing:
+        time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
+    timing["total"] = round(sum(v for k, v in timing.items()), 3)
+    row = build_row(
+        plan.request,
+        plan.run_task,
+        trial_id=plan.trial_id,
+        agent_transport=plan.agent.kind,
+        reward=reward,
+        failure=failure,
+        time_used=time_used,
+    )
+    meaning = semantics(failure) if failure is not None else None
+    result: dict[str, Any] = {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "run_id": plan.run_id,
+        "task_id": plan.task.task_id,
+        "trial_id": plan.trial_id,
+        "trial_key": plan.key,
+        "instance": plan.instance,
+        "attempt": plan.attempt,
+        "agent": plan.agent.spec,
+        "agent_kind": plan.agent.kind,
+        "environment": plan.environment,
+        "condition": plan.request.condition,
+        "reward": row["reward"],
+        "reward_source": reward_source,
+        "passed": row["passed"],
+        "score_eligible": row["score_eligible"],
+        "failure": failure.value if failure else None,
+        "retried": meaning.retried if meaning else False,
+        "infra_failure_type": row["infra_failure_type"],
+        "error": error,
+        "agent_result": None
+        if agent_outcome is None
+        else {
+            "status": agent_outcome.status,
+            "message": agent_outcome.message,
+            "n_tool_calls": agent_outcome.n_tool_calls,
+            "details": agent_outcome.details,
+        },
+        "verifier": {**state.verifier, "removed_files": state.removed_files},
+        "time_used": time_used,
+        "timing": timing,
+        "started_at": state.started_at,
+        "finished_at": utc_now(),
+    }
+    _write_json(plan.trial_dir / "timing.json", timing)
+    _write_json(plan.trial_dir / "result.json", result)
+    return TrialOutcome(
+        reward=row["reward"] if row["score_eligible"] else None,
+        failure=failure,
+        error=error,
+        time_used=time_used,
+        row=row,
+        result=result,
+    )
+
+
+def _config_doc(plan: TrialPlan, skills_dir: str | None, started_at: str) -> dict[str, Any]:
+    cfg = plan.task.config
+    return {
+        "schema_version": "skillsbench.agentbeats.trial_config.v1",
+        "run_id": plan.run_id,
+        "task_id": plan.task.task_id,
+        "task_digest": plan.run_task.task_digest,
+        "trial_id": plan.trial_id,
+        "trial_key": plan.key,
+        "instance": plan.instance,
+        "attempt": plan.attempt,
+        "agent": plan.agent.spec,
+        "environment": plan.environment,
+        "condition": plan.request.condition,
+        "skills_sandbox_dir": skills_dir,
+        "agent_timeout_sec": cfg.agent.timeout_sec,
+        "verifier_timeout_sec": cfg.verifier.timeout_sec,
+        "internet": cfg.environment.internet,
+        "task_set": plan.request.task_set,
+        "task_set_digest": plan.request.task_set_digest,
+        "started_at": started_at,
+    }
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    # Not fsynced: the run document is the record of truth, and a trial it does not list as
+    # finished is re-run after a crash.
+    write_atomic(path, json.dumps(doc, indent=2, default=str).encode(), durable=False)

@@ -1,0 +1,289 @@
+"""Grading a trial: harden the workspace the agent leaves behind, run ``tests/test.sh``, read the reward.
+
+Order matters and is the anti-cheat story: the agent's processes are killed first
+(:func:`kill_agent_processes`; nothing can write a reward later), then every ``conftest.py`` / ``sitecustomize.py`` / ``usercustomize.py`` /
+``*.pth`` / root-level pytest config that was not there before the agent ran (or changed since) is
+removed, ``/logs/verifier`` is emptied (a symlink planted there is removed), and only then are
+``tests/`` copied in and run. The reward is read from the host copy of ``/logs/verifier``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from worker.sandbox.base import TESTS_DIR, VERIFIER_LOGS_DIR, ExecResult, Sandbox, SandboxError
+
+# Files that change how Python or pytest behave when merely present.
+_PLANTABLE_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth")
+_ROOT_CONFIG_FILES = (
+    "/conftest.py",
+    "/pytest.ini",
+    "/pyproject.toml",
+    "/tox.ini",
+    "/setup.cfg",
+    "/sitecustomize.py",
+    "/usercustomize.py",
+)
+# Writable places searched recursively (plus the workdir and the skills dir).
+_SCAN_ROOTS = ("/root", "/home", "/tmp", "/var/tmp", "/app", "/logs")
+# Python site dirs (shell globs). Only their top level matters: .pth files and
+# site/usercustomize are read from the site dir itself, so they are not searched recursively.
+_SITE_GLOBS = (
+    "/usr/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/lib64/python3*/site-packages",
+    "/usr/local/lib64/python3*/site-packages",
+    "/opt/*/lib/python3*/site-packages",
+    "/opt/*/*/lib/python3*/site-packages",
+)
+
+
+def _scan_script(extra_roots: list[str]) -> str:
+    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
+    a symlink) per plantable file, sorted.
+
+    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
+    single ``cksum`` for all files.
+    """
+    roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
+    names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
+    root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
+    sites = " ".join(_SITE_GLOBS)
+    return f"""
+scan() {{
+  find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
+  for s in {sites}; do
+    [ -d "$s" ] || continue
+    for f in "$s"/*.pth "$s"/sitecustomize.py "$s"/usercustomize.py; do
+      if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi
+    done
+  done
+  for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
+}}
+sigs() {{
+  set -f
+  regular=""
+  for f in $(scan | sort -u); do
+    if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
+$f"; fi
+  done
+  if [ -n "$regular" ]; then cksum $regular 2>/dev/null; fi
+  set +f
+}}
+IFS='
+'
+"""
+
+
+def snapshot_command(workdir: str, skills_dir: str | None) -> str:
+    """Before the agent: signatures of the plantable files that legitimately exist."""
+    roots = [workdir] + ([skills_dir] if skills_dir else [])
+    return _scan_script(roots) + "sigs | sort\n"
+
+
+TESTS_MARK = "--skillsbench-tests--"
+HARDENED_MARK = "skillsbench-hardened"
+
+
+def expected_tests(tests_dir: Path) -> list[str]:
+    """Relative paths of every file and folder of the task's tests/ (what /tests must hold)."""
+    return sorted(p.relative_to(tests_dir).as_posix() for p in tests_dir.rglob("*"))
+
+
+def harden_input(snapshot: str, tests: list[str]) -> bytes:
+    return (snapshot.rstrip("\n") + f"\n{TESTS_MARK}\n" + "\n".join(tests) + "\n").encode()
+
+
+def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> str:
+    """After the agent is stopped and tests/ uploaded (stdin: :func:`harden_input`): remove what
+    the agent planted, leave /tests holding exactly the task's tests, reset the verifier logs;
+    with ``then_test`` go on to run tests/test.sh in the same process."""
+    roots = [workdir] + ([skills_dir] if skills_dir else [])
+    tail = (
+        f"echo {HARDENED_MARK}\n[ -x {TESTS_DIR}/test.sh ] || chmod +x {TESTS_DIR}/test.sh\n"
+        f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1\n"
+        if then_test
+        else f"echo {HARDENED_MARK}\nexit 0\n"
+    )
+    return (
+        _scan_script(roots)
+        + f"""
+nl='
+'
+input=$(cat)
+before="${{input%%{TESTS_MARK}*}}"
+expected="$nl${{input#*{TESTS_MARK}$nl}}$nl"
+set -f
+for line in $(sigs | grep -vxF -f /dev/fd/3 3<<SKILLSBENCH_SNAPSHOT
+$before
+SKILLSBENCH_SNAPSHOT
+); do
+  case "$line" in
+    "L "*) f="${{line#L }}" ;;
+    *) f="${{line#* }}"; f="${{f#* }}" ;;
+  esac
+  rm -rf -- "$f" && echo "removed $f"
+done
+t={TESTS_DIR}
+if [ -L "$t" ]; then rm -f "$t" && echo "removed $t"; fi
+if [ -d "$t" ]; then
+  for p in $(find "$t" -mindepth 1 -depth 2>/dev/null); do
+    rel="${{p#$t/}}"
+    if [ -L "$p" ]; then rm -f -- "$p" && echo "removed $p"; continue; fi
+    case "$expected" in
+      *"$nl$rel$nl"*) ;;
+      *) rm -rf -- "$p" && echo "removed $p" ;;
+    esac
+  done
+fi
+set +f
+v={VERIFIER_LOGS_DIR}
+if [ -L "$v" ]; then rm -f "$v"; fi
+[ -d "$v" ] || mkdir -p "$v"
+for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
+"""
+        + tail
+    )
+
+
+TEST_COMMAND = (
+    f"chmod +x {TESTS_DIR}/test.sh 2>/dev/null; "
+    f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1"
+)
+
+
+class RewardError(ValueError):
+    """The verifier ran but left no usable reward."""
+
+
+@dataclass(frozen=True)
+class Reward:
+    value: float
+    source: str  # "reward.json" | "reward.txt"
+
+
+def read_reward(verifier_dir: Path) -> Reward:
+    """The reward left in ``verifier_dir``: reward.json preferred, reward.txt otherwise; both must agree."""
+    json_path = verifier_dir / "reward.json"
+    txt_path = verifier_dir / "reward.txt"
+    from_json = _read_json_reward(json_path) if _present(json_path) else None
+    from_txt = _read_txt_reward(txt_path) if _present(txt_path) else None
+    if from_json is None and from_txt is None:
+        raise RewardError("the verifier wrote neither reward.json nor reward.txt")
+    if from_json is not None and from_txt is not None and abs(from_json - from_txt) > 1e-9:
+        raise RewardError(f"reward.json says {from_json} but reward.txt says {from_txt}")
+    if from_json is not None:
+        return Reward(from_json, "reward.json")
+    assert from_txt is not None
+    return Reward(from_txt, "reward.txt")
+
+
+def _present(path: Path) -> bool:
+    if path.is_symlink():
+        raise RewardError(f"{path.name} is a symlink, not a file the verifier wrote")
+    return path.exists()
+
+
+def _checked(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RewardError(f"{name}: reward must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise RewardError(f"{name}: reward {number} is outside [0, 1]")
+    return number
+
+
+def _read_txt_reward(path: Path) -> float:
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    if not text:
+        raise RewardError("reward.txt is empty")
+    try:
+        number = float(text)
+    except ValueError:
+        raise RewardError(f"reward.txt does not hold one number: {text[:40]!r}") from None
+    return _checked(number, "reward.txt")
+
+
+def _read_json_reward(path: Path) -> float:
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    if not text:
+        raise RewardError("reward.json is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RewardError(f"reward.json is not JSON: {exc.msg}") from None
+    if isinstance(data, dict):
+        if "reward" not in data:
+            raise RewardError("reward.json has no 'reward' key")
+        data = data["reward"]
+    return _checked(data, "reward.json")
+
+
+async def kill_agent_processes(sandbox: Sandbox) -> None:
+    """Nothing the agent started may run on: a process left behind could write a reward later."""
+    kill = getattr(sandbox, "kill_processes", None)
+    if kill is not None:
+        await kill()
+    else:  # a backend without the primitive: everything but the sandbox's init
+        await sandbox.exec("kill -9 -1 2>/dev/null; true", user="root", timeout_sec=60)
+
+
+async def snapshot_plantables(sandbox: Sandbox, skills_dir: str | None) -> str:
+    result = await sandbox.exec(
+        snapshot_command(sandbox.workdir, skills_dir), user="root", timeout_sec=120
+    )
+    return result.stdout
+
+
+def _removed(stdout: str) -> list[str]:
+    return [line[len("removed ") :] for line in stdout.splitlines() if line.startswith("removed ")]
+
+
+def _hardening_failed(result: ExecResult) -> SandboxError:
+    return SandboxError(
+        f"workspace hardening failed (exit {result.exit_code}): {result.stderr[-300:]}"
+    )
+
+
+async def harden(
+    sandbox: Sandbox, snapshot: str, skills_dir: str | None, tests: list[str]
+) -> list[str]:
+    """Run the hardening script on its own (as root); returns the paths it removed."""
+    result = await sandbox.exec(
+        harden_command(sandbox.workdir, skills_dir),
+        user="root",
+        timeout_sec=120,
+        stdin=harden_input(snapshot, tests),
+    )
+    if result.timed_out or HARDENED_MARK not in result.stdout:
+        raise _hardening_failed(result)
+    return _removed(result.stdout)
+
+
+async def harden_and_test(
+    sandbox: Sandbox,
+    snapshot: str,
+    skills_dir: str | None,
+    tests: list[str],
+    *,
+    env: dict[str, str],
+    timeout_sec: float,
+) -> tuple[list[str], ExecResult]:
+    """Hardening and tests/test.sh in one sandbox process (for a root verifier): one exec less."""
+    result = await sandbox.exec(
+        harden_command(sandbox.workdir, skills_dir, then_test=True),
+        cwd=sandbox.workdir,
+        env=env,
+        user="root",
+        timeout_sec=timeout_sec,
+        stdin=harden_input(snapshot, tests),
+    )
+    if HARDENED_MARK not in result.stdout and not result.timed_out:
+        raise _hardening_failed(result)
+    return _removed(result.stdout), result
