@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
     "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
     "readiness": (
-        "leaderboard.cli",
+        "leaderboard.readiness_cli",
         "readiness",
         "Validate or assemble public-readiness evidence.",
     ),

@@ -1,0 +1,312 @@
+"""The HTTP worker adapter: ``POST /runs``, then follow the run until it ends.
+
+Rows arrive over ``GET /runs/{id}/events`` (server-sent events); where the worker offers no event
+stream the adapter polls ``GET /runs/{id}``. Every reconnection starts with a ``GET /runs/{id}``
+catch-up, and rows are de-duplicated by ``trial_id``, so a dropped stream or a worker restarted
+mid-run loses and repeats nothing. Transient connection errors are retried for
+``retry_sec``; at ``timeout_sec`` the run is cancelled and reported as a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+
+from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent
+from worker.api import EVENT_END, EVENT_ROW, TERMINAL_STATES, RunCreated, RunRequest, RunStatus
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.ReadError,
+    httpx.ReadTimeout,
+    httpx.WriteError,
+    httpx.RemoteProtocolError,
+    httpx.PoolTimeout,
+)
+TRANSIENT_STATUS = frozenset({502, 503, 504})
+_MAX_BACKOFF_SEC = 1.0
+
+
+class WorkerError(RuntimeError):
+    """The worker refused or failed a request in a way retrying will not fix."""
+
+
+class _Transient(Exception):
+    pass
+
+
+class _NoEventStream(Exception):
+    pass
+
+
+def _detail(response: httpx.Response) -> str:
+    text = response.text.strip().replace("\n", " ")
+    return f"HTTP {response.status_code}: {text[:300]}"
+
+
+def _row_key(row: dict[str, Any]) -> str:
+    trial_id = row.get("trial_id")
+    return str(trial_id) if trial_id else json.dumps(row, sort_keys=True, default=str)
+
+
+class HttpWorkerAdapter:
+    kind = "http"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        poll_interval_sec: float = 1.0,
+        timeout_sec: float = 14400.0,
+        retry_sec: float = 300.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.poll_interval_sec = poll_interval_sec
+        self.timeout_sec = timeout_sec
+        self.retry_sec = retry_sec
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Reads may be long on the event stream; connecting must fail fast so retries kick in.
+        self.client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(30.0, connect=5.0),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request; transient failures become :class:`_Transient`."""
+        try:
+            response = await self.client.request(method, path, **kwargs)
+        except TRANSIENT_ERRORS as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code in TRANSIENT_STATUS:
+            raise _Transient(_detail(response))
+        return response
+
+    async def call_with_retry(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        give_up = time.monotonic() + self.retry_sec
+        backoff = 0.05
+        while True:
+            try:
+                return await self.call(method, path, **kwargs)
+            except _Transient as exc:
+                if time.monotonic() + backoff > give_up:
+                    raise WorkerError(
+                        f"worker at {self.base_url} unreachable for {self.retry_sec:g}s: {exc}"
+                    ) from None
+                log.info("worker %s %s: %s; retrying in %.2fs", method, path, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_SEC)
+
+    async def start(self, request: RunRequest) -> HttpRun:
+        response = await self.call_with_retry("POST", "/runs", json=request.model_dump(mode="json"))
+        if response.status_code >= 400:
+            raise WorkerError(f"worker refused the run: {_detail(response)}")
+        created = RunCreated.model_validate(response.json())
+        instances = int(request.config.get("num_instances", 1) or 1)
+        log.info("worker run %s started at %s", created.run_id, self.base_url)
+        return HttpRun(self, created.run_id, total=len(request.tasks) * instances)
+
+
+class HttpRun:
+    def __init__(self, adapter: HttpWorkerAdapter, run_id: str, *, total: int) -> None:
+        self.adapter = adapter
+        self.run_id = run_id
+        self.total = total
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._deadline = time.monotonic() + adapter.timeout_sec
+        self._cancel_sent = False
+
+    # -- following ---------------------------------------------------------------------------
+
+    async def follow(self) -> AsyncGenerator[RunEvent, None]:
+        queue: asyncio.Queue[RunEvent] = asyncio.Queue()
+        pump = asyncio.create_task(self._pump(queue), name=f"worker-run-{self.run_id}")
+        try:
+            while True:
+                remaining = self._deadline - time.monotonic()
+                try:
+                    event = await asyncio.wait_for(queue.get(), timeout=max(remaining, 0.0))
+                except TimeoutError:
+                    pump.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await pump
+                    while not queue.empty():
+                        late = queue.get_nowait()
+                        if isinstance(late, RowFinished):
+                            yield late
+                    log.warning("worker run %s timed out; cancelling it", self.run_id)
+                    await self.cancel()
+                    yield RunEnded(
+                        state="timeout",
+                        rows=list(self._rows.values()),
+                        error=f"worker run exceeded {self.adapter.timeout_sec:g}s",
+                    )
+                    return
+                yield event
+                if isinstance(event, RunEnded):
+                    return
+        finally:
+            if not pump.done():
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pump
+
+    def _accept(self, rows: list[dict[str, Any]], queue: asyncio.Queue[RunEvent]) -> None:
+        for row in rows:
+            if not isinstance(row, dict):
+                continue
+            key = _row_key(row)
+            if key in self._rows:
+                continue
+            self._rows[key] = row
+            queue.put_nowait(RowFinished(row=row, finished=len(self._rows), total=self.total))
+
+    def _end(self, status: RunStatus, queue: asyncio.Queue[RunEvent]) -> None:
+        self._accept(status.rows, queue)
+        state: EndState = "failed"
+        if status.status in ("completed", "cancelled"):
+            state = status.status
+        queue.put_nowait(RunEnded(state=state, rows=list(self._rows.values()), error=status.error))
+
+    async def _pump(self, queue: asyncio.Queue[RunEvent]) -> None:
+        use_events = True
+        last_ok = time.monotonic()
+        backoff = 0.05
+        first = True
+        while True:
+            try:
+                # The event stream replays finished rows; a GET catch-up is for reconnects and
+                # polling, so the first connection goes straight to the stream.
+                if not (first and use_events):
+                    status = await self._get_status()
+                    self._accept(status.rows, queue)
+                    if status.status in TERMINAL_STATES:
+                        self._end(status, queue)
+                        return
+                first = False
+                last_ok = time.monotonic()
+                backoff = 0.05
+                if use_events:
+                    try:
+                        if await self._stream(queue):
+                            return
+                        last_ok = time.monotonic()
+                    except _NoEventStream:
+                        log.info(
+                            "worker has no event stream; polling every %.2fs",
+                            self.adapter.poll_interval_sec,
+                        )
+                        use_events = False
+                else:
+                    await asyncio.sleep(self.adapter.poll_interval_sec)
+            except _Transient as exc:
+                if time.monotonic() - last_ok > self.adapter.retry_sec:
+                    queue.put_nowait(
+                        RunEnded(
+                            state="failed",
+                            rows=list(self._rows.values()),
+                            error=f"worker unreachable for {self.adapter.retry_sec:g}s: {exc}",
+                        )
+                    )
+                    return
+                log.info("worker run %s: %s; reconnecting in %.2fs", self.run_id, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_SEC)
+            except WorkerError as exc:
+                queue.put_nowait(
+                    RunEnded(state="failed", rows=list(self._rows.values()), error=str(exc))
+                )
+                return
+
+    async def _get_status(self) -> RunStatus:
+        response = await self.adapter.call("GET", f"/runs/{self.run_id}")
+        if response.status_code >= 500:
+            raise _Transient(_detail(response))
+        if response.status_code >= 400:
+            raise WorkerError(f"worker lost run {self.run_id}: {_detail(response)}")
+        return RunStatus.model_validate(response.json())
+
+    async def _stream(self, queue: asyncio.Queue[RunEvent]) -> bool:
+        """Follow the event stream; True when the run ended, False when the stream just closed."""
+        client = self.adapter.client
+        try:
+            async with client.stream(
+                "GET",
+                f"/runs/{self.run_id}/events",
+                timeout=httpx.Timeout(None, connect=5.0),
+                headers={"Accept": "text/event-stream"},
+            ) as response:
+                content_type = response.headers.get("content-type", "")
+                if response.status_code in (404, 405, 406, 501) or (
+                    response.status_code < 400 and "text/event-stream" not in content_type
+                ):
+                    raise _NoEventStream
+                if response.status_code in TRANSIENT_STATUS or response.status_code >= 500:
+                    raise _Transient(f"event stream HTTP {response.status_code}")
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise WorkerError(f"worker refused the event stream: {_detail(response)}")
+                event = "message"
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line == "":
+                        if data and self._dispatch(event, "\n".join(data), queue):
+                            return True
+                        event, data = "message", []
+                    elif line.startswith(":"):
+                        continue
+                    elif line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data.append(line[5:].removeprefix(" "))
+        except TRANSIENT_ERRORS as exc:
+            raise _Transient(f"event stream: {type(exc).__name__}: {exc}") from exc
+        return False
+
+    def _dispatch(self, event: str, payload: str, queue: asyncio.Queue[RunEvent]) -> bool:
+        try:
+            data = json.loads(payload)
+        except json.JSONDecodeError:
+            log.warning("worker run %s: undecodable %s event ignored", self.run_id, event)
+            return False
+        if event == EVENT_ROW and isinstance(data, dict) and isinstance(data.get("row"), dict):
+            self._accept([data["row"]], queue)
+        elif event == EVENT_END and isinstance(data, dict):
+            self._end(RunStatus.model_validate(data), queue)
+            return True
+        return False
+
+    # -- cancelling --------------------------------------------------------------------------
+
+    async def cancel(self) -> None:
+        if self._cancel_sent:
+            return
+        self._cancel_sent = True
+        for attempt in range(20):
+            try:
+                response = await self.adapter.call(
+                    "POST", f"/runs/{self.run_id}/cancel", timeout=5.0
+                )
+            except _Transient as exc:
+                log.info("cancel of run %s: %s (attempt %d)", self.run_id, exc, attempt + 1)
+                await asyncio.sleep(min(0.05 * 2**attempt, _MAX_BACKOFF_SEC))
+                continue
+            if response.status_code >= 400 and response.status_code != 409:
+                log.warning("worker refused to cancel run %s: %s", self.run_id, _detail(response))
+            return
+        log.warning("could not reach the worker to cancel run %s", self.run_id)

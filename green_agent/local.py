@@ -1,0 +1,80 @@
+"""Start the green agent (and, when available, a worker) in-process on free loopback ports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def loopback_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
+    """Serve ``make_app(base_url)`` with uvicorn on a free loopback port; yields the base URL."""
+    import uvicorn
+
+    sock = loopback_socket()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    server = uvicorn.Server(
+        uvicorn.Config(
+            make_app(url), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        )
+    )
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("server stopped during start")
+            await asyncio.sleep(0.01)
+        yield url
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, timeout=10)
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncIterator[str | None]:
+    """The real worker service in this process (imported lazily); None when this build lacks it."""
+    try:
+        from worker.app import create_app
+        from worker.catalog import default_tasks_dir
+        from worker.engine import Engine, EngineSettings
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("worker"):
+            raise
+        yield None
+        return
+    settings = EngineSettings(
+        jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
+    )
+    async with serve_app(lambda url: create_app(Engine(settings), token=None)) as url:
+        yield url.rstrip("/")
+
+
+@contextlib.asynccontextmanager
+async def local_green(env: Mapping[str, str] | None = None) -> AsyncIterator[str]:
+    """A green agent in this process; its worker comes from ``env`` (else the mock worker)."""
+    from green_agent.server import build_app
+    from green_agent.settings import load_settings
+
+    settings = load_settings({**os.environ, **(env or {})})
+    async with serve_app(lambda url: build_app(url, settings)) as url:
+        yield url

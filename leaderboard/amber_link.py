@@ -1,0 +1,119 @@
+"""Link-time checks against local child manifests: what the Amber linker verifies once it has
+loaded the children (remote children are the linker's business and are skipped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderboard.amber_manifest import Manifest, ManifestCheck, as_list, as_obj, binding_parts
+from leaderboard.findings import child, json_path
+
+
+def check_children(c: ManifestCheck, features: set[str]) -> None:
+    bound: dict[str, set[str]] = {}
+    for binding in c.manifest.data.get("bindings") or []:
+        parsed = binding_parts(binding)
+        if parsed is not None and parsed[0][0].startswith("#"):
+            bound.setdefault(parsed[0][0][1:], set()).add(parsed[0][1])
+    for name, decl in c.manifest.section("components").items():
+        p = json_path("components", name)
+        ref = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
+        url = ref.get("url") if isinstance(ref, dict) else ref
+        if not isinstance(url, str):
+            c.add(p, "child_manifest", "a child needs a manifest reference")
+            continue
+        if "://" in url and not url.startswith("file://"):
+            continue  # remote: the linker fetches it; we do not
+        child_path = (c.manifest.path.parent / url.removeprefix("file://")).resolve()
+        manifest, error = c.loader.load(child_path)
+        if manifest is None:
+            c.add(p, "child_manifest", f"cannot load {url}: {error}")
+            continue
+        missing = set(map(str, manifest.data.get("experimental_features") or [])) - features
+        if missing:
+            c.add(
+                p,
+                "child_feature",
+                f"child needs experimental features {sorted(missing)} the parent does not enable",
+            )
+        for slot, slot_decl in manifest.section("slots").items():
+            if (
+                isinstance(slot_decl, dict)
+                and not slot_decl.get("optional")
+                and slot not in bound.get(name, set())
+            ):
+                c.add(p, "unbound_slot", f"required slot {name}.{slot} is not bound")
+        config = decl.get("config") if isinstance(decl, dict) else None
+        _child_config(c, manifest, config, child(p, "config"))
+    _binding_kinds(c)
+
+
+def _child_config(c: ManifestCheck, manifest: Manifest, config: Any, p: str) -> None:
+    schema = manifest.data.get("config_schema")
+    if not isinstance(schema, dict):
+        return
+    given = config if isinstance(config, dict) else {}
+    props = as_obj(schema.get("properties"))
+    if schema.get("additionalProperties") is False:
+        for key in sorted(set(given) - set(props)):
+            c.add(child(p, key), "child_config", f"{key!r} is not in the child's config_schema")
+    for key in as_list(schema.get("required")):
+        if key not in given and not (isinstance(props.get(key), dict) and "default" in props[key]):
+            c.add(p, "child_config", f"required config {key!r} is missing")
+
+
+def _binding_kinds(c: ManifestCheck) -> None:
+    for i, binding in enumerate(c.manifest.data.get("bindings") or []):
+        parsed = binding_parts(binding)
+        if parsed is None:
+            continue
+        (to_ref, slot), (from_ref, capability) = parsed
+        target = _child_manifest(c, to_ref)
+        p = json_path("bindings", i)
+        slot_kind = None
+        if target is not None:
+            decl = target.section("slots").get(slot)
+            if not isinstance(decl, dict):
+                c.add(
+                    child(p, "to"),
+                    "binding_slot",
+                    f"{to_ref}.{slot}: the child declares no slot {slot!r}",
+                )
+                continue
+            slot_kind = decl.get("kind")
+        source_kind = _source_kind(c, from_ref, capability, child(p, "from"))
+        if slot_kind and source_kind and slot_kind != source_kind:
+            c.add(
+                p,
+                "binding_kind",
+                f"{to_ref}.{slot} is {slot_kind}, but {from_ref}.{capability} is {source_kind}",
+            )
+
+
+def _source_kind(c: ManifestCheck, ref: str, capability: str, p: str) -> str | None:
+    if ref == "framework":
+        return "docker" if capability == "docker" else None
+    if ref in ("slots", "provides", "resources"):
+        decl = c.manifest.section(ref).get(capability)
+        return decl.get("kind") if isinstance(decl, dict) else None
+    source = _child_manifest(c, ref) if ref.startswith("#") else None
+    if source is None:
+        return None
+    target = source.section("exports").get(capability)
+    if target is None:
+        c.add(p, "binding_source", f"{ref} exports no {capability!r}")
+        return None
+    kind, dot, rest = str(target).partition(".")
+    name = rest if dot and kind in ("provides", "slots", "c") else str(target)
+    decl = source.section("provides").get(name) or source.section("slots").get(name)
+    return decl.get("kind") if isinstance(decl, dict) else None
+
+
+def _child_manifest(c: ManifestCheck, ref: str) -> Manifest | None:
+    decl = c.manifest.section("components").get(ref[1:]) if ref.startswith("#") else None
+    ref_value = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
+    url = ref_value.get("url") if isinstance(ref_value, dict) else ref_value
+    if not isinstance(url, str) or ("://" in url and not url.startswith("file://")):
+        return None
+    return c.loader.load((c.manifest.path.parent / url.removeprefix("file://")).resolve())[0]

@@ -1,0 +1,67 @@
+"""Image evidence for the green, worker and purple images, resolved from the registry.
+
+Each reference is resolved anonymously; the evidence records the digest-pinned reference, the
+digest and the ``linux/amd64`` platform the registry proved, in the shape of readiness
+``images`` (and of the deploy bundle's ``public_readiness_images``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from leaderboard.evidence import IMAGE_ROLES
+from leaderboard.image_refs import REQUIRED_PLATFORM, is_local_host, parse_image_ref
+from leaderboard.registry import RegistryClient, RegistryError, ResolvedImage
+
+IMAGE_EVIDENCE_SCHEMA_VERSION = "skillsbench.agentbeats.image_evidence.v1"
+
+
+def images_section(resolved: Mapping[str, ResolvedImage]) -> dict[str, str]:
+    section: dict[str, str] = {}
+    for role, image in resolved.items():
+        section[f"{role}_image"] = image.pinned
+        section[f"{role}_image_digest"] = image.digest
+        section[f"{role}_image_platform"] = image.platform
+    return section
+
+
+async def resolve_public_images(
+    refs: Mapping[str, str], client: RegistryClient, platform: str = REQUIRED_PLATFORM
+) -> dict[str, ResolvedImage]:
+    """Resolve every ``role -> reference``; one ValueError lists every image that fails."""
+    problems: list[str] = []
+    parsed = {}
+    for role, ref in refs.items():
+        try:
+            image = parse_image_ref(ref)
+        except ValueError as exc:
+            problems.append(f"{role}: {exc}")
+            continue
+        if not image.explicit_registry or is_local_host(image.registry):
+            problems.append(f"{role}: {ref!r} must name a public, non-local registry host")
+            continue
+        parsed[role] = image
+    results = await asyncio.gather(
+        *(client.resolve(image, platform) for image in parsed.values()), return_exceptions=True
+    )
+    resolved: dict[str, ResolvedImage] = {}
+    for role, result in zip(parsed, results, strict=True):
+        if isinstance(result, RegistryError):
+            problems.append(f"{role}: {result}")
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            resolved[role] = result
+    if problems:
+        raise ValueError("image evidence failed: " + "; ".join(problems))
+    return resolved
+
+
+async def collect_image_evidence(refs: Mapping[str, str], client: RegistryClient) -> dict[str, Any]:
+    missing = [role for role in IMAGE_ROLES if not refs.get(role)]
+    if missing:
+        raise ValueError(f"image evidence needs the {', '.join(missing)} image")
+    resolved = await resolve_public_images({r: refs[r] for r in IMAGE_ROLES}, client)
+    return {"schema_version": IMAGE_EVIDENCE_SCHEMA_VERSION, **images_section(resolved)}

@@ -1,0 +1,116 @@
+"""Deterministic synthetic results files in the published shape, for demos, tests and benchmarks.
+
+The rows are made up (seeded random pass/fail by difficulty and agent skill) but go through the
+public row contract, so they look exactly like real ones. ``leaderboard/results/README.md`` says
+how the checked-in sample was produced; real runs replace it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leaderboard.rows import FAILURE_CATEGORIES, Envelope, PublicRow
+
+_DIFFICULTY_EASE = {"easy": 0.9, "medium": 0.6, "hard": 0.3}
+
+
+@dataclass(frozen=True)
+class SampleAgent:
+    agent_id: str
+    skill: float  # scales the pass chance
+    infra_failure_rate: float
+    num_shards: int
+    max_tasks: int | None = None
+
+
+DEFAULT_AGENTS: tuple[SampleAgent, ...] = (
+    SampleAgent("019e5a00-0000-7000-8000-00000000000a", 1.0, 0.02, 3),
+    SampleAgent("019e5a00-0000-7000-8000-00000000000b", 0.6, 0.06, 1),
+    SampleAgent("019e5a00-0000-7000-8000-00000000000c", 0.3, 0.0, 1, max_tasks=6),
+)
+
+
+def sample_envelope(
+    manifest: Mapping[str, Any],
+    agent: SampleAgent,
+    rng: random.Random,
+    shard_index: int = 0,
+) -> dict[str, Any]:
+    """One shard envelope: the tasks at positions ``i % num_shards == shard_index``."""
+    tasks = list(manifest["tasks"])[: agent.max_tasks]
+    rows = []
+    for position, task in enumerate(tasks):
+        if position % agent.num_shards != shard_index:
+            continue
+        rows.append(_row(manifest, task, agent, rng))
+    envelope = Envelope(participants={"agent": agent.agent_id}, results=rows)
+    return envelope.public_dict()
+
+
+def sample_results_file(
+    manifest: Mapping[str, Any], agent: SampleAgent, rng: random.Random
+) -> dict[str, Any]:
+    """A published results file: one envelope per shard, as the leaderboard's aggregator writes."""
+    shards = [sample_envelope(manifest, agent, rng, k) for k in range(agent.num_shards)]
+    return {"status": "completed", "participants": {"agent": agent.agent_id}, "results": shards}
+
+
+def write_sample(
+    manifest: Mapping[str, Any],
+    output: Path,
+    *,
+    seed: int = 7,
+    agents: Sequence[SampleAgent] = DEFAULT_AGENTS,
+) -> list[Path]:
+    rng = random.Random(seed)
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for agent in agents:
+        path = output / f"sample-{manifest['task_set']}-{agent.agent_id}.json"
+        data = sample_results_file(manifest, agent, rng)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        written.append(path)
+    return written
+
+
+def _row(
+    manifest: Mapping[str, Any],
+    task: Mapping[str, Any],
+    agent: SampleAgent,
+    rng: random.Random,
+) -> PublicRow:
+    task_id = str(task["task_id"])
+    trial_id = f"{task_id}__agentbeats__{rng.getrandbits(32):08x}"
+    if rng.random() < agent.infra_failure_rate:
+        failure = rng.choice(FAILURE_CATEGORIES)
+        eligible, passed, reward = False, False, 0.0
+        seconds = round(rng.uniform(0.5, 30.0), 3)
+    else:
+        failure = None
+        eligible = True
+        chance = agent.skill * _DIFFICULTY_EASE.get(str(task.get("difficulty")), 0.5)
+        passed = rng.random() < chance
+        reward = 1.0 if passed else rng.choice([0.0, 0.0, 0.0, 0.25, 0.5])
+        seconds = round(rng.uniform(20.0, 900.0), 3)
+    return PublicRow(
+        task_id=task_id,
+        trial_id=trial_id,
+        task_set=str(manifest["task_set"]),
+        task_set_digest=str(manifest["task_set_digest"]),
+        condition=manifest.get("condition", "with_skills"),
+        score_eligible=eligible,
+        passed=passed,
+        reward=reward,
+        time_used=seconds,
+        task_digest=task.get("task_digest"),
+        category=task.get("category"),
+        difficulty=task.get("difficulty"),
+        tags=list(task.get("tags") or []),
+        infra_failure_type=failure,
+        error_type=failure,
+    )

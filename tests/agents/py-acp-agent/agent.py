@@ -1,0 +1,125 @@
+"""A model-free ACP agent for tests: runs every instruction line that starts with ``$ `` as a
+shell command in the session's cwd (after asking permission) and reports each one as a tool
+call.
+
+Modes (env PY_ACP_AGENT_MODE): ``run`` (default); ``slow`` waits for session/cancel; ``chatty``
+writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
+client does not implement and reports the error code; ``ignore-cancel`` never stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    run_agent,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_tool_call,
+)
+from acp.schema import AgentCapabilities, Implementation, PermissionOption
+
+MODE = os.environ.get("PY_ACP_AGENT_MODE", "run")
+
+
+class ScriptedAgent:
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+        self.sessions: dict[str, str] = {}
+        self.cancelled: dict[str, asyncio.Event] = {}
+
+    async def initialize(self, protocol_version: int, **kw: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(),
+            agent_info=Implementation(name="py-acp-agent", version="0.1"),
+        )
+
+    async def new_session(self, cwd: str, **kw: Any) -> NewSessionResponse:
+        sid = uuid.uuid4().hex
+        self.sessions[sid] = cwd
+        self.cancelled[sid] = asyncio.Event()
+        return NewSessionResponse(session_id=sid)
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kw: Any) -> PromptResponse:
+        text = "\n".join(getattr(block, "text", "") for block in prompt)
+        if MODE == "chatty":
+            sys.stderr.write("x" * (2 << 20))
+            sys.stderr.flush()
+        if MODE == "crash":
+            os._exit(3)
+        if MODE == "refuse":
+            raise RequestError.internal_error({"detail": "no model configured"})
+        if MODE == "probe":
+            try:
+                await self.conn.ext_method("skillsbench.probe", {})
+                answer = "probe: answered"
+            except RequestError as exc:
+                answer = f"probe: error {exc.code}"
+            await self.conn.session_update(session_id, update_agent_message_text(answer))
+            return PromptResponse(stop_reason="end_turn")
+        if MODE in ("slow", "ignore-cancel"):
+            await self.conn.session_update(session_id, update_agent_message_text("waiting"))
+            waiter = asyncio.Event() if MODE == "ignore-cancel" else self.cancelled[session_id]
+            await waiter.wait()
+            return PromptResponse(stop_reason="cancelled")
+        cwd = self.sessions[session_id]
+        commands = [line[2:] for line in text.splitlines() if line.startswith("$ ")]
+        for n, command in enumerate(commands, 1):
+            call_id = f"call-{n}"
+            await self.conn.session_update(
+                session_id,
+                start_tool_call(
+                    call_id,
+                    command,
+                    kind="execute",
+                    status="in_progress",
+                    raw_input={"command": command},
+                ),
+            )
+            permission = await self.conn.request_permission(
+                session_id=session_id,
+                tool_call=update_tool_call(call_id),
+                options=[
+                    PermissionOption(option_id="no", name="Deny", kind="reject_once"),
+                    PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                ],
+            )
+            outcome = permission.outcome
+            if getattr(outcome, "option_id", None) != "yes":
+                continue  # not allowed: skip the command
+            done = await asyncio.to_thread(
+                subprocess.run, ["sh", "-c", command], cwd=cwd, capture_output=True, text=True
+            )
+            await self.conn.session_update(
+                session_id,
+                update_tool_call(
+                    call_id,
+                    status="completed" if done.returncode == 0 else "failed",
+                    content=[tool_content(text_block(done.stdout + done.stderr))],
+                    raw_output={"exit_code": done.returncode},
+                ),
+            )
+        await self.conn.session_update(
+            session_id, update_agent_message_text(f"ran {len(commands)} commands")
+        )
+        return PromptResponse(stop_reason="end_turn")
+
+    async def cancel(self, session_id: str, **kw: Any) -> None:
+        self.cancelled[session_id].set()
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(ScriptedAgent()))  # type: ignore[arg-type]

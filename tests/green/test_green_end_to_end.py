@@ -1,0 +1,86 @@
+"""End to end over real loopback: gateway-style client -> green agent -> real worker (local
+sandbox) -> a2a bridge -> the placeholder purple agent. Skipped where the build lacks a part."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from green_agent.gateway import run_assessment
+from green_agent.local import local_green, local_worker, serve_app
+from leaderboard.rows import Envelope
+from tests.green.conftest import request_text
+
+
+def _missing() -> str | None:
+    for module in ("worker.agents.a2a", "purple_agent.placeholder", "worker.sandbox.local"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not in this build"
+    try:
+        from worker.sandbox.base import sandbox_class
+
+        sandbox_class("local")
+    except (ImportError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+
+TWO = {"task_set": "examples", "task_ids": ["grid-path-count", "fix-interval-merge"]}
+
+
+def _placeholder(url: str) -> Any:
+    from purple_agent.placeholder import PlaceholderAgent, card_for
+    from purple_agent.server import build_app
+
+    return build_app(card_for(url), PlaceholderAgent())
+
+
+async def test_placeholder_assessment_through_the_real_worker(tmp_path: Path) -> None:
+    async with (
+        serve_app(_placeholder) as purple,
+        local_worker(tmp_path / "jobs") as worker_url,
+    ):
+        assert worker_url is not None
+        async with local_green({"SKILLSBENCH_WORKER_URL": worker_url}) as green:
+            export = await run_assessment(green, {"agent": purple}, TWO)
+    assert export["status"] == "completed"
+    (item,) = export["results"]
+    envelope = Envelope.model_validate(item)
+    assert envelope.participants == {"agent": purple}
+    assert [r.task_id for r in envelope.results] == TWO["task_ids"]
+    # the placeholder does nothing: scored, and it fails
+    assert all(r.score_eligible and not r.passed and r.reward == 0 for r in envelope.results)
+    assert all(r.agent_transport == "a2a" for r in envelope.results)
+
+
+async def test_a2a03_gateway_client_end_to_end(tmp_path: Path, a2a03_python: Path) -> None:
+    async with (
+        serve_app(_placeholder) as purple,
+        local_worker(tmp_path / "jobs") as worker_url,
+    ):
+        assert worker_url is not None
+        async with local_green({"SKILLSBENCH_WORKER_URL": worker_url}) as green:
+            proc = await asyncio.create_subprocess_exec(
+                str(a2a03_python),
+                str(Path(__file__).parent / "a2a03_gateway_client.py"),
+                green,
+                request_text({**TWO, "task_ids": ["grid-path-count"]}, agent=purple),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(proc.communicate(), timeout=240)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    report = json.loads(out.decode().strip().splitlines()[-1])
+    assert report["status"] == "completed", report
+    assert report["json_status_parts"] == 0
+    (item,) = report["results"]
+    envelope = Envelope.model_validate(item)
+    assert [r.task_id for r in envelope.results] == ["grid-path-count"]
+    assert envelope.results[0].score_eligible

@@ -1,0 +1,128 @@
+"""The public row contract: published rows validate unchanged, every invariant has a failing case."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import PUBLISHED_DATA
+from pydantic import ValidationError
+
+from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, Envelope, PublicRow
+
+
+def _published_rows() -> list[dict[str, Any]]:
+    rows = []
+    for path in sorted(PUBLISHED_DATA.glob("*__results__*.json")):
+        for envelope in json.loads(path.read_text())["results"]:
+            rows.extend(envelope["results"])
+    return rows
+
+
+PUBLISHED_ROWS = _published_rows()
+
+
+def test_published_rows_round_trip_in_key_order() -> None:
+    assert len(PUBLISHED_ROWS) == 12
+    for row in PUBLISHED_ROWS:
+        assert list(row) == list(ROW_KEYS)
+        out = PublicRow.model_validate(row).public_dict()
+        assert out == row
+        assert list(out) == list(ROW_KEYS)
+
+
+def test_published_envelopes_validate() -> None:
+    for path in sorted(PUBLISHED_DATA.glob("*__results__*.json")):
+        for envelope in json.loads(path.read_text())["results"]:
+            assert Envelope.model_validate(envelope).public_dict() == envelope
+
+
+def test_failure_categories_are_the_reviewed_ones() -> None:
+    assert FAILURE_CATEGORIES == (
+        "worker_timeout",
+        "worker_cancelled",
+        "worker_error",
+        "participant_communication",
+        "participant_timeout",
+        "participant_error",
+        "sandbox_error",
+        "verifier_error",
+    )
+
+
+BASE = PUBLISHED_ROWS[0]
+
+INVALID: list[tuple[dict[str, Any], str]] = [
+    ({"score_eligible": False}, "needs an infra_failure_type"),
+    ({"infra_failure_type": "sandbox_error", "error_type": "sandbox_error"}, "score-eligible"),
+    ({"error_type": "sandbox_error"}, "score-eligible"),
+    (
+        {"score_eligible": False, "infra_failure_type": "sandbox_error", "error_type": None},
+        "mirror",
+    ),
+    (
+        {"score_eligible": False, "infra_failure_type": "oom", "error_type": "oom"},
+        "infra_failure_type",
+    ),
+    ({"passed": True, "reward": 0.0}, "passed requires reward > 0"),
+    ({"reward": 1.5}, "outside"),
+    ({"reward": -0.1}, "outside"),
+    ({"reward": float("nan")}, "finite"),
+    ({"max_score": 0.0, "reward": 0.0}, "max_score"),
+    ({"time_used": -1.0}, "non-negative"),
+    ({"score_eligible": "true"}, "boolean"),
+    ({"reward": "1.0"}, "number"),
+    ({"trial_id": "unknown"}, "placeholder"),
+    ({"trial_id": "null"}, "placeholder"),
+    ({"trial_id": "/home/u/jobs/trial-1"}, "compact"),
+    ({"trial_id": "https://host/x"}, "compact"),
+    ({"trial_id": "{'id': 1}"}, "compact"),
+    ({"trial_id": "../trial"}, "path"),
+    ({"trial_id": "sk-abcdefghijklmnop1234567"}, "credential"),
+    ({"task_id": "tasks/citation-check"}, "plain name"),
+    ({"task_id": ""}, "plain name"),
+    ({"task_set": "../smoke"}, "plain name"),
+    ({"task_set_digest": "sha256:abc"}, "sha256"),
+    ({"task_digest": "md5:" + "0" * 32}, "sha256"),
+    ({"category": "/home/u/category"}, "label"),
+    ({"difficulty": "s3://bucket/x"}, "label"),
+    ({"tags": ["ok", "~/secret"]}, "label"),
+    ({"tags": ["password=hunter2"]}, "label"),
+    ({"artifact_refs": ["s3://bucket/proof.json"]}, "artifact_refs"),
+    ({"artifact_refs": ["https://h.example.com/a?X-Amz-Signature=abc"]}, "artifact_refs"),
+    ({"artifact_refs": ["https://u:p@h.example.com/a"]}, "artifact_refs"),
+    ({"artifact_refs": ["https://h.example.com/a#frag"]}, "artifact_refs"),
+    ({"artifact_refs": ["http://h.example.com/a"]}, "artifact_refs"),
+    ({"artifact_refs": ["/home/u/jobs/proof.json"]}, "artifact_refs"),
+    ({"condition": "no_skills"}, "condition"),
+    ({"extra": 1}, "extra"),
+]
+
+
+@pytest.mark.parametrize(("patch", "message"), INVALID)
+def test_invariant_violations_are_rejected(patch: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        PublicRow.model_validate({**BASE, **patch})
+    assert message.lower() in str(info.value).lower()
+
+
+def test_public_artifact_refs_are_kept() -> None:
+    refs = ["https://example.org/a/b.json", "sha256:" + "0" * 64]
+    assert PublicRow.model_validate({**BASE, "artifact_refs": refs}).artifact_refs == refs
+
+
+@pytest.mark.parametrize(
+    "participants",
+    [
+        {},
+        {"agent": ""},
+        {"agent": "http://u:p@127.0.0.1:8080/agent"},
+        {"agent": "http://127.0.0.1:8080/agent?token=x"},
+        {"agent": "not-a-uuid"},
+        {"agent": "s3://bucket/agent"},
+    ],
+)
+def test_envelope_participants_rules(participants: dict[str, str]) -> None:
+    with pytest.raises(ValidationError):
+        Envelope(participants=participants, results=[])

@@ -1,0 +1,97 @@
+"""Drive one agent through one trial the way the worker does (sandbox up → agent → tests copied in
+→ verifier), until the worker's trial runner is merged.
+
+The sandbox is the worker's ``local`` backend when this build has it, else the small bwrap box of
+these tests."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from task_sets.task import Task, load_task
+from worker.agents.base import Agent, AgentContext, AgentOutcome
+from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
+from worker_acp.bwrapbox import BwrapBox
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+@dataclass
+class TrialResult:
+    outcome: AgentOutcome
+    reward: float | None
+    trial_dir: Path
+
+    def trajectory(self, name: str = "acp_trajectory.jsonl") -> list[dict[str, Any]]:
+        path = self.trial_dir / "trajectory" / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [e for e in self.trajectory() if e["type"] == "tool_call"]
+
+
+def task(name: str = "write-answer") -> Task:
+    return load_task(TASKS / name)
+
+
+async def run_trial(
+    agent: Agent,
+    tmp: Path,
+    *,
+    the_task: Task | None = None,
+    timeout_sec: float | None = None,
+    env: dict[str, str] | None = None,
+    participant_url: str | None = None,
+    prepare: Any = None,
+    inspect: Any = None,
+) -> TrialResult:
+    """Run the trial; ``prepare(box)`` runs before the agent, ``inspect(box)`` after the
+    verifier and before the sandbox stops."""
+    the_task = the_task or task()
+    trial_dir = tmp / "trial"
+    (trial_dir / "trajectory").mkdir(parents=True, exist_ok=True)
+    events = trial_dir / "trajectory" / "acp_trajectory.jsonl"
+
+    def record(event: dict[str, Any]) -> None:  # as the worker's TrajectoryRecorder does
+        with events.open("a") as out:
+            out.write(json.dumps({"timestamp": time.time(), **event}) + "\n")
+
+    box = make_sandbox(SandboxSpec(task=the_task, run_id="r", trial_id="t", state_dir=tmp / "box"))
+    await box.start()
+    if prepare is not None:
+        await prepare(box)
+    ctx = AgentContext(
+        sandbox=box,
+        task=the_task,
+        prompt=the_task.instruction,
+        trial_dir=trial_dir,
+        timeout_sec=timeout_sec or the_task.config.agent.timeout_sec,
+        record=record,
+        env=env or {},
+        participant_url=participant_url,
+    )
+    record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
+    outcome = await agent.run(ctx)
+    await box.upload(the_task.tests_dir, "/tests")
+    await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)
+    shown = await box.exec(["cat", "/logs/verifier/reward.txt"])
+    reward = float(shown.stdout) if shown.exit_code == 0 else None
+    try:
+        if inspect is not None:
+            await inspect(box)
+    finally:
+        await box.stop()
+    return TrialResult(outcome, reward, trial_dir)
+
+
+def make_sandbox(spec: SandboxSpec) -> Sandbox:
+    try:
+        return sandbox_class("local")(spec)
+    except ValueError:
+        return BwrapBox(spec)

@@ -1,0 +1,70 @@
+"""What the scripted purple agents answer, turn by turn (no a2a import: shared by the a2a-sdk
+1.x and 0.3 servers). Every received DataPart is appended to $PURPLE_LOG for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+_TURNS: dict[str, int] = {}
+
+
+def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, Any] | str | None:
+    """A DataPart action (dict), plain text (str), or None for "never answer"."""
+    log = os.environ.get("PURPLE_LOG")
+    if log:
+        with open(log, "a") as out:
+            out.write(json.dumps({"context_id": context_id, "data": data_parts}) + "\n")
+    turn = _TURNS[context_id] = _TURNS.get(context_id, 0) + 1
+    if mode == "exec":
+        steps: list[dict[str, Any]] = [
+            {"action": "exec", "command": "ls -la"},
+            {
+                "action": "exec",
+                "command": "echo 42 > answer.txt && echo wrote >&2",
+                "timeout_sec": 30,
+            },
+            {"action": "read_file", "path": "answer.txt"},
+            {"action": "finish", "message": "done"},
+        ]
+        return steps[min(turn, len(steps)) - 1]
+    if mode == "files":
+        return {"action": "finish", "files": [{"path": "answer.txt", "content": "42\n"}]}
+    if mode == "escape":
+        if turn == 1:
+            return {
+                "action": "exec",
+                "command": "mkdir -p /tmp/outside && ln -s /tmp/outside escape",
+            }
+        if turn == 2:
+            return {"action": "write_file", "path": "/etc/owned", "content": "x"}
+        return {
+            "action": "finish",
+            "files": [
+                {"path": "../../etc/passwd", "content": "pwned"},
+                {"path": "/etc/passwd", "content": "pwned"},
+                {"path": "/tmp/outside/direct.txt", "content": "pwned"},
+                {"path": "escape/pwned.txt", "content": "pwned"},
+                {"path": "answer.txt", "content": "NDIK", "encoding": "base64"},
+            ],
+        }
+    if mode == "limits":
+        steps = [
+            {"action": "exec", "command": "head -c 200000 /dev/zero | tr '\\0' a"},
+            {"action": "exec", "command": "echo started; sleep 30", "timeout_sec": 1},
+            {"action": "bogus"},
+            {"action": "exec", "command": "(sleep 20 &) ; echo back", "timeout_sec": 10},
+            {"action": "finish"},
+        ]
+        return steps[min(turn, len(steps)) - 1]
+    if mode == "many":
+        files = [{"path": f"out/{n}.txt", "content": str(n)} for n in range(4)]
+        return {"action": "finish", "files": [{"path": "answer.txt", "content": "42\n"}, *files]}
+    if mode == "plain":
+        return "I cannot use tools, sorry."
+    if mode == "silent":
+        return None
+    if mode == "loop":
+        return {"action": "exec", "command": "true"}
+    raise ValueError(f"unknown mode {mode}")

@@ -1,0 +1,80 @@
+"""Scripted purple agent on a2a-sdk 1.x: replies with a completed Task whose artifact holds the
+action. Usage: python server_v1.py PORT MODE"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import uvicorn
+from a2a.helpers import get_data_parts, new_data_part, new_task_from_user_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from script import next_reply
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+PORT, MODE = int(sys.argv[1]), sys.argv[2]
+
+
+class Scripted(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        if MODE == "fail":
+            await updater.failed(updater.new_agent_message([new_text_part("model quota exceeded")]))
+            return
+        reply = next_reply(MODE, task.context_id, get_data_parts(list(context.message.parts)))
+        if reply is None:
+            await asyncio.sleep(3600)
+            return
+        part = new_text_part(reply) if isinstance(reply, str) else new_data_part(reply)
+        await updater.add_artifact([part], name="action")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
+url = f"http://127.0.0.1:{PORT}/"
+card = AgentCard(
+    name="scripted-purple-v1",
+    description="scripted skillsbench-shell/v1 participant",
+    version="0.1.0",
+    supported_interfaces=[
+        AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url),
+        AgentInterface(protocol_binding="JSONRPC", protocol_version="0.3", url=url),
+    ],
+    capabilities=AgentCapabilities(streaming=True),
+    default_input_modes=["text/plain", "application/json"],
+    default_output_modes=["text/plain", "application/json"],
+    skills=[AgentSkill(id="shell", name="shell", description="solves tasks", tags=["test"])],
+)
+handler = DefaultRequestHandler(
+    agent_executor=Scripted(), task_store=InMemoryTaskStore(), agent_card=card
+)
+
+
+async def garbage(request: Request) -> Response:
+    """Mode "garbage": a valid card, but replies that are not JSON-RPC at all."""
+    return Response("<html>proxy says hi</html>", media_type="text/html")
+
+
+rpc = [Route("/", garbage, methods=["POST"])] if MODE == "garbage" else []
+app = Starlette(
+    routes=[
+        *create_agent_card_routes(card),
+        *rpc,
+        *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+    ]
+)
+uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")

@@ -1,0 +1,207 @@
+"""Manifest agents: a Python ACP agent (tests/agents/py-acp-agent) installed from its manifest
+and launched inside the bubblewrap sandbox, driven by the worker's ACP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from worker.acp.manifest import ManifestError, discover, find
+from worker.agents.acp import ManifestAgent
+from worker.failures import FailureKind
+from worker_acp.harness import run_trial
+
+AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+
+
+@pytest.fixture(autouse=True)
+def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLSBENCH_AGENTS_DIR", str(AGENTS_DIR))
+    monkeypatch.delenv("BENCHFLOW_AGENTS_DIR", raising=False)
+
+
+def agent_env(mode: str = "run") -> dict[str, str]:
+    """A Python with the `acp` SDK, as seen from inside a sandbox that shows the host root."""
+    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
+        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
+        # interpreter of the same version with this venv's packages.
+        env["PY_ACP_AGENT_PYTHON"] = str(system)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    return env
+
+
+async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env())
+    assert result.outcome.status == "completed", result.outcome.message
+    assert result.outcome.failure is None
+    assert result.reward == 1.0
+    calls = result.tool_calls()
+    assert [c["title"] for c in calls] == ["ls -la", "echo 42 > answer.txt"]
+    assert all(c["kind"] == "execute" for c in calls)
+    updates = [e for e in result.trajectory() if e["type"] == "tool_call_update"]
+    assert [u["status"] for u in updates] == ["completed", "completed"]
+    assert (
+        "answer.txt" not in updates[0]["content"][0]["content"]["text"]
+    )  # ls ran before the write
+    messages = [e["text"] for e in result.trajectory() if e["type"] == "agent_message"]
+    assert messages == ["ran 2 commands"]
+    assert result.trajectory()[0]["type"] == "user_message"
+    assert result.outcome.n_tool_calls == 2
+    install_log = result.trial_dir / "agent" / "install-stdout.txt"
+    assert install_log.exists()
+
+
+async def test_chatty_stderr_is_drained_not_deadlocked(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("chatty"))
+    assert result.outcome.status == "completed", result.outcome.message
+    assert result.reward == 1.0
+    log = result.trial_dir / "agent" / "py_acp_agent.txt"
+    assert log.stat().st_size == 2 << 20
+
+
+async def test_unknown_client_method_answers_method_not_found(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("probe"))
+    messages = [e["text"] for e in result.trajectory() if e["type"] == "agent_message"]
+    assert messages == ["probe: error -32601"]
+
+
+async def test_wall_clock_timeout_sends_cancel_and_agent_stops(tmp_path: Path) -> None:
+    result = await run_trial(
+        ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("slow"), timeout_sec=1.5
+    )
+    assert result.outcome.status == "timeout"
+    assert result.outcome.failure is FailureKind.AGENT_TIMEOUT
+    kinds = [e["type"] for e in result.trajectory()]
+    assert "cancel_sent" in kinds
+    assert result.reward == 0.0  # the verifier still ran
+
+
+async def test_agent_ignoring_cancel_is_killed_after_grace(tmp_path: Path) -> None:
+    result = await run_trial(
+        ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("ignore-cancel"), timeout_sec=1
+    )
+    assert result.outcome.failure is FailureKind.AGENT_TIMEOUT
+    assert result.reward == 0.0
+
+
+async def test_agent_crash_is_a_launch_failure(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("crash"))
+    assert result.outcome.status == "failed"
+    assert result.outcome.failure is FailureKind.AGENT_LAUNCH
+    assert result.reward == 0.0
+
+
+async def test_error_answer_to_the_prompt_is_a_protocol_failure(tmp_path: Path) -> None:
+    result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("refuse"))
+    assert result.outcome.failure is FailureKind.AGENT_PROTOCOL
+    assert "no model configured" in (result.outcome.message or "")
+    assert result.reward == 0.0
+
+
+def test_manifest_discovery_reports_unknown_keys(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "typo-agent"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "typo-agent"\ninstall_cmd = ""\n'
+        'launch_cmd = "true"\ninstal_timeout = 5\naliases = ["typo"]\n'
+    )
+    env = {
+        "SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents"),
+        "BENCHFLOW_AGENTS_DIR": str(AGENTS_DIR),
+    }
+    agents = discover(env)
+    assert {"typo-agent", "typo", "py-acp-agent"} <= set(agents)
+    assert agents["typo"].manifest.unknown_keys == ["instal_timeout"]
+    assert find("py-acp-agent", env).manifest.unknown_keys == []
+
+
+def test_invalid_manifest_names_file_and_key(tmp_path: Path) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "manifest.toml").write_text('name = "bad"\nprotocol = "cli"\n')
+    with pytest.raises(ManifestError, match=r"bad/manifest.toml: .*contract_version.*protocol"):
+        discover({"SKILLSBENCH_AGENTS_DIR": str(tmp_path)})
+    with pytest.raises(ManifestError, match="unknown agent 'nope'"):
+        find("nope", {"SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR)})
+
+
+def test_bare_manifest_name_resolves_and_other_specs_do_not() -> None:
+    from worker.agents.acp import resolve_manifest_name
+
+    agent = resolve_manifest_name("py-acp-agent")
+    assert isinstance(agent, ManifestAgent)
+    assert agent.entry().manifest.name == "py-acp-agent"
+    assert resolve_manifest_name("not-an-agent") is None
+    assert resolve_manifest_name("a2a:http://127.0.0.1:1") is None
+
+
+async def test_idle_watchdog_stops_a_silent_agent(tmp_path: Path) -> None:
+    agent = ManifestAgent("acp:py-acp-agent")
+    agent.idle_timeout_sec = 1.0
+    result = await run_trial(agent, tmp_path, env=agent_env("slow"), timeout_sec=60)
+    assert result.outcome.failure is FailureKind.AGENT_TIMEOUT
+    assert "reported nothing for 1 s" in (result.outcome.message or "")
+    cancels = [e for e in result.trajectory() if e["type"] == "cancel_sent"]
+    assert [c["reason"] for c in cancels] == ["idle_timeout"]
+
+
+async def test_cancelling_the_run_sends_session_cancel_and_stops_the_agent(tmp_path: Path) -> None:
+    task = asyncio.create_task(
+        run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("slow"))
+    )
+    events = tmp_path / "trial" / "trajectory" / "acp_trajectory.jsonl"
+    for _ in range(200):  # until the prompt is under way
+        await asyncio.sleep(0.05)
+        if events.exists() and "agent_message" in events.read_text():
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    cancels = [
+        e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "cancel_sent"
+    ]
+    assert [c["reason"] for c in cancels] == ["cancelled"]
+    # No process of this trial's sandbox is left (its bwrap command line names tmp_path).
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == ""
+
+
+async def test_secrets_reach_the_agent_env_but_not_the_install_log(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "secretive"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "secretive"\n'
+        'install_cmd = "echo key=$SECRETIVE_KEY; echo mapped=$NATIVE_KEY"\n'
+        'launch_cmd = "exit 1"\nrequires_env = ["SECRETIVE_KEY"]\n'
+        '[env_mapping]\nBENCHFLOW_PROVIDER_API_KEY = "NATIVE_KEY"\n'
+    )
+    entry = find("secretive", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
+    env = {"SECRETIVE_KEY": "sk-live-123456", "BENCHFLOW_PROVIDER_API_KEY": "pk-98765"}
+    result = await run_trial(ManifestAgent("secretive", entry), tmp_path, env=env)
+    log = (result.trial_dir / "agent" / "install-stdout.txt").read_text()
+    assert log == "key=***\nmapped=***\n"
+    assert result.outcome.failure is FailureKind.AGENT_LAUNCH  # launch_cmd exits at once
+
+
+async def test_missing_required_env_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "agents" / "needy"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "needy"\ninstall_cmd = ""\nlaunch_cmd = "true"\n'
+        'requires_env = ["NEEDY_API_KEY"]\n'
+    )
+    monkeypatch.delenv("NEEDY_API_KEY", raising=False)
+    entry = find("needy", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
+    result = await run_trial(ManifestAgent("needy", entry), tmp_path)
+    assert result.outcome.failure is FailureKind.AGENT_LAUNCH
+    assert result.outcome.message == "agent 'needy' needs NEEDY_API_KEY set"

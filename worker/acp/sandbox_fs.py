@@ -1,0 +1,79 @@
+"""ACP ``fs/read_text_file`` and ``fs/write_text_file`` performed in the trial's sandbox.
+
+When the caller names allowed roots, the path is resolved *inside the sandbox* (``realpath -m``
+follows every existing symlink) and refused unless it stays under one of them, so a symlink
+planted in the workspace cannot redirect a write outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from worker.sandbox.base import Sandbox
+
+MAX_READ_BYTES = 10 << 20
+
+
+class PathRefused(ValueError):
+    """The path leaves the allowed roots (after resolving symlinks in the sandbox)."""
+
+
+class SandboxFileError(OSError):
+    """The sandbox could not read or write the file."""
+
+
+# $1 = path; $2.. = allowed roots. Prints the resolved path, exit 3 when outside every root.
+_RESOLVE = r"""
+p=$(realpath -m -- "$1") || exit 4
+shift
+[ "$#" -eq 0 ] && { printf '%s' "$p"; exit 0; }
+for root in "$@"; do
+  r=$(realpath -m -- "$root") || continue
+  case "$p" in "$r"|"$r"/*) printf '%s' "$p"; exit 0;; esac
+done
+exit 3
+"""
+
+_WRITE = _RESOLVE.replace(
+    "printf '%s' \"$p\"; exit 0",
+    'mkdir -p -- "$(dirname -- "$p")" && cat > "$p"; exit $?',
+)
+
+
+async def read_text_file(
+    sandbox: Sandbox,
+    path: str,
+    *,
+    within: Sequence[str] = (),
+    line: int | None = None,
+    limit: int | None = None,
+) -> str:
+    script = _RESOLVE.replace("printf '%s' \"$p\"; exit 0", 'exec cat -- "$p"')
+    result = await sandbox.exec(
+        ["sh", "-c", script, "sh", path, *within], max_output_bytes=MAX_READ_BYTES
+    )
+    _check(result.exit_code, result.stderr, path)
+    text = result.stdout
+    if line is not None or limit is not None:
+        lines = text.splitlines(keepends=True)
+        start = max((line or 1) - 1, 0)
+        end = None if limit is None else start + limit
+        text = "".join(lines[start:end])
+    return text
+
+
+async def write_text_file(
+    sandbox: Sandbox, path: str, content: str, *, within: Sequence[str] = ()
+) -> None:
+    result = await sandbox.exec(
+        ["sh", "-c", _WRITE, "sh", path, *within], stdin=content.encode("utf-8")
+    )
+    _check(result.exit_code, result.stderr, path)
+
+
+def _check(exit_code: int, stderr: str, path: str) -> None:
+    if exit_code == 3:
+        raise PathRefused(f"{path}: resolves outside the allowed folders")
+    if exit_code != 0:
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {exit_code}"
+        raise SandboxFileError(f"{path}: {detail}")

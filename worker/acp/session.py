@@ -1,0 +1,171 @@
+"""One ACP session with one agent process: handshake, the task prompt, watchdogs, cancellation.
+
+The agent may run anywhere (inside the sandbox or on the worker host); it is reached through the
+process's stdio. ``session/cancel`` is only a notification, so after sending it the agent gets a
+short grace to end its prompt before the caller kills it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
+from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+from worker.acp.client import SandboxClient
+from worker.acp.trajectory import lifecycle_event
+from worker.sandbox.base import SandboxProcess
+
+SessionStatus = Literal[
+    "completed",
+    "timeout",
+    "idle_timeout",
+    "cancelled",
+    "launch_failed",
+    "crashed",
+    "protocol_error",
+]
+HANDSHAKE_TIMEOUT_SEC = 60.0
+CLIENT_INFO = Implementation(name="skillsbench-agentbeats", version="0.1.0")
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    cwd: str
+    prompt: str
+    timeout_sec: float
+    idle_timeout_sec: float | None = 600.0
+    cancel_grace_sec: float = 5.0
+    # Offer fs/* and terminal/* (served in the sandbox) to an agent running outside it.
+    serve_sandbox_tools: bool = False
+
+
+@dataclass
+class SessionResult:
+    status: SessionStatus
+    stop_reason: str | None = None
+    message: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    n_tool_calls: int = 0
+
+
+def client_capabilities(serve_sandbox_tools: bool) -> ClientCapabilities:
+    # All-default capabilities are omitted from the wire; an outside agent must see `true`s.
+    if not serve_sandbox_tools:
+        return ClientCapabilities()
+    return ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+    )
+
+
+async def run_session(
+    process: SandboxProcess, client: SandboxClient, config: SessionConfig
+) -> SessionResult:
+    """Drive the agent through one prompt; never raises for agent misbehaviour."""
+    conn = connect_to_agent(cast(Client, client), process.stdin, process.stdout)
+    try:
+        try:
+            handshake = HANDSHAKE_TIMEOUT_SEC  # the agent's time starts with its prompt
+            await asyncio.wait_for(
+                conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=client_capabilities(config.serve_sandbox_tools),
+                    client_info=CLIENT_INFO,
+                ),
+                handshake,
+            )
+            session = await asyncio.wait_for(
+                conn.new_session(cwd=config.cwd, mcp_servers=[]), handshake
+            )
+        except Exception as exc:  # closed pipe, timeout, error answer, unreadable answer
+            return SessionResult("launch_failed", message=f"ACP handshake failed: {_describe(exc)}")
+        client.last_activity = time.monotonic()
+        deadline = client.last_activity + config.timeout_sec
+        prompt = asyncio.create_task(
+            conn.prompt(session_id=session.session_id, prompt=[text_block(config.prompt)])
+        )
+        try:
+            tripped = await _watch(prompt, client, config, deadline)
+        except asyncio.CancelledError:
+            client.record(lifecycle_event("cancel_sent", reason="cancelled"))
+            await asyncio.shield(_cancel(conn, session.session_id, prompt, config.cancel_grace_sec))
+            raise
+        if tripped is not None:
+            client.record(lifecycle_event("cancel_sent", reason=tripped))
+            await _cancel(conn, session.session_id, prompt, config.cancel_grace_sec)
+            return SessionResult(
+                tripped,
+                message=_trip_message(tripped, config),
+                n_tool_calls=len(client.tool_call_ids),
+            )
+        try:
+            response = prompt.result()
+        except (ConnectionError, OSError) as exc:
+            return SessionResult(
+                "crashed",
+                message=f"agent exited mid-prompt: {_describe(exc)}",
+                n_tool_calls=len(client.tool_call_ids),
+            )
+        except Exception as exc:  # an error answer, or one that does not validate
+            return SessionResult(
+                "protocol_error",
+                message=f"session/prompt failed: {_describe(exc)}",
+                n_tool_calls=len(client.tool_call_ids),
+            )
+        stop = str(response.stop_reason)
+        client.record(lifecycle_event("prompt_end", stop_reason=stop))
+        return SessionResult(
+            "cancelled" if stop == "cancelled" else "completed",
+            stop_reason=stop,
+            meta=dict(response.field_meta or {}),
+            n_tool_calls=len(client.tool_call_ids),
+        )
+    finally:
+        await client.terminals.close_all()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.close(), 5)
+
+
+async def _watch(
+    prompt: asyncio.Task[Any], client: SandboxClient, config: SessionConfig, deadline: float
+) -> SessionStatus | None:
+    """Wait for the prompt; return why it must be cancelled, or None when it ended by itself."""
+    idle = config.idle_timeout_sec
+    poll = max(0.05, min(1.0, (idle or config.timeout_sec) / 4))
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout"
+        done, _ = await asyncio.wait({prompt}, timeout=min(poll, remaining))
+        if done:
+            return None
+        now = time.monotonic()
+        if idle and not client.pending_tools and now - client.last_activity > idle:
+            return "idle_timeout"
+
+
+async def _cancel(conn: Any, session_id: str, prompt: asyncio.Task[Any], grace: float) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(conn.cancel(session_id=session_id), 1)
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(prompt), grace)
+    if not prompt.done():
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt
+
+
+def _trip_message(status: SessionStatus, config: SessionConfig) -> str:
+    if status == "timeout":
+        return f"agent did not finish within {config.timeout_sec:g} s"
+    return f"agent reported nothing for {config.idle_timeout_sec:g} s"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, RequestError):
+        return f"{exc} {exc.data}" if getattr(exc, "data", None) else str(exc)
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,145 @@
+"""Manifest agents (kind ``acp``, and bare manifest names): installed as root in the sandbox with ``install_cmd``, then launched with
+``launch_cmd`` inside it, speaking ACP over the process's stdio.
+
+The agent's folder (manifest and any files beside it) is uploaded to ``AGENT_SRC_DIR/<name>`` and
+named by ``SKILLSBENCH_AGENT_SRC`` for both commands. Secrets travel only in the process
+environment: never in argv, and their values are masked in the install log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
+from worker.acp.runner import outcome_of, run_process_session
+from worker.acp.session import SessionConfig
+from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
+from worker.failures import FailureKind
+from worker.sandbox.base import SandboxError
+
+AGENT_SRC_DIR = "/tmp/skillsbench-agents"
+PROVIDER_PREFIXES = ("BENCHFLOW_PROVIDER_", "RUNTIME_PROVIDER_")
+
+
+@agent_kind("acp")
+class ManifestAgent(Agent):
+    """``acp:<name>``, or a bare manifest name (see :func:`resolve_manifest_name`)."""
+
+    idle_timeout_sec: float | None = 600.0  # no session/update for this long: stopped
+
+    def __init__(self, spec: str, entry: ManifestEntry | None = None) -> None:
+        super().__init__(spec)
+        self._entry = entry
+
+    @property
+    def manifest_name(self) -> str:
+        kind, sep, name = self.spec.partition(":")
+        return name if sep and kind == "acp" else self.spec
+
+    def entry(self) -> ManifestEntry:
+        if self._entry is None:
+            self._entry = find(self.manifest_name)
+        return self._entry
+
+    async def run(self, ctx: AgentContext) -> AgentOutcome:
+        try:
+            entry = self.entry()
+        except ManifestError as exc:
+            return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
+        manifest = entry.manifest
+        try:
+            env = agent_env(entry, ctx.env)
+        except ManifestError as exc:
+            return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
+        secrets = [v for k, v in env.items() if k != "SKILLSBENCH_AGENT_SRC" and len(v) >= 4]
+        try:
+            await ctx.sandbox.upload(entry.folder, env["SKILLSBENCH_AGENT_SRC"])
+            installed = await ctx.sandbox.exec(
+                ["sh", "-c", manifest.install_cmd],
+                user="root",
+                env=env,
+                timeout_sec=manifest.install_timeout,
+            )
+        except (SandboxError, OSError) as exc:
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_INSTALL, f"install of {manifest.name}: {exc}"
+            )
+        log = ctx.trial_dir / "agent" / "install-stdout.txt"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(_mask(installed.stdout + installed.stderr, secrets), encoding="utf-8")
+        if installed.timed_out or installed.exit_code != 0:
+            why = "timed out" if installed.timed_out else f"exit code {installed.exit_code}"
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_INSTALL, f"install_cmd of {manifest.name} {why}"
+            )
+        try:
+            process = await ctx.sandbox.open_process(
+                ["sh", "-c", manifest.launch_cmd],
+                cwd=ctx.sandbox.workdir,
+                env=env,
+                user=ctx.task.config.agent.user,
+            )
+        except (SandboxError, OSError) as exc:
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_LAUNCH, f"launch of {manifest.name}: {exc}"
+            )
+        config = SessionConfig(
+            cwd=ctx.sandbox.workdir,
+            prompt=ctx.prompt,
+            timeout_sec=ctx.timeout_sec,
+            idle_timeout_sec=self.idle_timeout_sec,
+        )
+        result = await run_process_session(process, ctx, config, manifest.name.replace("-", "_"))
+        return outcome_of(result)
+
+
+def agent_env(entry: ManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
+    """The agent's process environment: the trial's extra env, the required host variables, the
+    provider variables under the agent's own names (``env_mapping``), and its source folder."""
+    manifest = entry.manifest
+    env = dict(extra)
+    missing = []
+    for name in manifest.requires_env:
+        value = env.get(name, os.environ.get(name))
+        if value is None:
+            missing.append(name)
+        else:
+            env[name] = value
+    if missing:
+        raise ManifestError(f"agent {manifest.name!r} needs {', '.join(missing)} set")
+    for source, target in manifest.env_mapping.items():
+        for candidate in (
+            source,
+            *(p + source.split("_PROVIDER_", 1)[-1] for p in PROVIDER_PREFIXES),
+        ):
+            if candidate in env:
+                env[target] = env[candidate]
+                break
+    env["SKILLSBENCH_AGENT_SRC"] = f"{AGENT_SRC_DIR}/{manifest.name}"
+    return env
+
+
+def _mask(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def resolve_manifest_name(spec: str) -> Agent | None:
+    """Fallback resolver: a bare spec naming a manifest agent (``py-acp-agent``)."""
+    if ":" in spec:
+        return None
+    agents = discover()
+    return ManifestAgent(spec, agents[spec]) if spec in agents else None
+
+
+def _register_fallback() -> None:
+    try:
+        from worker.agents.registry import add_resolver
+    except ModuleNotFoundError:  # the worker's resolver is not in this build
+        return
+    add_resolver(resolve_manifest_name)
+
+
+_register_fallback()

@@ -1,0 +1,190 @@
+"""One A2A conversation (one ``context_id``) with the purple agent, and the classification of
+what can go wrong into the reviewed participant failure categories."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
+from google.protobuf.json_format import MessageToDict
+
+from worker.failures import FailureKind
+
+CONNECT_TIMEOUT_SEC = 10.0
+POLL_INTERVAL_SEC = 0.5
+_FAILED_STATES = {
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_REJECTED: "rejected",
+    TaskState.TASK_STATE_CANCELED: "canceled",
+    TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
+}
+_PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+
+
+class ParticipantFailure(Exception):
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Reply:
+    texts: list[str] = field(default_factory=list)
+    data: list[Any] = field(default_factory=list)
+    state: str | None = None  # task state name, None for a plain Message
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def classify(exc: BaseException) -> FailureKind:
+    """Unreachable / bad HTTP → communication; no answer in time → timeout; anything the peer
+    said that is an error or unreadable → error."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    if any(
+        isinstance(e, A2AClientTimeoutError | httpx.TimeoutException | TimeoutError) for e in seen
+    ):
+        return FailureKind.PARTICIPANT_TIMEOUT
+    if any(
+        isinstance(
+            e,
+            httpx.TransportError
+            | httpx.HTTPStatusError
+            | AgentCardResolutionError
+            | ConnectionError,
+        )
+        for e in seen
+    ):
+        return FailureKind.PARTICIPANT_COMMUNICATION
+    if any("HTTP Error" in str(e) or "Network communication error" in str(e) for e in seen):
+        return FailureKind.PARTICIPANT_COMMUNICATION
+    return FailureKind.PARTICIPANT_ERROR
+
+
+class Conversation:
+    """Sends user messages in one context and waits for each reply until a deadline."""
+
+    def __init__(self, url: str, deadline: float) -> None:
+        self.url = url
+        self.deadline = deadline
+        self.context_id: str | None = None
+        self._task_id: str | None = None  # set while the purple task waits for input
+        self._http: httpx.AsyncClient | None = None
+        self._client: Any = None
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    async def __aenter__(self) -> Conversation:
+        # The SDK's own client would time out after 5 s; a purple agent may think for minutes.
+        timeout = max(self.remaining(), 1.0)
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
+        try:
+            self._client = await asyncio.wait_for(
+                create_client(
+                    self.url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
+                ),
+                timeout,
+            )
+        except BaseException as exc:
+            await self._http.aclose()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise ParticipantFailure(
+                classify(exc), f"agent card of {self.url}: {_text(exc)}"
+            ) from exc
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.close()
+        if self._http is not None:
+            await self._http.aclose()
+
+    def message(self, parts: list[Any]) -> Message:
+        return Message(
+            role=Role.ROLE_USER,
+            message_id=uuid.uuid4().hex,
+            context_id=self.context_id or "",
+            task_id=self._task_id or "",
+            parts=parts,
+        )
+
+    async def send(self, message: Message) -> Reply:
+        """One turn; raises :class:`ParticipantFailure`."""
+        remaining = self.remaining()
+        if remaining <= 0:
+            raise ParticipantFailure(FailureKind.PARTICIPANT_TIMEOUT, "no time left for a reply")
+        try:
+            return await asyncio.wait_for(self._send(message), remaining)
+        except ParticipantFailure:
+            raise
+        except TimeoutError as exc:
+            raise ParticipantFailure(
+                FailureKind.PARTICIPANT_TIMEOUT, "the participant did not reply before the deadline"
+            ) from exc
+        except Exception as exc:
+            raise ParticipantFailure(classify(exc), _text(exc)) from exc
+
+    async def _send(self, message: Message) -> Reply:
+        last: Any = None
+        async for event in self._client.send_message(SendMessageRequest(message=message)):
+            last = event
+        if last is None:
+            raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
+        kind = last.WhichOneof("payload")
+        if kind == "message":
+            return self._from_message(last.message)
+        if kind == "task":
+            task = last.task
+            while task.status.state in _PENDING_STATES:
+                await asyncio.sleep(POLL_INTERVAL_SEC)
+                task = await self._client.get_task(GetTaskRequest(id=task.id))
+            return self._from_task(task)
+        raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, f"unexpected reply kind {kind!r}")
+
+    def _from_message(self, message: Message) -> Reply:
+        self.context_id = message.context_id or self.context_id
+        self._task_id = None
+        parts = list(message.parts)
+        return Reply(get_text_parts(parts), get_data_parts(parts), None, MessageToDict(message))
+
+    def _from_task(self, task: Task) -> Reply:
+        self.context_id = task.context_id or self.context_id
+        state = task.status.state
+        raw = MessageToDict(task)
+        raw.pop("history", None)
+        if state in _FAILED_STATES:
+            detail = " ".join(get_text_parts(list(task.status.message.parts))) or "no detail"
+            raise ParticipantFailure(
+                FailureKind.PARTICIPANT_ERROR, f"participant task {_FAILED_STATES[state]}: {detail}"
+            )
+        self._task_id = task.id if state == TaskState.TASK_STATE_INPUT_REQUIRED else None
+        parts = list(task.status.message.parts)
+        for artifact in reversed(task.artifacts):  # newest first: it holds this turn's action
+            parts.extend(artifact.parts)
+        return Reply(get_text_parts(parts), get_data_parts(parts), TaskState.Name(state), raw)
+
+
+def text_part(text: str) -> Any:
+    return new_text_part(text)
+
+
+def data_part(data: dict[str, Any]) -> Any:
+    return new_data_part(data)
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc).strip() or type(exc).__name__
