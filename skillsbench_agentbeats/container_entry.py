@@ -118,7 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", "0").strip().lower()
     if embedded not in ("1", "true", "yes") or HELP_FLAGS.intersection(command):
         os.execvp(command[0], command)
-    worker_args = shlex.split(os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS))
+    worker_args = shlex.split(
+        os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS)
+    )
     host, port = worker_endpoint(worker_args)
     worker = subprocess.Popen(["skillsbench-agentbeats", "worker", *worker_args])
     try:

@@ -26,7 +26,7 @@ def test_dockerfile_contract(service: str) -> None:
     # Locked: every third-party wheel is installed by hash from uv.lock's export.
     assert "uv export --quiet --frozen --no-dev --no-emit-project" in text
     assert "--require-hashes" in text
-    assert re.search(r'^ARG WHEELHOUSE=0$', text, re.M)
+    assert re.search(r"^ARG WHEELHOUSE=0$", text, re.M)
     for src in re.findall(r"^COPY (?!--)(.+) \S+$", text, re.M):
         for path in src.split():
             if "[" in path or "$" in path:
@@ -58,7 +58,9 @@ def _has(client: Any, ref: str) -> bool:
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.parametrize("service", sorted(SERVICES))
-def test_image_answers_help(docker_client: Any, service_images: dict[str, str], service: str) -> None:
+def test_image_answers_help(
+    docker_client: Any, service_images: dict[str, str], service: str
+) -> None:
     image = docker_client.images.get(service_images[service])
     assert image.attrs["Architecture"] == "amd64"
     output = docker_client.containers.run(
