@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import shlex
 import signal
@@ -43,10 +45,8 @@ def drop_privileges(user: str, socket_path: str = DOCKER_SOCKET) -> None:
 
     entry = pwd.getpwnam(user)
     groups = {entry.pw_gid, *(g.gr_gid for g in grp.getgrall() if user in g.gr_mem)}
-    try:
+    with contextlib.suppress(OSError):
         groups.add(os.stat(socket_path).st_gid)
-    except OSError:
-        pass
     os.setgroups(sorted(groups))
     os.setgid(entry.pw_gid)
     os.setuid(entry.pw_uid)
@@ -58,7 +58,7 @@ def worker_endpoint(args: Sequence[str]) -> tuple[str, int]:
     """The host and port an embedded worker command line listens on."""
     host, port = "127.0.0.1", 9010
     items = list(args)
-    for flag, value in zip(items, items[1:], strict=False):
+    for flag, value in itertools.pairwise(items):
         if flag == "--host":
             host = value
         elif flag == "--port":
