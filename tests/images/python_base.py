@@ -11,6 +11,8 @@ Like the official image it has `python`, `pip` (installing into the system, no P
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,15 @@ PRUNE = (
 _lock = threading.Lock()
 
 
+@contextlib.contextmanager
+def _exclusive() -> Iterator[None]:
+    """One builder at a time across threads and processes (pytest-xdist workers)."""
+    path = Path(tempfile.gettempdir()) / "skillsbench-python-base.lock"
+    with _lock, open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def recipe_tag() -> str:
     recipe = json.dumps(
         {"suite": SUITE, "packages": PACKAGES, "changes": CHANGES, "prune": PRUNE, "v": 1},
@@ -66,7 +78,7 @@ def unavailable_reason() -> str | None:
 def ensure_python_base_image(client: Any, alias: bool = True) -> str:
     """Return the tag of the local Python base image, making it on first use."""
     tag = recipe_tag()
-    with _lock:
+    with _exclusive():
         if not _has_image(client, tag):
             reason = unavailable_reason()
             if reason is not None:

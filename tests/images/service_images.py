@@ -8,11 +8,15 @@ its build context and the base image id, so a re-run with unchanged sources buil
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,15 @@ WHEELHOUSE_SCRIPT = REPO_ROOT / "integrations" / "images" / "wheelhouse.sh"
 PLATFORM = "linux/amd64"
 
 _lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _exclusive() -> Iterator[None]:
+    """One builder at a time across threads and processes (pytest-xdist workers)."""
+    path = Path(tempfile.gettempdir()) / "skillsbench-service-images.lock"
+    with _lock, open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def cache_dir() -> Path:
@@ -118,7 +131,7 @@ def image_tag(service: str, context_hash: str, base_id: str) -> str:
 
 def ensure_service_images(client: Any, base_image: str, work_dir: Path) -> dict[str, str]:
     """Build (or reuse) the green, worker and purple images; return service -> tag."""
-    with _lock:
+    with _exclusive():
         base_id = client.images.get(base_image).id
         context = work_dir / "context"
         context_hash = stage_context(context, ensure_wheelhouse())

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from .python_base import ensure_python_base_image, unavailable_reason
-from .service_images import REPO_ROOT, SERVICES, ensure_service_images
+from .service_images import REPO_ROOT, SERVICES
 
 EXPECTED_HELP = {
     "green": ("--host", "--port", "--card-url"),
@@ -36,23 +35,6 @@ def test_dockerfile_contract(service: str) -> None:
     run_as = re.findall(r"SKILLSBENCH_RUN_AS=(\S+)", text)
     # Non-root: purple switches user; green/worker drop root in their entry (socket group added).
     assert (users and users[-1] not in ("root", "0")) or (run_as and run_as[-1] != "root")
-
-
-@pytest.fixture(scope="module")
-def service_images(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    reason = unavailable_reason()
-    if reason is not None and not _has(docker_client, "python:3.11-slim"):
-        pytest.skip(reason)
-    base = ensure_python_base_image(docker_client)
-    return ensure_service_images(docker_client, base, tmp_path_factory.mktemp("images"))
-
-
-def _has(client: Any, ref: str) -> bool:
-    try:
-        client.images.get(ref)
-    except Exception:
-        return False
-    return True
 
 
 @pytest.mark.docker
