@@ -6,7 +6,12 @@ hash of its recipe (cached across runs) and, when that tag is free or already ou
 `python:3.11-slim`, the base that the example tasks and the service Dockerfiles name.
 
 Like the official image it has `python`, `pip` (installing into the system, no PEP 668 guard),
-`venv`, CA certificates and `LANG=C.UTF-8`. Needs root and `debootstrap` (tests/images/setup.sh).
+`venv`, CA certificates and `LANG=C.UTF-8`. Debian bookworm's own Python is 3.11.2, older than the
+official image's (3.11.4 added tarfile extraction filters, which our code uses), so when the
+interpreter running this is a CPython >= 3.11.4 built for this glibc (pyenv, the official
+installer) its standard library goes to /usr/local as in the official image; Debian's python3
+stays as the fallback and provides the shared libraries. Needs root and `debootstrap`
+(tests/images/setup.sh).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -58,9 +65,48 @@ def _exclusive() -> Iterator[None]:
         yield
 
 
+# Parts of the host interpreter's standard library that the image does not need.
+STDLIB_SKIP = (
+    "site-packages",
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "lib2to3",
+    "ensurepip/__pycache__",
+)
+
+
+def host_python() -> Path | None:
+    """The prefix of this interpreter when it can serve as the image's /usr/local Python."""
+    if sys.version_info[:2] != (3, 11) or sys.version_info < (3, 11, 4):
+        return None
+    prefix = Path(sys.base_prefix)
+    if (
+        not (prefix / "bin" / "python3.11").is_file()
+        or not (prefix / "lib" / "python3.11").is_dir()
+    ):
+        return None
+    if (
+        sysconfig.get_config_var("Py_ENABLE_SHARED")
+        and not (prefix / "lib" / "libpython3.11.so.1.0").exists()
+    ):
+        return None
+    return prefix
+
+
 def recipe_tag() -> str:
+    prefix = host_python()
     recipe = json.dumps(
-        {"suite": SUITE, "packages": PACKAGES, "changes": CHANGES, "prune": PRUNE, "v": 1},
+        {
+            "suite": SUITE,
+            "packages": PACKAGES,
+            "changes": CHANGES,
+            "prune": PRUNE,
+            "python": sys.version if prefix else None,
+            "skip": STDLIB_SKIP,
+            "v": 2,
+        },
         sort_keys=True,
     )
     return f"{REPOSITORY}:{SUITE}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
@@ -135,6 +181,9 @@ def _build(tag: str) -> None:
                 target.mkdir()
             elif target.exists():
                 target.unlink()
+        prefix = host_python()
+        if prefix is not None:
+            _install_host_python(prefix, root)
         import_cmd = ["docker", "import"]
         for change in (*CHANGES, f"LABEL {LABEL}={tag}"):
             import_cmd += ["--change", change]
@@ -146,6 +195,37 @@ def _build(tag: str) -> None:
         tar.stdout.close()
         if tar.wait() != 0:
             raise RuntimeError("tar of the base rootfs failed")
+
+
+def _install_host_python(prefix: Path, root: Path) -> None:
+    """Put this CPython into root/usr/local (interpreter, libpython, stdlib, pip)."""
+    local = root / "usr" / "local"
+    (local / "bin").mkdir(parents=True, exist_ok=True)
+    (local / "lib").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(prefix / "bin" / "python3.11", local / "bin" / "python3.11")
+    for name in ("python3", "python"):
+        (local / "bin" / name).symlink_to("python3.11")
+    for lib in (prefix / "lib").glob("libpython3*.so*"):
+        shutil.copy2(lib, local / "lib" / lib.name, follow_symlinks=False)
+    stdlib = prefix / "lib" / "python3.11"
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(stdlib).as_posix()
+        return {n for n in names if (n if rel == "." else f"{rel}/{n}") in STDLIB_SKIP}
+
+    shutil.copytree(
+        stdlib, local / "lib" / "python3.11", symlinks=True, ignore=skip, dirs_exist_ok=True
+    )
+    site = local / "lib" / "python3.11" / "site-packages"
+    site.mkdir(exist_ok=True)
+    for item in (stdlib / "site-packages").glob("pip*"):
+        if item.is_dir():
+            shutil.copytree(item, site / item.name, symlinks=True)
+    pip = local / "bin" / "pip"
+    pip.write_text('#!/bin/sh\nexec /usr/local/bin/python3.11 -m pip "$@"\n')
+    pip.chmod(0o755)
+    (local / "bin" / "pip3").symlink_to("pip")
+    subprocess.run(["ldconfig", "-r", str(root)], check=True, capture_output=True)
 
 
 if __name__ == "__main__":
