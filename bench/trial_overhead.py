@@ -105,10 +105,11 @@ async def engine_run(
     run = await engine.submit(_request(n))
     await engine.wait(run.run_id)
     wall = time.perf_counter() - start
-    rows = engine.get(run.run_id).rows()
-    bad = [r for r in rows if not r["score_eligible"]]
-    if bad:
-        raise SystemExit(f"trials failed: {bad[0]['infra_failure_type']} (see {jobs})")
+    for trial in engine.get(run.run_id).trials.values():
+        if trial.row is not None and not trial.row["score_eligible"]:
+            attempt = trial.current
+            error = attempt.error if attempt else None
+            raise SystemExit(f"a trial failed: {trial.row['infra_failure_type']}: {error}")
     times = []
     for trial in engine.get(run.run_id).trials.values():
         attempt = trial.current
@@ -170,12 +171,13 @@ async def main() -> None:
 
 
 def docker_base_dockerfile() -> str:
-    """The docker backend's local test image (no registry here): built by its test helper."""
-    try:
-        from worker.sandbox.docker import test_base_image  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise SystemExit(f"the docker backend has no local test image helper: {exc}") from None
-    return f"FROM {test_base_image()}\nWORKDIR /root\n"
+    """No registry here: the busybox test image, built locally from the host's busybox-static."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from docker_images import ensure_test_image
+
+    from worker.sandbox.docker import docker_client
+
+    return f"FROM {ensure_test_image(docker_client(), 'busybox')}\nWORKDIR /root\n"
 
 
 if __name__ == "__main__":

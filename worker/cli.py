@@ -85,6 +85,7 @@ def worker(
 
     from worker.app import TOKEN_VAR, create_app
     from worker.engine import Engine, EngineSettings
+    from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.meta import ProofSettings
 
     token = os.environ.get(TOKEN_VAR) or None
@@ -102,6 +103,8 @@ def worker(
         concurrency=_concurrency(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
+        prebuilt=PrebuiltImages.from_env(),
+        proxies=ParticipantProxies.from_env(),
     )
     app = create_app(Engine(settings), token=token)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)
@@ -131,6 +134,12 @@ def worker(
     help="Write the result envelope (public rows) as JSON.",
 )
 @click.option(
+    "--participant-id",
+    default=None,
+    help="AgentBeats UUID to attribute the rows to in --output (default: the a2a URL, "
+    "else the agent spec, which marks the file as a local run, not a publishable one).",
+)
+@click.option(
     "--expect",
     type=click.Choice(["passed", "failed"]),
     default=None,
@@ -147,6 +156,7 @@ def run(
     condition: str | None,
     num_instances: int,
     output: Path | None,
+    participant_id: str | None,
     expect: str | None,
 ) -> None:
     from worker.api import RunRequest, RunTask
@@ -175,11 +185,9 @@ def run(
 
     click.echo(summary_table(rows))
     if output is not None:
-        from leaderboard.rows import Envelope, PublicRow
-
-        envelope = Envelope(participants={"agent": agent}, results=[PublicRow(**r) for r in rows])
+        document = _output_envelope(rows, manifest, agent, participant_id)
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(envelope.public_dict(), indent=2) + "\n", encoding="utf-8")
+        output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
     if expect is not None:
         wanted = expect == "passed"
@@ -187,6 +195,24 @@ def run(
         if wrong:
             click.echo(f"expected every trial {expect}, but not: {', '.join(wrong)}", err=True)
             sys.exit(1)
+
+
+def _output_envelope(
+    rows: list[dict[str, Any]], manifest: dict[str, Any], agent: str, participant_id: str | None
+) -> dict[str, Any]:
+    """The envelope shape AgentBeats publishes; rows always go through the public normalizer."""
+    from leaderboard.normalize import RowContext, build_envelope, normalize_rows
+
+    context = RowContext.from_manifest(manifest)
+    attribution = participant_id or (agent[len("a2a:") :] if agent.startswith("a2a:") else None)
+    if attribution is not None:
+        return build_envelope({"agent": attribution}, rows, context).public_dict()
+    # A built-in agent has no AgentBeats identity: keep the spec, so the file reads as a local run.
+    return {
+        "status": "completed",
+        "participants": {"agent": agent},
+        "results": normalize_rows(rows, context),
+    }
 
 
 def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:
@@ -213,12 +239,15 @@ async def _run_local(
     from worker.progress import ProgressView
 
     assert isinstance(request, RunRequest)
+    from worker.environment import PrebuiltImages
+
     engine = Engine(
         EngineSettings(
             jobs_dir=jobs_dir,
             tasks_dir=tasks_dir,
             environment=environment,
             concurrency=concurrency,
+            prebuilt=PrebuiltImages.from_env(),
         )
     )
     await engine.start(resume=False)

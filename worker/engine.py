@@ -35,6 +35,7 @@ from worker.api import (
     RunTask,
 )
 from worker.catalog import TaskCatalog
+from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, RetryPolicy
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
@@ -63,6 +64,8 @@ class EngineSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
+    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # docker environment only
+    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -106,8 +109,33 @@ class Engine:
                         trial.current.error = "the worker stopped during this attempt"
             run.updated_at = utc_now()
             await self.store.save(run)
+            await self._reap(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
+
+    async def _reap(self, run_id: str) -> None:
+        """Remove what a killed worker left of ``run_id`` in the docker engine (the local
+        sandbox needs nothing: its processes die with the worker)."""
+        if self.settings.environment != "docker":
+            return
+        try:
+            from worker.sandbox.docker import LABEL_RUN, docker_client
+
+            def remove() -> int:
+                client = docker_client()
+                found = client.containers.list(
+                    all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}
+                )
+                for container in found:
+                    container.remove(force=True, v=True)
+                return len(found)
+
+            removed = await asyncio.to_thread(remove)
+        except Exception as exc:  # the engine may be gone; the trials will say so
+            log.warning("could not reap containers of run %s: %s", run_id, exc)
+            return
+        if removed:
+            log.info("removed %d container(s) left by run %s", removed, run_id)
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""
@@ -380,6 +408,8 @@ class Engine:
             request=run.request,
             agent=agent,
             environment=self.settings.environment,
+            prebuilt=self.settings.prebuilt if self.settings.environment == "docker" else None,
+            proxies=self.settings.proxies,
         )
         outcome = await run_trial(plan)
         current = trial.current

@@ -21,6 +21,7 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
+from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, semantics
 from worker.public_rows import build_row
 from worker.sandbox.base import (
@@ -70,6 +71,8 @@ class TrialPlan:
     request: RunRequest
     agent: Agent
     environment: str
+    prebuilt: PrebuiltImages | None = None
+    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
 
     @property
     def with_skills(self) -> bool:
@@ -200,6 +203,10 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
     failure: FailureKind | None = None
     error: str | None = None
     try:
+        try:
+            image = plan.prebuilt.image_for(task.task_id) if plan.prebuilt else None
+        except ValueError as exc:
+            raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
         spec = SandboxSpec(
             task=task,
             run_id=plan.run_id,
@@ -208,6 +215,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             with_skills=skills_dir is not None,
             internet=cfg.environment.internet,
             env=dict(cfg.environment.env),
+            image=image,
         )
         with phases.phase("environment_setup"):
             try:
@@ -248,6 +256,8 @@ async def _infra(awaitable: Awaitable[str]) -> str:
     """Sandbox errors between start and verifier mean the sandbox went away under us."""
     try:
         return await awaitable
+    except SandboxUnsupported as exc:
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.SANDBOX_LOST, str(exc)) from None
 
@@ -258,14 +268,13 @@ _SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
 
 
 async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str | None) -> str:
-    """Instruction (and skills, and for the oracle the solution) in; snapshot of plantables."""
+    """Instruction (and for the oracle the solution) in; snapshot of plantables. Skills are the
+    backend's to place (``SandboxSpec.with_skills``: baked into the image or bound at start)."""
     task = plan.task
     staged = plan.trial_dir / "sandbox-input"
     staged.mkdir(parents=True, exist_ok=True)
     (staged / "instruction.md").write_text(prompt, encoding="utf-8")
     await sandbox.upload(staged / "instruction.md", INSTRUCTION_PATH)
-    if skills_dir is not None and task.skills_dir is not None:
-        await sandbox.upload(task.skills_dir, skills_dir)
     if plan.agent.needs_solution and task.solution_dir is not None:
         await sandbox.upload(task.solution_dir, SOLUTION_DIR)
     key = (plan.environment, str(task.path), skills_dir)
@@ -285,6 +294,11 @@ async def _run_agent(
     timeout = plan.task.config.agent.timeout_sec
     env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
     participant = plan.request.participants.get("agent")
+    participant_url, participant_sandbox_url = plan.proxies.resolve(
+        "agent",
+        participant.url if participant else None,
+        participant.sandbox_url if participant else None,
+    )
     ctx = AgentContext(
         sandbox=sandbox,
         task=plan.task,
@@ -293,8 +307,8 @@ async def _run_agent(
         timeout_sec=timeout,
         record=record,
         env=env,
-        participant_url=participant.url if participant else None,
-        participant_sandbox_url=participant.sandbox_url if participant else None,
+        participant_url=participant_url,
+        participant_sandbox_url=participant_sandbox_url,
         skills_dir=skills_dir,
     )
     record({"type": "user_message", "text": prompt})
@@ -309,9 +323,12 @@ async def _run_agent(
             try:
                 outcome = agent_task.result()
             except SandboxError as exc:
-                outcome = AgentOutcome(
-                    status="failed", failure=FailureKind.SANDBOX_LOST, message=str(exc)
+                kind = (
+                    FailureKind.SANDBOX_UNSUPPORTED
+                    if isinstance(exc, SandboxUnsupported)
+                    else FailureKind.SANDBOX_LOST
                 )
+                outcome = AgentOutcome(status="failed", failure=kind, message=str(exc))
         else:
             # The agent ignored its deadline: kill what it runs (unblocks it), then cancel it.
             record(
@@ -360,9 +377,16 @@ async def _verify(
             )
         state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
         host_dir = plan.trial_dir / "verifier"
-        await sandbox.download(VERIFIER_LOGS_DIR, host_dir)
-        with contextlib.suppress(SandboxError, OSError):
-            await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs")
+        # Both at once (a round trip each on docker); the agent's logs are best effort.
+        verifier_logs, _ = await asyncio.gather(
+            sandbox.download(VERIFIER_LOGS_DIR, host_dir),
+            sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs"),
+            return_exceptions=True,
+        )
+        if isinstance(verifier_logs, BaseException):
+            raise verifier_logs
+    except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
         raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
     if result.timed_out:

@@ -57,6 +57,7 @@ def _scan_script(extra_roots: list[str]) -> str:
     sites = " ".join(_SITE_GLOBS)
     return f"""
 scan() {{
+  set +f  # callers may have globbing off; the site-dir patterns need it
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
   for s in {sites}; do
     [ -d "$s" ] || continue
@@ -67,9 +68,10 @@ scan() {{
   for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 }}
 sigs() {{
+  found=$(scan | sort -u)
   set -f
   regular=""
-  for f in $(scan | sort -u); do
+  for f in $found; do
     if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
 $f"; fi
   done

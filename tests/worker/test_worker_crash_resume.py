@@ -13,20 +13,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import httpx
 import pytest
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
 
 class WorkerProcess:
-    def __init__(self, jobs: Path, tasks: Path) -> None:
+    def __init__(self, jobs: Path, tasks: Path, environment: str = "local") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
         self.log = (jobs.parent / f"worker-{self.port}.log").open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "worker", "--port", str(self.port), "--jobs-dir", str(jobs),
-             "--tasks-dir", str(tasks), "--concurrency", "2", "--log-level", "warning"],
+             "--tasks-dir", str(tasks), "--concurrency", "2", "--log-level", "warning",
+             "--environment", environment],
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 60
@@ -65,8 +67,19 @@ def workers() -> Iterator[list[WorkerProcess]]:
         worker.stop()
 
 
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def environment(request: pytest.FixtureRequest) -> str:
+    if request.param == "docker":
+        client = request.getfixturevalue("docker_client")
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from docker_images import ensure_test_image
+
+        ensure_test_image(client, "python")
+    return str(request.param)
+
+
 def test_sigkill_and_restart_loses_and_duplicates_nothing(
-    tmp_path: Path, workers: list[WorkerProcess]
+    tmp_path: Path, workers: list[WorkerProcess], environment: str
 ) -> None:
     tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
     tasks.mkdir()
@@ -75,7 +88,7 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
         make_task(tasks, task_id)
     marker = f"1.{int(time.time() * 1000) % 100000:05d}"
     agent = script(tmp_path, "slowish", f"sleep {marker}\necho 42 > /root/answer.txt\n")
-    first = WorkerProcess(jobs, tasks)
+    first = WorkerProcess(jobs, tasks, environment)
     workers.append(first)
     response = httpx.post(
         f"{first.url}/runs", json=run_payload(task_ids, agent=agent, num_instances=2), timeout=10
@@ -97,9 +110,9 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     interrupted = [key for key, t in before["trials"].items() if t["state"] == "running"]
     assert kept and interrupted
 
-    second = WorkerProcess(jobs, tasks)
+    second = WorkerProcess(jobs, tasks, environment)
     workers.append(second)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         status = second.get(f"/runs/{run_id}")
         if status["status"] not in ("queued", "running"):
@@ -119,3 +132,8 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
         assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
         assert after["trials"][key]["row"]["trial_id"] == attempts[-1]["trial_id"]
     assert process_cmdlines_containing(f"sleep {marker}") == []
+    if environment == "docker":  # the restart reaped what the killed worker left behind
+        client = docker.from_env()
+        left = client.containers.list(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
+        client.close()
+        assert left == []

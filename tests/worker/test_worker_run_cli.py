@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from worker_helpers import make_task
 
-from leaderboard.rows import Envelope
+from leaderboard.rows import Envelope, PublicRow
+
+PURPLE_ID = "019e4ed1-d333-7133-807f-5f22c04d5eef"
 
 
 @pytest.fixture
@@ -36,16 +38,32 @@ def test_oracle_run_writes_rows_and_a_summary(tmp_path: Path, tasks_dir: Path) -
     done = _run(
         "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--task-id", "answer-43",
         "--agent", "oracle", "--jobs-dir", str(tmp_path / "jobs"), "--concurrency", "2",
-        "--output", str(output), "--expect", "passed",
+        "--output", str(output), "--expect", "passed", "--participant-id", PURPLE_ID,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "2/2 passed" in done.stdout
     assert "[2/2]" in done.stderr  # plain progress lines when not on a terminal
     envelope = Envelope.model_validate(json.loads(output.read_text()))
+    assert envelope.participants == {"agent": PURPLE_ID}
     assert [row.task_id for row in envelope.results] == ["answer-42", "answer-43"]
     assert all(row.passed for row in envelope.results)
     assert envelope.results[0].task_set == "local"
     assert envelope.results[0].task_digest is not None
+
+
+def test_local_run_without_identity_keeps_the_agent_spec(tmp_path: Path, tasks_dir: Path) -> None:
+    output = tmp_path / "rows.json"
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--agent", "nop",
+        "--jobs-dir", str(tmp_path / "jobs"), "--output", str(output),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(output.read_text())
+    assert document["participants"] == {"agent": "nop"}
+    rows = [PublicRow.model_validate(row) for row in document["results"]]
+    assert [(row.task_id, row.passed, row.score_eligible) for row in rows] == [
+        ("answer-42", False, True)
+    ]
 
 
 def test_expectation_not_met_exits_1(tmp_path: Path, tasks_dir: Path) -> None:

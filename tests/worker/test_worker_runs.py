@@ -42,6 +42,8 @@ def tasks_dir(tmp_path: Path) -> Path:
     make_task(tasks, "slow-agent", agent_timeout=2)
     make_task(tasks, "needs-docker", dockerfile="FROM python:3.11-slim\nRUN apt-get update\n")
     make_task(tasks, "broken-copy", dockerfile="FROM python:3.11-slim\nCOPY missing.txt /root/\n")
+    toml = make_task(tasks, "verifier-user") / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\n", '[verifier]\nuser = "nobody"\n'))
     return tasks
 
 
@@ -190,6 +192,19 @@ async def test_unsupported_environment_is_a_sandbox_error(
     result = json.loads((_trial_dir(tmp_path, run_id, row["trial_id"]) / "result.json").read_text())
     assert "docker" in result["error"]
     assert (tmp_path / "jobs" / "private-proof" / run_id / "needs-docker").is_dir()
+
+
+async def test_what_the_backend_cannot_do_is_not_retried(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    run_id, _, status = await submit_and_follow(
+        http, run_payload(["verifier-user"], agent="oracle")
+    )
+    row = status["rows"][0]
+    assert row["infra_failure_type"] == "sandbox_error" and not row["score_eligible"]
+    stored = json.loads((tmp_path / "jobs" / "runs" / run_id / "run.json").read_text())
+    (attempt,) = stored["trials"]["verifier-user#0"]["attempts"]
+    assert attempt["failure"] == "sandbox_unsupported" and "nobody" in attempt["error"]
 
 
 async def test_infrastructure_failures_are_retried_with_fresh_trial_ids(

@@ -1,0 +1,105 @@
+"""The same worker on the docker environment: oracle passes, nop fails, no cheat probe earns a
+reward, and a cancelled run leaves no container behind. Skipped where no Docker Engine answers."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from test_worker_cheat_probes import PROBE_TEST, PROBES
+from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
+
+from worker.app import create_app
+from worker.engine import Engine, EngineSettings
+from worker.failures import RetryPolicy
+from worker.meta import ProofSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from docker_images import ensure_test_image
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path, docker_client: Any) -> Path:
+    ensure_test_image(docker_client, "python")  # also tags python:3.11-slim (no registry here)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    make_task(tasks, "answer-42")
+    make_task(
+        tasks,
+        "secret-answer",
+        test_sh=PROBE_TEST,
+        solve_sh="#!/bin/sh\necho 1337 > /root/answer.txt\n",
+        extra_tests={"expected.txt": "1337\n"},
+    )
+    return tasks
+
+
+@pytest.fixture
+async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="docker",
+            concurrency=2,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    async with (
+        serve(create_app(engine)) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as client,
+    ):
+        yield client
+
+
+async def test_oracle_passes_nop_fails_and_no_probe_earns_a_reward(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    specs = {"oracle": "oracle", "nop": "nop"}
+    specs |= {name: script(tmp_path, name, body) for name, body in PROBES.items()}
+    results = await asyncio.gather(
+        *(
+            submit_and_follow(http, run_payload(["secret-answer"], agent=spec), timeout=300)
+            for spec in specs.values()
+        )
+    )
+    rows = {name: result[2]["rows"][0] for name, result in zip(specs, results, strict=True)}
+    assert rows.pop("oracle")["passed"]
+    assert not rows.pop("nop")["passed"]
+    for name, row in rows.items():
+        assert row["reward"] == 0.0 and not row["passed"], f"probe {name} earned a reward: {row}"
+
+
+async def test_cancel_leaves_no_container(
+    http: httpx.AsyncClient, tmp_path: Path, docker_client: Any
+) -> None:
+    agent = script(tmp_path, "sleeper", "sleep 600\n")
+    response = await http.post("/runs", json=run_payload(["answer-42"], agent=agent))
+    run_id = response.json()["run_id"]
+    label = {"label": [f"skillsbench.run={run_id}"]}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (await http.get(f"/runs/{run_id}")).json()["progress"]["running"] and (
+            docker_client.containers.list(filters=label)
+        ):
+            break
+        await asyncio.sleep(0.2)
+    else:
+        pytest.fail("the trial's container never came up")
+    await asyncio.sleep(1.0)  # the agent is running inside
+    started = time.monotonic()
+    status = (await http.post(f"/runs/{run_id}/cancel")).json()
+    assert time.monotonic() - started < 15
+    assert status["status"] == "cancelled"
+    assert status["rows"][0]["infra_failure_type"] == "worker_cancelled"
+    assert docker_client.containers.list(all=True, filters=label) == []

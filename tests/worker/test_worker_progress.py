@@ -1,0 +1,52 @@
+"""What ``run`` prints: a live bar on a terminal, plain lines otherwise, the summary table."""
+
+from __future__ import annotations
+
+import io
+
+from worker.progress import ProgressView, summary_table
+
+
+def _row(task_id: str, reward: float, failure: str | None = None) -> dict[str, object]:
+    return {
+        "task_id": task_id,
+        "trial_id": f"{task_id}__agentbeats__0123abcd",
+        "reward": reward,
+        "passed": reward >= 1.0,
+        "score_eligible": failure is None,
+        "infra_failure_type": failure,
+        "time_used": 1.25,
+    }
+
+
+def test_plain_lines_when_not_a_terminal() -> None:
+    out = io.StringIO()
+    view = ProgressView(2, stream=out, live=False)
+    view.draw()
+    view.row("a#0", _row("a", 1.0))
+    view.row("b#0", _row("b", 0.0, "sandbox_error"))
+    view.close()
+    assert out.getvalue().splitlines() == [
+        "[1/2] a#0 passed reward=1 time=1.2s",
+        "[2/2] b#0 error (sandbox_error) reward=0 time=1.2s",
+    ]
+    assert "\r" not in out.getvalue()
+
+
+def test_live_bar_on_a_terminal() -> None:
+    out = io.StringIO()
+    view = ProgressView(4, stream=out, live=True)
+    view.draw()
+    view.row("a#0", _row("a", 1.0))
+    text = out.getvalue()
+    assert "\r[" in text and "1/4" in text and "pass 1" in text
+    view.close()
+    assert out.getvalue().endswith("\r\033[K")
+
+
+def test_summary_table_totals() -> None:
+    table = summary_table([_row("a", 1.0), _row("b", 0.0), _row("c", 0.0, "verifier_error")])
+    lines = table.splitlines()
+    assert lines[0].split() == ["task", "trial", "reward", "passed", "failure", "time"]
+    assert "verifier_error" in lines[4]
+    assert lines[-1] == "1/3 passed, 1 infrastructure errors, mean reward 0.333"
