@@ -12,9 +12,9 @@ import pytest
 from cli_runner import run_cli
 from loopback_server import serve
 
+from worker.environment import PrebuiltImages
 from worker.sandbox import SandboxSpec
 from worker.sandbox.docker import DockerSandbox
-from worker.sandbox.prebuilt import parse_prebuilt_images
 
 from .push_registry import PushRegistry
 
@@ -54,15 +54,6 @@ def test_push_needs_a_registry(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     result = run_cli(capsys, "images", "build-tasks", "--task-id", "x", "--push")
     assert result.returncode == 2
     assert "--push needs --registry" in result.stderr
-
-
-def test_prebuilt_map_must_be_digest_pinned() -> None:
-    good = "127.0.0.1:5000/skillsbench-task-env@sha256:" + "a" * 64
-    assert parse_prebuilt_images(json.dumps({"t": good})) == {"t": good}
-    with pytest.raises(ValueError, match="t: 'repo:latest' is not pinned"):
-        parse_prebuilt_images(json.dumps({"t": "repo:latest"}))
-    with pytest.raises(ValueError, match="not valid JSON"):
-        parse_prebuilt_images("{")
 
 
 @pytest.fixture
@@ -110,7 +101,7 @@ async def test_build_tasks_local_and_pushed(
         "--platform", "linux/amd64", "--output", local_map,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    local = parse_prebuilt_images(local_map.read_text())
+    local = json.loads(local_map.read_text())
     assert sorted(local) == ["plain", "with-skill"]
     assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", ref) for ref in local.values())
     assert local["plain"] != local["with-skill"]
@@ -126,7 +117,14 @@ async def test_build_tasks_local_and_pushed(
             "--output", pushed_map, "--push", "--registry", host,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    pushed = parse_prebuilt_images(pushed_map.read_text())
+    # The worker reads the map as SKILLSBENCH_WORKER_PREBUILT_IMAGES.
+    prebuilt = PrebuiltImages.from_env(
+        {
+            "SKILLSBENCH_WORKER_PREBUILT_IMAGES": pushed_map.read_text(),
+            "SKILLSBENCH_WORKER_REQUIRE_PREBUILT_IMAGES": "true",
+        }
+    )
+    pushed = prebuilt.images
     repo = "skillsbench-task-env"
     for task_id, ref in pushed.items():
         name, _, digest = ref.partition("@")
@@ -136,7 +134,9 @@ async def test_build_tasks_local_and_pushed(
         assert docker_client.images.get(ref).id == local[task_id]
 
     # The docker sandbox runs on the recorded images: with-skills variant, skills in /skills.
-    seen = await _sandbox_sees(tasks_dir / "with-skill", pushed["with-skill"], tmp_path)
+    image = prebuilt.image_for("with-skill")
+    assert image is not None
+    seen = await _sandbox_sees(tasks_dir / "with-skill", image, tmp_path)
     assert seen.split() == ["with-skill", "lookup"]
     seen = await _sandbox_sees(tasks_dir / "plain", local["plain"], tmp_path)
     assert seen.split() == ["plain"]

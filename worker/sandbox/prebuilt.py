@@ -1,17 +1,16 @@
 """Prebuilt task environment images: build them ahead of a run and pin each by digest.
 
 `images build-tasks` builds every selected task's with-skills image through the docker sandbox's
-own build path (same context preparation, same content tag), so a worker on the same engine would
-build exactly these images. With a registry the images are pushed and the map holds
-`registry/repository@sha256:<manifest digest>`; without one it holds the local image id
-(`sha256:…`), which pins the image on this engine only. The map (task id -> ref) is what
-`SKILLSBENCH_WORKER_PREBUILT_IMAGES` and the deploy bundle consume.
+own build path (same context preparation, same content tag), so a worker on the same engine finds
+them already built. With a registry the images are pushed and the map holds
+`registry/repository@sha256:<manifest digest>`: what `SKILLSBENCH_WORKER_PREBUILT_IMAGES`
+(worker.environment.PrebuiltImages) and the deploy bundle consume. Without one there is no
+manifest digest yet: the map holds the local image ids (`sha256:…`), a record of what was built
+(the worker on this engine reuses the images through their content tags, no map needed).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,6 @@ from worker.sandbox.docker import _build_image, build_context_digest, image_tag
 SUPPORTED_PLATFORMS = ("linux/amd64",)
 DEFAULT_REPOSITORY = "skillsbench-task-env"
 LABEL_TASK = "skillsbench.task"
-_DIGEST_REF = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -114,19 +112,3 @@ def build_task_images(
 
 def prebuilt_map(images: Sequence[BuiltImage]) -> dict[str, str]:
     return {image.task_id: image.ref for image in images}
-
-
-def parse_prebuilt_images(
-    text: str, source: str = "SKILLSBENCH_WORKER_PREBUILT_IMAGES"
-) -> dict[str, str]:
-    """Read a prebuilt map (JSON object task id -> digest-pinned ref), naming what is wrong."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source}: not valid JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{source}: expected a JSON object task id -> image ref")
-    for task_id, ref in data.items():
-        if not isinstance(ref, str) or not _DIGEST_REF.match(ref):
-            raise ValueError(f"{source}: {task_id}: {ref!r} is not pinned by a sha256 digest")
-    return dict(data)
