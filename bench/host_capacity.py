@@ -50,7 +50,7 @@ async def idle_sandboxes(
 
         client = docker.from_env()
         for box in boxes:
-            container = client.containers.get(box._container)  # type: ignore[attr-defined]
+            container = client.containers.get(box._container())
             stats = container.stats(stream=False)
             used += stats.get("memory_stats", {}).get("usage", 0) / 2**20
     await asyncio.gather(*(box.stop() for box in boxes))
