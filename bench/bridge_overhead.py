@@ -26,7 +26,9 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))  # scripted purple agent and the test sandbox
+# Not bench/ itself (its leaderboard.py would shadow the package); tests/ for the purple agent.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
+sys.path.insert(0, str(REPO / "tests"))
 
 import httpx  # noqa: E402
 from a2a.client import ClientConfig, create_client  # noqa: E402

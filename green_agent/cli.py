@@ -95,7 +95,12 @@ async def _assess(
 @click.option("--participant", required=True, help="A2A URL of the agent under test.")
 @click.option("--config", "config_arg", required=True, help="Assessment config: JSON or @file.")
 @click.option("--green", "green_url", default=None, help="Green agent URL (default: start one).")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the gateway-shaped results here (default: stdout).",
+)
 @click.option(
     "--jobs-dir",
     type=click.Path(file_okay=False, path_type=Path),

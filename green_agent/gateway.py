@@ -9,7 +9,9 @@ taken from the artifacts when the task ends ``completed``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -28,11 +30,19 @@ class AgentsNotReady(RuntimeError):
     pass
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context per process: building one per client costs tens of milliseconds."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 async def wait_for_cards(urls: Iterable[str], timeout_sec: float = CARD_WAIT_SEC) -> None:
     """Wait until every agent serves its card, like the gateway's ``wait_for_agents``."""
     pending = {url.rstrip("/") + CARD_PATH for url in urls}
     deadline = time.monotonic() + timeout_sec
-    async with httpx.AsyncClient(timeout=2.0) as client:
+    async with httpx.AsyncClient(timeout=2.0, verify=_tls()) as client:
         while pending:
             for card_url in sorted(pending):
                 try:
@@ -85,7 +95,8 @@ async def run_assessment(
 
     status = "unknown"
     artifacts: dict[str, list[Any]] = {}
-    async with httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT_SEC, connect=10.0)) as http:
+    timeout = httpx.Timeout(READ_TIMEOUT_SEC, connect=10.0)
+    async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as http:
         card = await A2ACardResolver(http, green_url).get_agent_card()
         for interface in card.supported_interfaces:  # the gateway ignores the card's URL
             interface.url = green_url

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
-from conftest import free_port
+from testsupport import free_port
 
 
 @contextmanager

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import PUBLISHED_DATA, REPO_ROOT
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.query_check import QUERY_NAMES
 from leaderboard.task_set_lookup import TaskSetSummary, load_task_set

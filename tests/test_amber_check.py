@@ -14,7 +14,7 @@ from typing import Any
 
 import json5
 import pytest
-from conftest import PUBLISHED_DATA, REPO_ROOT
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.amber import RULES, check_manifests, deny_lints
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PUBLISHED_DATA, REPO_ROOT
 from leaderboard_support import write_json
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.rows import Envelope
 from leaderboard.validate import validate_results_file

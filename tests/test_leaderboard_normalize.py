@@ -8,10 +8,10 @@ import re
 from typing import Any
 
 import pytest
-from conftest import PUBLISHED_DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from leaderboard_support import all_strings, poisons, valid_rows
+from testsupport import PUBLISHED_DATA
 
 from leaderboard.normalize import (
     UNKNOWN_TASK_ID,

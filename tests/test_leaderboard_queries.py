@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import PUBLISHED_DATA, REPO_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.query import QUERY_NAMES, connect, load_results, query_sql, run_queries, run_query
 from leaderboard.rows import FAILURE_CATEGORIES

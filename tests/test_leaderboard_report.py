@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import PUBLISHED_DATA, REPO_ROOT
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.report import Z95, build_report, wilson_interval
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import PUBLISHED_DATA
 from pydantic import ValidationError
+from testsupport import PUBLISHED_DATA
 
 from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, Envelope, PublicRow
 

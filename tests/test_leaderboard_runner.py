@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PUBLISHED_DATA, REPO_ROOT
 from leaderboard_support import write_json
+from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.query import connect, load_results, run_queries
 from leaderboard.results_files import detect_shape

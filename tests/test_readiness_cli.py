@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from cli_runner import CliResult, run_cli
-from conftest import PUBLISHED_DATA
 from readiness_fixtures import (
     CANONICAL_URL,
     GREEN,
@@ -24,6 +23,7 @@ from readiness_fixtures import (
     copy_results,
     published_queries,
 )
+from testsupport import PUBLISHED_DATA
 
 SMOKE_SET = PUBLISHED_DATA / "benchflow-ai__skillsbench-agentbeats__task_sets__smoke.json"
 V11_SET = PUBLISHED_DATA / "benchflow-ai__skillsbench-agentbeats__task_sets__skillsbench-v1.1.json"

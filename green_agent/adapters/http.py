@@ -130,6 +130,7 @@ class HttpRun:
         self._rows: dict[str, dict[str, Any]] = {}
         self._deadline = time.monotonic() + adapter.timeout_sec
         self._cancel_sent = False
+        self._last_ok = time.monotonic()  # last sign of life from the worker
 
     # -- following ---------------------------------------------------------------------------
 
@@ -147,8 +148,9 @@ class HttpRun:
                         await pump
                     while not queue.empty():
                         late = queue.get_nowait()
-                        if isinstance(late, RowFinished):
-                            yield late
+                        yield late
+                        if isinstance(late, RunEnded):  # it ended right at the deadline
+                            return
                     log.warning("worker run %s timed out; cancelling it", self.run_id)
                     await self.cancel()
                     yield RunEnded(
@@ -185,7 +187,6 @@ class HttpRun:
 
     async def _pump(self, queue: asyncio.Queue[RunEvent]) -> None:
         use_events = True
-        last_ok = time.monotonic()
         backoff = 0.05
         first = True
         while True:
@@ -199,13 +200,11 @@ class HttpRun:
                         self._end(status, queue)
                         return
                 first = False
-                last_ok = time.monotonic()
                 backoff = 0.05
                 if use_events:
                     try:
                         if await self._stream(queue):
                             return
-                        last_ok = time.monotonic()
                     except _NoEventStream:
                         log.info(
                             "worker has no event stream; polling every %.2fs",
@@ -215,7 +214,7 @@ class HttpRun:
                 else:
                     await asyncio.sleep(self.adapter.poll_interval_sec)
             except _Transient as exc:
-                if time.monotonic() - last_ok > self.adapter.retry_sec:
+                if time.monotonic() - self._last_ok > self.adapter.retry_sec:
                     queue.put_nowait(
                         RunEnded(
                             state="failed",
@@ -239,6 +238,7 @@ class HttpRun:
             raise _Transient(_detail(response))
         if response.status_code >= 400:
             raise WorkerError(f"worker lost run {self.run_id}: {_detail(response)}")
+        self._last_ok = time.monotonic()
         return RunStatus.model_validate(response.json())
 
     async def _stream(self, queue: asyncio.Queue[RunEvent]) -> bool:
@@ -264,6 +264,7 @@ class HttpRun:
                 event = "message"
                 data: list[str] = []
                 async for line in response.aiter_lines():
+                    self._last_ok = time.monotonic()
                     if line == "":
                         if data and self._dispatch(event, "\n".join(data), queue):
                             return True

@@ -52,6 +52,7 @@ class FakeWorker:
         events: bool = True,
         token: str | None = None,
         fail_after: int | None = None,
+        drop_stream_after: float | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +60,8 @@ class FakeWorker:
         self.serve_events = events
         self.token = token
         self.fail_after = fail_after  # the run fails (status "failed") after this many trials
+        self.drop_stream_after = drop_stream_after  # event streams break after this many seconds
+        self.dropped_streams = 0
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -208,7 +211,11 @@ class FakeWorker:
         async def stream() -> AsyncIterator[bytes]:
             sent = 0
             first = True
+            opened = time.monotonic()
             while True:
+                if self.drop_stream_after and time.monotonic() - opened > self.drop_stream_after:
+                    self.dropped_streams += 1
+                    raise RuntimeError("connection dropped mid-stream")
                 run = self.load(run_id)
                 assert run is not None
                 status = self.status(run)

@@ -84,3 +84,27 @@ async def test_a2a03_gateway_client_end_to_end(tmp_path: Path, a2a03_python: Pat
     envelope = Envelope.model_validate(item)
     assert [r.task_id for r in envelope.results] == ["grid-path-count"]
     assert envelope.results[0].score_eligible
+
+
+def test_demo_prints_the_leaderboard_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from green_agent.demo import DEMO_PARTICIPANT_ID, main
+
+    output = tmp_path / "results.json"
+    code = main(
+        [
+            "--output",
+            str(output),
+            "--jobs-dir",
+            str(tmp_path / "jobs"),
+            "--task-id",
+            "half-life-fit",
+        ]
+    )
+    assert code == 0
+    data = json.loads(output.read_text())
+    assert data["status"] == "completed"
+    printed = capsys.readouterr().out
+    assert "== overall ==" in printed
+    assert f"{DEMO_PARTICIPANT_ID}  0/1" in printed

@@ -156,6 +156,19 @@ async def test_a_broken_worker_answer_still_completes_with_worker_error_rows() -
     assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
 
 
+async def test_a_stream_that_breaks_after_a_healthy_stretch_is_resumed(tmp_path: Path) -> None:
+    # retry_sec is shorter than each healthy stretch of the stream: the adapter must measure
+    # the retry window from the last thing it heard, not from when the stream was opened.
+    worker = FakeWorker(tmp_path, trial_sec=0.15, drop_stream_after=0.4)
+    async with fake_worker(worker) as wurl:
+        settings = GreenSettings(worker_url=wurl, worker_retry_sec=0.3)
+        async with green(settings) as gurl:
+            envelope = await assess(gurl, FIVE)
+    assert worker.dropped_streams >= 1
+    assert all(r.score_eligible for r in envelope.results)
+    assert len({r.trial_id for r in envelope.results}) == 5
+
+
 async def test_slot_url_is_the_fallback(tmp_path: Path) -> None:
     worker = FakeWorker(tmp_path, trial_sec=0.01)
     async with fake_worker(worker) as wurl, green(GreenSettings(worker_slot_url=wurl)) as gurl:

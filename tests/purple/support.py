@@ -20,11 +20,11 @@ import uvicorn
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
-from conftest import REPO_ROOT, free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from testsupport import REPO_ROOT, free_port
 
 from purple_agent.protocol import Action, find_action
 

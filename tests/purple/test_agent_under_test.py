@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import REPO_ROOT
+from testsupport import REPO_ROOT
 
 from purple_agent.config import load_config
 from purple_agent.protocol import ActionResult, ActionResultMessage, ExecAction, ShellContext

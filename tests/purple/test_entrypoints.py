@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from testsupport import REPO_ROOT
 
 ENTRYPOINTS = [
     ["-m", "purple_agent.placeholder"],

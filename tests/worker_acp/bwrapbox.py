@@ -157,5 +157,8 @@ class BwrapBox(Sandbox):
         else:
             shutil.copy2(source, host_path, follow_symlinks=False)
 
+    async def kill_processes(self) -> None:
+        return None  # every exec/open_process has its own PID namespace, killed with it
+
     async def stop(self) -> None:
         return None

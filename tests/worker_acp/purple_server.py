@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-from conftest import free_port
+from testsupport import free_port
 
 PURPLE = Path(__file__).parent / "purple"
 

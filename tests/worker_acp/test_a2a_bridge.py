@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from testsupport import free_port
 
 from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent
@@ -136,6 +136,8 @@ async def test_server_down_is_participant_communication(tmp_path: Path) -> None:
     result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is FailureKind.PARTICIPANT_COMMUNICATION, result.outcome.message
     assert result.reward == 0.0
+    kinds = [e["type"] for e in bridge_events(result.trial_dir)]
+    assert kinds == ["user_message", "sandbox_context", "a2a_error"]
 
 
 async def test_failed_task_is_participant_error(tmp_path: Path) -> None:
@@ -228,3 +230,23 @@ async def test_files_beyond_the_count_limit_are_refused(tmp_path: Path) -> None:
         {"path": "out/3.txt", "error": "more than 3 files"},
     ]
     assert result.reward == 1.0
+
+
+async def test_purple_keeping_one_task_open_with_input_required(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("ask-exec", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0
+    states = [
+        e["payload"]["state"]
+        for e in bridge_events(result.trial_dir)
+        if e["type"] == "a2a_response"
+    ]
+    assert states == ["TASK_STATE_INPUT_REQUIRED"] * 3 + ["TASK_STATE_COMPLETED"]
+    task_ids = {
+        e["payload"]["agent_under_test_receipt"]["id"]
+        for e in bridge_events(result.trial_dir)
+        if e["type"] == "a2a_response"
+    }
+    assert len(task_ids) == 1  # every turn continued the same task

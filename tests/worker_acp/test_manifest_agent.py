@@ -26,16 +26,21 @@ def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BENCHFLOW_AGENTS_DIR", raising=False)
 
 
-def agent_env(mode: str = "run") -> dict[str, str]:
+def agent_python() -> dict[str, str]:
     """A Python with the `acp` SDK, as seen from inside a sandbox that shows the host root."""
-    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_MODE": mode}
+    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_PYTHONPATH": ""}
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
         # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
         # interpreter of the same version with this venv's packages.
         env["PY_ACP_AGENT_PYTHON"] = str(system)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+        site = [p for p in sys.path if p.endswith("site-packages")]
+        env["PY_ACP_AGENT_PYTHONPATH"] = os.pathsep.join(site)
     return env
+
+
+def agent_env(mode: str = "run") -> dict[str, str]:
+    return {**agent_python(), "PY_ACP_AGENT_MODE": mode}
 
 
 async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:

@@ -3,10 +3,13 @@ solving an example task through the bridge, end to end."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from purple.support import FakeModel, serving
 from pydantic import SecretStr
 
@@ -17,6 +20,15 @@ from worker.failures import FailureKind
 from worker_acp.harness import run_trial
 
 KEY = "sk-test-bridge-0123456789abcdef"
+pytestmark = pytest.mark.slow  # litellm takes seconds to import
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_imported() -> None:
+    """Import litellm before the trial: its import blocks the event loop for many seconds on a
+    busy machine, which would eat the participant's time (the agent imports it on first use)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    importlib.import_module("litellm")
 
 
 async def run_with_model(tmp_path: Path, script: list[dict[str, Any]]) -> Any:

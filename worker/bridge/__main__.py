@@ -11,7 +11,8 @@ from pathlib import Path
 
 from acp import run_agent
 
-from worker.bridge.agent import BridgeAgent, BridgeConfig
+from worker.bridge.agent import BridgeAgent
+from worker.bridge.config import BridgeConfig
 
 
 def parse(argv: list[str] | None = None) -> BridgeConfig:

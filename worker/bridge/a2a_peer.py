@@ -80,6 +80,7 @@ class Conversation:
         self.deadline = deadline
         self.context_id: str | None = None
         self._task_id: str | None = None  # set while the purple task waits for input
+        self._seen_status: tuple[str, str] | None = None  # (task id, status message id) answered
         self._http: httpx.AsyncClient | None = None
         self._client: Any = None
 
@@ -149,11 +150,22 @@ class Conversation:
             return self._from_message(last.message)
         if kind == "task":
             task = last.task
-            while task.status.state in _PENDING_STATES:
+            while task.status.state in _PENDING_STATES or self._stale(task):
                 await asyncio.sleep(POLL_INTERVAL_SEC)
                 task = await self._client.get_task(GetTaskRequest(id=task.id))
+            self._seen_status = (task.id, task.status.message.message_id)
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, f"unexpected reply kind {kind!r}")
+
+    def _stale(self, task: Task) -> bool:
+        """A continued task may be returned before it processed our message (a2a-sdk answers a
+        blocking send to an ``input-required`` task with its current state): the status message
+        we already answered is still there."""
+        return (
+            task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            and bool(task.status.message.message_id)
+            and (task.id, task.status.message.message_id) == self._seen_status
+        )
 
     def _from_message(self, message: Message) -> Reply:
         self.context_id = message.context_id or self.context_id

@@ -21,6 +21,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 PORT, MODE = int(sys.argv[1]), sys.argv[2]
+# "ask-<mode>": keep one task open, asking for input (the action in its status message) until
+# the action is a finish.
+ASK = MODE.startswith("ask-")
+SCRIPT_MODE = MODE.removeprefix("ask-")
 
 
 class Scripted(AgentExecutor):
@@ -33,11 +37,16 @@ class Scripted(AgentExecutor):
         if MODE == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("model quota exceeded")]))
             return
-        reply = next_reply(MODE, task.context_id, get_data_parts(list(context.message.parts)))
+        reply = next_reply(
+            SCRIPT_MODE, task.context_id, get_data_parts(list(context.message.parts))
+        )
         if reply is None:
             await asyncio.sleep(3600)
             return
         part = new_text_part(reply) if isinstance(reply, str) else new_data_part(reply)
+        if ASK and isinstance(reply, dict) and reply.get("action") != "finish":
+            await updater.requires_input(updater.new_agent_message([part]))
+            return
         await updater.add_artifact([part], name="action")
         await updater.complete()
 

@@ -1,0 +1,49 @@
+"""What one bridge process is told (its command line) and what it reports back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker.acp.extensions import OUTCOME_KEY
+from worker.failures import FailureKind
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    url: str
+    task_id: str
+    workspace: str
+    skills_dir: str | None
+    trial_dir: Path
+    deadline_sec: float
+    max_turns: int = 100
+    max_output_bytes: int = 64 << 10
+    max_file_bytes: int = 5 << 20
+    max_files: int = 100
+    max_total_file_bytes: int = 20 << 20
+
+
+@dataclass
+class Outcome:
+    """How the conversation ended; sent to the worker in the prompt result's ``_meta``."""
+
+    status: str  # finished | plain_reply | max_turns | deadline | participant_failure | cancelled
+    failure: FailureKind | None = None
+    message: str | None = None
+    turns: int = 0
+    written_files: list[str] = field(default_factory=list)
+    refused_files: list[dict[str, str]] = field(default_factory=list)
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            OUTCOME_KEY: {
+                "status": self.status,
+                "failure": self.failure.value if self.failure else None,
+                "message": self.message,
+                "turns": self.turns,
+                "written_files": self.written_files,
+                "refused_files": self.refused_files,
+            }
+        }

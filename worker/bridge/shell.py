@@ -1,0 +1,125 @@
+"""The ``skillsbench-shell/v1`` conversation of one trial: context on turn 1, then one action per
+purple reply, until ``finish``, a reply without an action, ``max_turns`` or the deadline."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from acp import update_agent_message_text
+
+from worker.bridge.a2a_peer import Conversation, ParticipantFailure, Reply, data_part, text_part
+from worker.bridge.actions import SandboxActions
+from worker.bridge.config import BridgeConfig, Outcome
+from worker.bridge.logs import BridgeLog
+from worker.bridge.protocol import (
+    ActionError,
+    FinishAction,
+    Limits,
+    ShellContext,
+    find_action,
+    result_data,
+)
+
+
+class ShellSession:
+    """The ``skillsbench-shell/v1`` loop for one trial."""
+
+    def __init__(self, config: BridgeConfig, conn: Any, session_id: str) -> None:
+        self.config = config
+        self.conn = conn
+        self.sid = session_id
+        self.turn = 0
+        self.log = BridgeLog(config.trial_dir, config.task_id, config.url)
+        self.deadline = time.monotonic() + config.deadline_sec
+        self.actions = SandboxActions(config, conn, session_id, self.log, self.deadline)
+
+    def context(self) -> ShellContext:
+        c = self.config
+        return ShellContext(
+            task_id=c.task_id,
+            workspace=c.workspace,
+            skills_dir=c.skills_dir,
+            limits=Limits(
+                max_turns=c.max_turns,
+                deadline_sec=c.deadline_sec,
+                max_output_bytes=c.max_output_bytes,
+            ),
+        )
+
+    async def run(self, instruction: str) -> Outcome:
+        outcome = Outcome("finished")
+        context = self.context().to_data()
+        self.log.event("user_message", 0, {"text": instruction})
+        self.log.event("sandbox_context", 0, context)
+        self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
+        try:
+            async with Conversation(self.config.url, self.deadline) as conv:
+                parts = [text_part(instruction), data_part(context)]
+                while True:
+                    self.turn += 1
+                    self.actions.turn = self.turn
+                    outcome.turns = self.turn
+                    message = conv.message(parts)
+                    self.log.event("a2a_request", self.turn, {"context_id": conv.context_id})
+                    reply = await conv.send(message)
+                    self._log_reply(reply)
+                    try:
+                        action = find_action(reply.data)
+                    except ActionError as exc:
+                        result: dict[str, Any] = {"error": f"invalid action: {exc}"}
+                    else:
+                        if action is None:
+                            await self._say(" ".join(reply.texts))
+                            outcome.status = "plain_reply"
+                            return outcome
+                        if isinstance(action, FinishAction):
+                            await self._say(action.message or "")
+                            await self.actions.materialize(action.files, outcome)
+                            return outcome
+                        result = await self.actions.perform(action)
+                    if self.turn >= self.config.max_turns:
+                        outcome.status = "max_turns"
+                        outcome.message = f"stopped after {self.turn} turns"
+                        return outcome
+                    if time.monotonic() >= self.deadline:
+                        outcome.status = "deadline"
+                        outcome.message = "time ran out while the bridge was acting"
+                        return outcome
+                    parts = [text_part(_summary(result)), data_part(result_data(self.turn, result))]
+        except ParticipantFailure as exc:
+            self.log.event("a2a_error", self.turn, {"failure": exc.kind.value, "message": str(exc)})
+            self.log.line(f"error {exc.kind.value}: {exc}")
+            outcome.status = "participant_failure"
+            outcome.failure = exc.kind
+            outcome.message = str(exc)
+            return outcome
+
+    def _log_reply(self, reply: Reply) -> None:
+        self.log.event(
+            "a2a_response",
+            self.turn,
+            {
+                "state": reply.state,
+                "texts": reply.texts,
+                "data": reply.data,
+                "agent_under_test_receipt": reply.raw,
+            },
+        )
+        self.log.line(
+            f"turn {self.turn}: reply state={reply.state or 'message'} data_parts={len(reply.data)}"
+        )
+
+    async def _say(self, text: str) -> None:
+        if text.strip():
+            await self.conn.session_update(self.sid, update_agent_message_text(text))
+
+
+def _summary(result: dict[str, Any]) -> str:
+    if "error" in result:
+        return f"{result.get('action', 'action')} refused: {result['error']}"
+    if result.get("action") == "exec":
+        return f"exec finished: exit code {result['exit_code']}" + (
+            " (timed out)" if result["timed_out"] else ""
+        )
+    return f"{result.get('action')} done: {result.get('path')}"
