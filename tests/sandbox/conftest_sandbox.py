@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def make_spec(task: Task, state_dir: Path, **kwargs: object) -> SandboxSpec:
     return SandboxSpec(
         task=task,
         run_id="run-test",
-        trial_id=f"trial-{os.getpid()}-{state_dir.name}",
+        trial_id=f"trial-{uuid.uuid4().hex[:12]}",
         state_dir=state_dir,
         **kwargs,  # type: ignore[arg-type]
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -228,3 +229,39 @@ async def test_stop_without_start_is_safe(
     sb = open_sandbox(make_task())
     await sb.stop()
     await sb.stop()
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2, 0.5])
+async def test_cancelled_start_leaves_nothing(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask, delay: float
+) -> None:
+    sb = open_sandbox(make_task())
+    marker = sb.spec.state_dir.name
+    starting = asyncio.create_task(sb.start())
+    await asyncio.sleep(delay)
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError, SandboxError):
+        await starting
+    await sb.stop()
+    await asyncio.sleep(0.2)
+    assert await wait_gone(str(sb.spec.state_dir)) == []
+    if sb.name == "docker":
+        from worker.sandbox.docker import LABEL_TRIAL, docker_client
+
+        left = docker_client().containers.list(
+            all=True, filters={"label": f"{LABEL_TRIAL}={sb.spec.trial_id}"}
+        )
+        assert left == [], marker
+
+
+async def test_cancelled_exec_kills_its_command(sandbox: Sandbox) -> None:
+    marker = f"marker-{uuid.uuid4().hex}"
+    running = asyncio.create_task(sandbox.exec(loop_cmd(marker)))
+    deadline = time.monotonic() + 10
+    while not processes_with(marker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert processes_with(marker)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert await wait_gone(marker) == []

@@ -108,3 +108,45 @@ async def test_state_is_removed_at_stop(make_task: MakeTask, tmp_path: Path) -> 
     assert (tmp_path / "s" / "sandbox").exists()
     await sb.stop()
     assert not (tmp_path / "s" / "sandbox").exists()
+
+
+async def test_host_without_user_namespaces_gets_one_clear_error(
+    make_task: MakeTask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bwrap that fails the way it does where user namespaces are disabled.
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("SKILLSBENCH_BWRAP", str(fake))
+    sb = local(make_task(), tmp_path / "s")
+    with pytest.raises(SandboxUnsupported) as caught:
+        await sb.start()
+    message = str(caught.value)
+    assert "cannot run on this host" in message
+    assert "No permissions to create a new namespace" in message
+    assert "--environment docker" in message
+    await sb.stop()
+
+
+async def test_layout_the_host_cannot_give_needs_docker(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    # overlayfs refuses a host folder that has mounts inside it; skip where there is none.
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    nested = sorted(
+        {line.split()[4].split("/")[1] for line in mounts if line.split()[4].count("/") >= 2}
+    )
+    candidates = [
+        top
+        for top in nested
+        if top not in {"proc", "sys", "dev", "run", "tmp", "root", "home", "mnt", "media", "boot"}
+    ]
+    if not candidates:
+        pytest.skip("no host top-level folder with a mount inside it")
+    dockerfile = DOCKERFILE + f"COPY data/input.txt /{candidates[0]}/skillsbench-probe/input.txt\n"
+    sb = local(make_task(dockerfile), tmp_path / "s")
+    with pytest.raises(SandboxUnsupported, match="needs the docker environment"):
+        await sb.start()
+    await sb.stop()

@@ -126,13 +126,22 @@ def prepare_context(environment: Path, target: Path, with_skills: bool, skills_d
     dockerfile.write_text(text, encoding="utf-8")
 
 
+class _StdinWriter(asyncio.StreamWriter):
+    """The exec's stdin: ``close()`` half-closes (EOF to the process) so output still flows."""
+
+    def close(self) -> None:
+        if not self.transport.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                self.transport.write_eof()
+
+
 @dataclass(eq=False)
 class _Session:
     """One exec over the hijacked socket, demultiplexed onto asyncio streams."""
 
     exec_id: str
     sock: socket.socket
-    writer: asyncio.StreamWriter
+    writer: _StdinWriter
     stdout: asyncio.StreamReader
     stderr: asyncio.StreamReader
     pid: asyncio.Future[int]
@@ -140,8 +149,7 @@ class _Session:
 
     def close(self) -> None:
         self.pump.cancel()
-        with contextlib.suppress(Exception):
-            self.writer.close()
+        self.writer.transport.close()
 
 
 async def _pump(reader: asyncio.StreamReader, session: _Session) -> None:
@@ -263,26 +271,31 @@ class DockerSandbox(Sandbox):
         if self._stopped:
             raise SandboxError("sandbox stopped while starting")
         try:
-            container = await asyncio.to_thread(client.containers.run, self.image, **kwargs)
+            creating = asyncio.ensure_future(
+                asyncio.to_thread(client.containers.run, self.image, **kwargs)
+            )
+            try:
+                container = await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                # Cancelled mid-create: wait for the engine's answer and remove what it made.
+                with contextlib.suppress(Exception):
+                    made = await creating
+                    await asyncio.to_thread(made.remove, force=True, v=True)
+                raise
         except _errors().DockerException as exc:
             raise SandboxError(f"container failed to start: {exc}") from None
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
+        logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
         ready = await self.exec(
-            f"mkdir -p {dirs} && chmod 777 {AGENT_LOGS_DIR} {VERIFIER_LOGS_DIR} {ARTIFACTS_DIR}",
-            timeout_sec=60,
+            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID}", timeout_sec=60
         )
-        if ready.exit_code != 0:
-            raise SandboxError(
-                f"container setup failed: {ready.stderr.strip() or ready.stdout.strip()}"
-            )
-        children = await self.exec(_KEEP_ALIVE_PID, timeout_sec=30)
         try:
-            self._keep_alive = int(children.stdout.split()[0])
-        except (IndexError, ValueError):
-            raise SandboxError(
-                "container setup failed: cannot find the keep-alive process"
-            ) from None
+            if ready.exit_code != 0:
+                raise ValueError(ready.stderr.strip() or ready.stdout.strip())
+            self._keep_alive = int(ready.stdout.split()[0])
+        except (IndexError, ValueError) as exc:
+            raise SandboxError(f"container setup failed: {exc}") from None
 
     async def _image(self, client: Any) -> str:
         if self.spec.image:
@@ -380,8 +393,11 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"exec failed: {exc}") from None
         sock: socket.socket = getattr(raw, "_sock", raw)
         sock.setblocking(False)
-        reader, writer = await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
         loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+        writer = _StdinWriter(transport, protocol, reader, loop)
         session = _Session(
             exec_id=exec_id,
             sock=sock,
@@ -392,8 +408,7 @@ class DockerSandbox(Sandbox):
         )
         session.pump = asyncio.create_task(_pump(reader, session))
         if not stdin:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_WR)
+            writer.close()
         self._sessions.add(session)
         return session
 
@@ -437,12 +452,16 @@ class DockerSandbox(Sandbox):
                     with contextlib.suppress(ConnectionError, OSError):
                         session.writer.write(stdin)
                         await session.writer.drain()
-                        session.sock.shutdown(socket.SHUT_WR)
+                        session.writer.close()
                 await asyncio.gather(drain(session.stdout, out), drain(session.stderr, err))
                 await session.pump
         except TimeoutError:
             timed_out = True
             await self._kill_group(session)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._kill_group(session))
+            raise
         finally:
             session.close()
             self._sessions.discard(session)
@@ -555,12 +574,13 @@ def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | Non
     with contextlib.suppress(errors.DockerException):
         ids |= {c.id for c in client.containers.list(all=True, filters=filters)}
     for cid in ids:
-        with contextlib.suppress(errors.NotFound):
-            try:
-                client.api.remove_container(cid, force=True, v=True)
-            except errors.APIError as exc:
-                if "already in progress" not in str(exc):
-                    raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
+        try:
+            client.api.remove_container(cid, force=True, v=True)
+        except errors.NotFound:
+            continue
+        except errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
 
 
 def _put(client: Any, container: str, host_path: Path, target: str) -> None:
@@ -646,22 +666,27 @@ class ReapReport:
     images: list[str] = field(default_factory=list)
 
 
-async def reap_stale(active_run_ids: Collection[str]) -> ReapReport:
+async def reap_stale(
+    active_run_ids: Collection[str], *, only_runs: Collection[str] | None = None
+) -> ReapReport:
     """Remove containers, networks and self-built images whose run is no longer active.
 
-    Prebuilt images never carry our labels, so they are never touched.
+    Prebuilt images never carry our labels, so they are never touched. ``only_runs`` limits
+    the sweep to those run ids (for engines shared with other workers or tests).
     """
     client = await asyncio.to_thread(docker_client)
-    return await asyncio.to_thread(_reap, client, set(active_run_ids))
+    scope = None if only_runs is None else set(only_runs)
+    return await asyncio.to_thread(_reap, client, set(active_run_ids), scope)
 
 
-def _reap(client: Any, active: set[str]) -> ReapReport:
+def _reap(client: Any, active: set[str], scope: set[str] | None) -> ReapReport:
     errors = _errors()
     report = ReapReport()
     managed = {"label": [f"{LABEL_MANAGED}=true"]}
 
     def stale(labels: Mapping[str, str] | None) -> bool:
-        return (labels or {}).get(LABEL_RUN) not in active
+        run = (labels or {}).get(LABEL_RUN)
+        return run not in active and (scope is None or run in scope)
 
     for container in client.containers.list(all=True, filters=managed):
         if stale(container.labels):

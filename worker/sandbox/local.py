@@ -182,7 +182,16 @@ class _Spawned:
 
     async def wait(self) -> int:
         """Wait for the command, then kill what it left behind; its exit code."""
-        await self.finished.wait()
+        while True:
+            try:
+                await asyncio.wait_for(self.finished.wait(), 0.5)
+                break
+            except TimeoutError:
+                # bwrap whose setup failed after reporting the child may never report an exit.
+                if self.child_pid is not None and not _alive(self.child_pid):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.finished.wait(), 0.5)
+                    break
         self.kill()
         code = await self.proc.wait()
         return self.exit_code if self.exit_code is not None else _exit_code(code)
@@ -265,15 +274,30 @@ class LocalSandbox(Sandbox):
                 f"task {task.task_id} needs the docker environment: a multi-stage Dockerfile"
             )
         self._workdir = task.config.environment.workdir or recipe.workdir or DEFAULT_WORKDIR
+        if _top(self._workdir) in ("", "proc", "sys", "dev"):
+            raise SandboxUnsupported(
+                f"task {task.task_id} needs the docker environment: WORKDIR {self._workdir}"
+            )
         self._image_env = {**recipe.env, **task.config.environment.env}
         await asyncio.to_thread(self._make_layout)
-        await asyncio.to_thread(self._start_init)
-        probe = await self.exec(["true"], timeout_sec=60)
-        if probe.exit_code != 0:
-            raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
+        await self._new_init()
+        await self._probe_layout()
         await self._apply_recipe(recipe)
+        if any(self._layer.iterdir()):
+            await self._probe_layout()  # files the Dockerfile put outside the writable binds
         if self.spec.with_skills and task.skills_dir is not None:
             await self.upload(task.skills_dir, task.skills_sandbox_dir)
+
+    async def _probe_layout(self) -> None:
+        probe = await self.exec(["true"], timeout_sec=60)
+        if probe.exit_code == 0:
+            return
+        if any(self._layer.iterdir()):  # typically: overlayfs refused a host folder
+            raise SandboxUnsupported(
+                f"task {self.spec.task.task_id} needs the docker environment: the local sandbox "
+                f"cannot lay out the Dockerfile's files here ({probe.stderr.strip()})"
+            )
+        raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
 
     def _make_layout(self) -> None:
         if self._root.exists():
@@ -301,6 +325,17 @@ class LocalSandbox(Sandbox):
             return  # inside another writable bind: bwrap creates the mount point there
         if not os.path.lexists(path):
             (self._layer / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+    async def _new_init(self) -> None:
+        # Shielded: a cancelled start must not leave an init nobody knows about.
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start_init))
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self._kill_all()
+            raise
 
     def _start_init(self) -> None:
         read_fd, write_fd = os.pipe()
@@ -422,7 +457,7 @@ class LocalSandbox(Sandbox):
     async def kill_processes(self) -> None:
         await self._kill_all()
         if not self._stopped and self._started:
-            await asyncio.to_thread(self._start_init)
+            await self._new_init()
 
     async def _kill_all(self) -> None:
         if self._init is not None and self._init.poll() is None:
@@ -693,6 +728,16 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
         proc.stdin.write(data)
         await proc.stdin.drain()
     proc.stdin.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _read_all(fd: int) -> bytes:

@@ -1,0 +1,143 @@
+"""What only the ``docker`` backend promises: images, limits, labels, users and the reaper."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest_sandbox import DOCKERFILE, MakeTask, make_spec
+
+from worker.sandbox import SandboxError, sandbox_class
+from worker.sandbox.docker import (
+    LABEL_BUILT,
+    LABEL_MANAGED,
+    LABEL_RUN,
+    LABEL_TRIAL,
+    DockerSandbox,
+    reap_stale,
+)
+
+
+@pytest.fixture
+def client(docker_client: Any) -> Any:
+    from docker_images import ensure_test_image
+
+    ensure_test_image(docker_client, "python")
+    return docker_client
+
+
+def docker_sandbox(task: object, state: Path, **kwargs: object) -> DockerSandbox:
+    sb = sandbox_class("docker")(make_spec(task, state, **kwargs))  # type: ignore[arg-type]
+    assert isinstance(sb, DockerSandbox)
+    return sb
+
+
+def unique(dockerfile: str = DOCKERFILE) -> str:
+    # A fresh build context, so the image is built (and labelled) by this test.
+    return dockerfile + f"ENV TEST_NONCE={uuid.uuid4().hex}\n"
+
+
+async def test_container_has_limits_labels_and_no_network(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        assert sb._container_id is not None
+        attrs = client.api.inspect_container(sb._container_id)
+        labels = attrs["Config"]["Labels"]
+        assert labels[LABEL_MANAGED] == "true"
+        assert labels[LABEL_RUN] == sb.spec.run_id and labels[LABEL_TRIAL] == sb.spec.trial_id
+        host = attrs["HostConfig"]
+        assert host["NanoCpus"] == 1_000_000_000
+        assert host["Memory"] == 512 * 1024 * 1024
+        assert host["NetworkMode"] == "none"
+        container_id = sb._container_id
+    assert not client.containers.list(all=True, filters={"id": container_id})
+
+
+async def test_skills_conditions_build_distinct_images(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    task = make_task(DOCKERFILE + "COPY skills /opt/bundled-skills\n")
+    probe = "ls /skills /opt/bundled-skills 2>/dev/null | grep -c adder; true"
+    async with docker_sandbox(task, tmp_path / "a", with_skills=True) as with_skills:
+        assert (await with_skills.exec(probe)).stdout == "2\n"
+    async with docker_sandbox(task, tmp_path / "b", with_skills=False) as without:
+        assert (await without.exec(probe)).stdout == "0\n"
+    assert with_skills.image != without.image
+
+
+async def test_run_lines_build_and_failures_are_clear(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    good = make_task(DOCKERFILE + "RUN echo built > /opt/built.txt\n")
+    async with docker_sandbox(good, tmp_path / "a") as sb:
+        assert (await sb.exec("cat /opt/built.txt")).stdout == "built\n"
+        image = client.images.get(sb.image)
+        assert image.labels[LABEL_BUILT] == "true" and image.labels[LABEL_RUN] == sb.spec.run_id
+    bad = make_task(DOCKERFILE + "RUN exit 7\n")
+    sb = docker_sandbox(bad, tmp_path / "b")
+    with pytest.raises(SandboxError, match="image build failed"):
+        await sb.start()
+    await sb.stop()
+
+
+async def test_exec_as_another_user(client: Any, make_task: MakeTask, tmp_path: Path) -> None:
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        assert (await sb.exec("id -u", user="nobody")).stdout == "65534\n"
+        assert (await sb.exec("id -u")).stdout == "0\n"
+
+
+async def test_files_anywhere_in_the_container(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    src = tmp_path / "f.txt"
+    src.write_text("anywhere")
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        await sb.upload(src, "/opt/deep/f.txt")
+        await sb.download("/opt/deep/f.txt", tmp_path / "back.txt")
+    assert (tmp_path / "back.txt").read_text() == "anywhere"
+
+
+async def test_prebuilt_image_is_used_and_never_reaped(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    from docker_images import ensure_test_image
+
+    prebuilt = ensure_test_image(client, "python")
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
+    spec = make_spec(make_task(), tmp_path / "s", image=prebuilt)
+    sb = DockerSandbox(dataclasses.replace(spec, run_id=run_id))  # a run of its own
+    await sb.start()
+    assert sb.image == prebuilt
+    report = await reap_stale(active_run_ids=[], only_runs=[run_id])
+    assert report.containers == [sb._container_id]
+    assert report.images == []
+    client.images.get(prebuilt)  # still there
+    await sb.stop()  # idempotent after the reaper removed the container
+
+
+async def test_reaper_removes_what_a_crashed_run_left(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    crashed, alive = f"run-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+
+    def spec_for(run_id: str, name: str, dockerfile: str) -> Any:
+        return dataclasses.replace(make_spec(make_task(dockerfile), tmp_path / name), run_id=run_id)
+
+    left = DockerSandbox(spec_for(crashed, "a", unique()))
+    kept = DockerSandbox(spec_for(alive, "b", DOCKERFILE))
+    await left.start()  # never stopped: the worker "crashed"
+    await kept.start()
+    try:
+        report = await reap_stale(active_run_ids=[alive], only_runs=[crashed, alive])
+        assert report.containers == [left._container_id]
+        assert report.images == [left.image]
+        assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={crashed}"})
+        assert (await kept.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await kept.stop()
+        await left.stop()
+        await reap_stale(active_run_ids=[], only_runs=[crashed, alive])
