@@ -58,6 +58,8 @@ async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
     )  # ls ran before the write
     messages = [e["text"] for e in result.trajectory() if e["type"] == "agent_message"]
     assert messages == ["ran 2 commands"]
+    thoughts = [e["text"] for e in result.trajectory() if e["type"] == "agent_thought"]
+    assert thoughts == ["2 commands to run"]
     assert result.trajectory()[0]["type"] == "user_message"
     assert result.outcome.n_tool_calls == 2
     install_log = result.trial_dir / "agent" / "install-stdout.txt"

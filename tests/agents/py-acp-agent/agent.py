@@ -27,6 +27,7 @@ from acp import (
     text_block,
     tool_content,
     update_agent_message_text,
+    update_agent_thought_text,
     update_tool_call,
 )
 from acp.schema import AgentCapabilities, Implementation, PermissionOption
@@ -77,6 +78,9 @@ class ScriptedAgent:
             return PromptResponse(stop_reason="cancelled")
         cwd = self.sessions[session_id]
         commands = [line[2:] for line in text.splitlines() if line.startswith("$ ")]
+        await self.conn.session_update(
+            session_id, update_agent_thought_text(f"{len(commands)} commands to run")
+        )
         for n, command in enumerate(commands, 1):
             call_id = f"call-{n}"
             await self.conn.session_update(
