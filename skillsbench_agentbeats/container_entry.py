@@ -1,12 +1,20 @@
 """Entry point of the service images: drop root, optionally start an embedded worker, run a command.
 
-`python -m skillsbench_agentbeats.container_entry CMD [ARGS…]`
+`python -m skillsbench_agentbeats.container_entry [CMD] [ARGS…]`
+
+- A first argument that is not a program on PATH (`--help`, `--host …`, `placeholder …`) is an
+  argument of the image's service: `SKILLSBENCH_SERVICE_COMMAND` (e.g. `skillsbench-agentbeats
+  green`) is put in front. So `docker run IMAGE --help`, the AgentBeats convention
+  `docker run IMAGE --host H --port P --card-url U`, and a full command line given by a manifest
+  (`skillsbench-agentbeats green …`, `sh -lc '…'`) all work, whether the runtime replaces the
+  image's entrypoint or only its command.
 
 - Started as root (the default, so a mounted Docker socket of any group can be used), it switches
   to the unprivileged user `SKILLSBENCH_RUN_AS` (default `skillsbench`) with the Docker socket's
   group added, so the service talks to the engine without running as root. `SKILLSBENCH_RUN_AS=root`
   keeps root (engines whose socket only root may open). Started as non-root, nothing changes.
-- With `SKILLSBENCH_EMBEDDED_WORKER=1` (the green image) it first starts
+- With `SKILLSBENCH_EMBEDDED_WORKER=1` (the green image), when the command is the service command
+  itself (not a shell line that may start its own worker), it first starts
   `skillsbench-agentbeats worker` with `SKILLSBENCH_EMBEDDED_WORKER_ARGS` on loopback, waits for
   its port, points `SKILLSBENCH_WORKER_URL` at it when unset, then runs CMD; it forwards SIGTERM and
   SIGINT to both and exits when either exits (stopping the other), as the published green
@@ -19,6 +27,7 @@ import contextlib
 import itertools
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -109,14 +118,30 @@ def supervise(children: list[subprocess.Popen[bytes]]) -> int:
     return code if code >= 0 else 128 - code
 
 
+def full_command(args: Sequence[str], service: Sequence[str]) -> list[str]:
+    """`args` as given when it names a program, else the service command followed by `args`."""
+    if args and shutil.which(args[0]) is not None:
+        return list(args)
+    return [*service, *args]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    command = list(sys.argv[1:] if argv is None else argv)
+    service = shlex.split(os.environ.get("SKILLSBENCH_SERVICE_COMMAND", ""))
+    command = full_command(list(sys.argv[1:] if argv is None else argv), service)
     if not command:
-        print("usage: container_entry CMD [ARGS…]", file=sys.stderr)
+        print(
+            "usage: container_entry CMD [ARGS…] (or set SKILLSBENCH_SERVICE_COMMAND)",
+            file=sys.stderr,
+        )
         return 2
     drop_privileges(os.environ.get("SKILLSBENCH_RUN_AS", DEFAULT_USER))
-    embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", "0").strip().lower()
-    if embedded not in ("1", "true", "yes") or HELP_FLAGS.intersection(command):
+    embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", "0").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+    )
+    runs_service = bool(service) and command[: len(service)] == service
+    if not (embedded and runs_service) or HELP_FLAGS.intersection(command):
         os.execvp(command[0], command)
     worker_args = shlex.split(
         os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS)

@@ -139,7 +139,21 @@ def ensure_service_images(client: Any, base_image: str, work_dir: Path) -> dict[
         for name, dockerfile in SERVICES.items():
             if not _has_image(client, tags[name]):
                 build_image(client, context, dockerfile, tags[name], base_image)
+        _prune_older(client, tags)
         return tags
+
+
+def _prune_older(client: Any, keep: dict[str, str]) -> None:
+    """Remove test tags of earlier sources, so repeated runs do not fill the disk."""
+    import docker.errors
+
+    for current in keep.values():
+        repository = current.rsplit(":", 1)[0]
+        for image in client.images.list(name=repository):
+            for tag in image.tags:
+                if tag != current and tag.startswith(f"{repository}:test-"):
+                    with contextlib.suppress(docker.errors.APIError):
+                        client.images.remove(tag)
 
 
 def build_image(client: Any, context: Path, dockerfile: str, tag: str, base_image: str) -> None:

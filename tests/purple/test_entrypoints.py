@@ -44,4 +44,7 @@ def test_dockerfile_is_build_ready() -> None:
         for path in src.split():
             if "[" not in path:
                 assert (REPO_ROOT / path).exists(), f"COPY source {path} is missing"
-    assert re.search(r'^ENTRYPOINT \["skillsbench-agentbeats", "purple"\]$', text, re.M)
+    assert re.search(
+        r'^ENTRYPOINT \["python", "-m", "skillsbench_agentbeats.container_entry"\]$', text, re.M
+    )
+    assert 'SKILLSBENCH_SERVICE_COMMAND="skillsbench-agentbeats purple"' in text
