@@ -157,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     env = dict(os.environ)
     env.setdefault("SKILLSBENCH_WORKER_URL", f"http://{host}:{port}")
-    service = subprocess.Popen(command, env=env)
-    return supervise([service, worker])
+    main_process = subprocess.Popen(command, env=env)
+    return supervise([main_process, worker])
 
 
 if __name__ == "__main__":
