@@ -18,7 +18,8 @@
   `skillsbench-agentbeats worker` with `SKILLSBENCH_EMBEDDED_WORKER_ARGS` on loopback, waits for
   its port, points `SKILLSBENCH_WORKER_URL` at it when unset, then runs CMD; it forwards SIGTERM and
   SIGINT to both and exits when either exits (stopping the other), as the published green
-  manifest's entrypoint does with a shell.
+  manifest's entrypoint does with a shell. It does not when `SKILLSBENCH_WORKER_URL` (even empty:
+  the mock) or `SKILLSBENCH_WORKER_SLOT_URL` names another worker.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 DEFAULT_USER = "skillsbench"
@@ -125,6 +126,24 @@ def full_command(args: Sequence[str], service: Sequence[str]) -> list[str]:
     return [*service, *args]
 
 
+def uses_embedded_worker(env: Mapping[str, str], embedded_url: str) -> bool:
+    """False when the configuration names another worker (a URL, even empty, or the slot).
+
+    A second worker on the same Docker host would also reap the first one's containers at start.
+    """
+    if (env.get("SKILLSBENCH_WORKER_SLOT_URL") or "").strip():
+        return "SKILLSBENCH_WORKER_URL" in env and _same_url(
+            env["SKILLSBENCH_WORKER_URL"], embedded_url
+        )
+    if "SKILLSBENCH_WORKER_URL" not in env:
+        return True
+    return _same_url(env["SKILLSBENCH_WORKER_URL"], embedded_url)
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.rstrip("/")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     service = shlex.split(os.environ.get("SKILLSBENCH_SERVICE_COMMAND", ""))
     command = full_command(list(sys.argv[1:] if argv is None else argv), service)
@@ -141,12 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "yes",
     )
     runs_service = bool(service) and command[: len(service)] == service
-    if not (embedded and runs_service) or HELP_FLAGS.intersection(command):
-        os.execvp(command[0], command)
     worker_args = shlex.split(
         os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS)
     )
     host, port = worker_endpoint(worker_args)
+    wanted = embedded and runs_service and uses_embedded_worker(os.environ, f"http://{host}:{port}")
+    if not wanted or HELP_FLAGS.intersection(command):
+        os.execvp(command[0], command)
     worker = subprocess.Popen(["skillsbench-agentbeats", "worker", *worker_args])
     try:
         wait_for_port(host, port, WORKER_START_TIMEOUT_SEC, worker)

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from testsupport import REPO_ROOT, free_port
 
-from skillsbench_agentbeats.container_entry import full_command, worker_endpoint
+from skillsbench_agentbeats.container_entry import (
+    full_command,
+    uses_embedded_worker,
+    worker_endpoint,
+)
 
 SERVICE = ["skillsbench-agentbeats", "green"]
 
@@ -31,6 +35,16 @@ def test_arguments_of_the_service_get_the_service_command() -> None:
 def test_a_program_runs_as_given() -> None:
     assert full_command(["sh", "-lc", "echo hi"], SERVICE) == ["sh", "-lc", "echo hi"]
     assert full_command(["/bin/true"], SERVICE) == ["/bin/true"]
+
+
+def test_embedded_worker_only_when_no_other_worker_is_named() -> None:
+    url = "http://127.0.0.1:9010"
+    assert uses_embedded_worker({}, url)
+    assert uses_embedded_worker({"SKILLSBENCH_WORKER_URL": url + "/"}, url)
+    assert not uses_embedded_worker({"SKILLSBENCH_WORKER_URL": ""}, url)  # mock mode
+    assert not uses_embedded_worker({"SKILLSBENCH_WORKER_URL": "http://worker:9010"}, url)
+    assert not uses_embedded_worker({"SKILLSBENCH_WORKER_SLOT_URL": "http://w:9010"}, url)
+    assert uses_embedded_worker({"SKILLSBENCH_WORKER_SLOT_URL": " "}, url)
 
 
 def test_worker_endpoint() -> None:
