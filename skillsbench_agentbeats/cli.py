@@ -23,8 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("task_sets.cli", "config", "Validate an assessment config."),
     "worker": ("worker.cli", "worker", "Run the worker HTTP service."),
     "run": ("worker.cli", "run", "Run a task set locally through the worker engine."),
-    "agents": ("worker.cli", "agents", "List manifest agents, or show one."),
-    "trials": ("worker.cli", "trials", "Inspect trials of a jobs directory."),
+    "agents": ("worker.acp.cli", "agents", "List manifest agents, or show one."),
+    "trials": ("worker.trials_cli", "trials", "Inspect trials of a jobs directory."),
     "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
     "assess": (
         "green_agent.cli",

@@ -40,6 +40,20 @@ class RunTask(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
 
+class UsageSettings(BaseModel):
+    """Model route, caps and usage tracking of every trial of a run (see docs/usage.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, description="litellm model name (-m/--model)")
+    max_tokens: int | None = Field(default=None, gt=0, description="Per-trial token cap")
+    max_cost_usd: float | None = Field(default=None, gt=0, description="Per-trial cost cap")
+    usage_tracking: Literal["auto", "required", "off"] = "auto"
+    agent_env: dict[str, str] = Field(
+        default_factory=dict, description="--agent-env: extra variables for the agent's process"
+    )
+
+
 class RunRequest(BaseModel):
     """``POST /runs`` body."""
 
@@ -55,6 +69,9 @@ class RunRequest(BaseModel):
         default=None,
         description="Agent spec (oracle, nop, script:F, a2a:URL, a manifest name); "
         "default: the a2a bridge to participants['agent']",
+    )
+    usage: UsageSettings | None = Field(
+        default=None, description="Model, caps and usage tracking (manifest agents)"
     )
     manifest: dict[str, Any] | None = Field(
         default=None,

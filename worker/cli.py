@@ -145,6 +145,28 @@ def worker(
     default=None,
     help="Exit 1 unless every trial ended this way.",
 )
+@click.option("-m", "--model", default=None, help="Model for manifest agents (any litellm route).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per-trial token cap.")
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Per-trial cost cap (needs a priced model).",
+)
+@click.option(
+    "--usage-tracking",
+    type=click.Choice(["auto", "required", "off"]),
+    default="auto",
+    show_default=True,
+    help="required: a trial without trusted usage is an error.",
+)
+@click.option(
+    "--agent-env",
+    "agent_env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Extra variable for the agent's process (repeatable).",
+)
 def run(
     tasks_dir: Path | None,
     task_set: str | None,
@@ -158,8 +180,13 @@ def run(
     output: Path | None,
     participant_id: str | None,
     expect: str | None,
+    model: str | None,
+    max_tokens: int | None,
+    max_cost_usd: float | None,
+    usage_tracking: str,
+    agent_env: tuple[str, ...],
 ) -> None:
-    from worker.api import RunRequest, RunTask
+    from worker.api import RunRequest, RunTask, UsageSettings
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
@@ -177,13 +204,27 @@ def run(
         tasks=[RunTask.model_validate(entry) for entry in manifest["tasks"]],
         agent=agent,
         manifest=manifest,
+        usage=UsageSettings(
+            model=model,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost_usd,
+            usage_tracking=usage_tracking,
+            agent_env=_agent_env(agent_env),
+        ),
     )
+    from worker.agents.registry import resolve_agent
+    from worker.usage.trial import check_model
+
+    check_model(resolve_agent(agent), model)
     rows = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, _concurrency(concurrency))
     )
     from worker.progress import summary_table
 
     click.echo(summary_table(rows))
+    from worker.usage.summary import cost_line, load_results
+
+    click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -213,6 +254,16 @@ def _output_envelope(
         "participants": {"agent": agent},
         "results": normalize_rows(rows, context),
     }
+
+
+def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
+        env[name.strip()] = value
+    return env
 
 
 def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class FailureKind(StrEnum):
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
+    USAGE_LIMIT = "usage_limit"  # the model proxy refused a call over --max-tokens/--max-cost-usd
+    USAGE_UNTRACKED = "usage_untracked"  # --usage-tracking required, and no trusted usage
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
     FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),
+    FailureKind.USAGE_LIMIT: Semantics(False, True, None),  # scored, like a timeout
+    FailureKind.USAGE_UNTRACKED: Semantics(False, False, "worker_error"),
 }
 
 

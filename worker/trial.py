@@ -38,6 +38,7 @@ from worker.sandbox.base import (
 )
 from worker.store import write_atomic
 from worker.trajectory import TrajectoryRecorder, utc_now
+from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,
     RewardError,
@@ -109,14 +110,17 @@ class _Phases:
 
     def __init__(self) -> None:
         self.timing: dict[str, float] = {}
+        self.spans: list[tuple[str, int, int]] = []  # (phase, start ns, end ns), for the trace
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         start = time.monotonic()
+        start_ns = time.time_ns()
         try:
             yield
         finally:
             self.timing[name] = round(self.timing.get(name, 0.0) + time.monotonic() - start, 3)
+            self.spans.append((name, start_ns, time.time_ns()))
 
 
 class _Failed(Exception):
@@ -142,6 +146,7 @@ class _TrialState:
 
     started_at: str
     skills_dir: str | None
+    usage: TrialUsage  # model access, caps, usage records and the trace (worker/usage)
     phases: _Phases = field(default_factory=_Phases)
     sandbox: Sandbox | None = None
     agent_outcome: AgentOutcome | None = None
@@ -162,8 +167,12 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
         (trial_dir / sub).mkdir(parents=True, exist_ok=True)
     task = plan.task
     skills_dir = task.skills_sandbox_dir if plan.with_skills and task.skills_dir else None
-    state = _TrialState(started_at=utc_now(), skills_dir=skills_dir)
-    _write_json(trial_dir / "config.json", _config_doc(plan, skills_dir, state.started_at))
+    usage = TrialUsage(plan.agent, plan.request.usage, plan.trial_id, plan.environment)
+    state = _TrialState(started_at=utc_now(), skills_dir=skills_dir, usage=usage)
+    _write_json(
+        trial_dir / "config.json",
+        {**_config_doc(plan, skills_dir, state.started_at), **usage.config_fields()},
+    )
     body = asyncio.create_task(_trial_body(plan, state), name=f"trial body {plan.trial_id}")
     try:
         done, _ = await asyncio.wait({body}, timeout=plan.deadline_sec())
@@ -213,7 +222,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             trial_id=plan.trial_id,
             state_dir=plan.trial_dir / "sandbox",
             with_skills=skills_dir is not None,
-            internet=cfg.environment.internet,
+            internet=cfg.environment.internet or state.usage.needs_host_network(),
             env=dict(cfg.environment.env),
             image=image,
         )
@@ -229,17 +238,29 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         with phases.phase("agent_setup"):
             snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
         state.agent_outcome = agent_outcome = await _run_agent(
-            plan, sandbox, prompt, skills_dir, record, phases
+            plan, sandbox, prompt, skills_dir, record, phases, state.usage
         )
         if (
             agent_outcome.failure is not None
             and not semantics(agent_outcome.failure).score_eligible
         ):
+            if agent_outcome.failure in _PARTICIPANT_FAILURES:
+                # The row is not scored, but the verifier still grades what the agent left, so
+                # the private record shows how far the participant got before it failed.
+                with phases.phase("verifier"):
+                    try:
+                        reward, reward_source = await _verify(
+                            plan, sandbox, snapshot, state, agent_outcome
+                        )
+                    except _Failed as exc:
+                        state.verifier["error_after_participant_failure"] = str(exc)
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
         if agent_outcome.status == "timeout":
             failure = FailureKind.AGENT_TIMEOUT
+        elif agent_outcome.failure is FailureKind.USAGE_LIMIT:
+            failure, error = FailureKind.USAGE_LIMIT, agent_outcome.message
     except _Failed as exc:
         failure, error = exc.kind, str(exc)
     except Exception as exc:  # a bug in the worker, not the agent's fault
@@ -249,7 +270,18 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         if state.sandbox is not None and not state.stopped:
             with phases.phase("teardown"):
                 await _stop(state.sandbox, state)
-    return _finish(plan, state, reward, reward_source, failure, error)
+    outcome = _finish(plan, state, reward, reward_source, failure, error)
+    await state.usage.export_trace()
+    return outcome
+
+
+_PARTICIPANT_FAILURES = frozenset(
+    {
+        FailureKind.PARTICIPANT_COMMUNICATION,
+        FailureKind.PARTICIPANT_TIMEOUT,
+        FailureKind.PARTICIPANT_ERROR,
+    }
+)
 
 
 async def _infra(awaitable: Awaitable[str]) -> str:
@@ -290,6 +322,7 @@ async def _run_agent(
     skills_dir: str | None,
     record: TrajectoryRecorder,
     phases: _Phases,
+    usage: TrialUsage,
 ) -> AgentOutcome:
     timeout = plan.task.config.agent.timeout_sec
     env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
@@ -313,7 +346,9 @@ async def _run_agent(
     )
     record({"type": "user_message", "text": prompt})
     with phases.phase("agent_execution"):
-        agent_task = asyncio.create_task(plan.agent.run(ctx), name=f"agent {plan.trial_id}")
+        agent_task = asyncio.create_task(
+            usage.run_agent(plan.agent.run, ctx), name=f"agent {plan.trial_id}"
+        )
         try:
             done, _ = await asyncio.wait({agent_task}, timeout=timeout + AGENT_GRACE_SEC)
         except asyncio.CancelledError:
@@ -427,11 +462,15 @@ def _finish(
     error: str | None,
 ) -> TrialOutcome:
     agent_outcome = state.agent_outcome
+    usage = state.usage
+    usage.read_native(plan.trial_dir)
+    failure, error = usage.enforce(failure, error)
     timing = dict(state.phases.timing)
     time_used = None
     if "agent_execution" in timing:
         time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
     timing["total"] = round(sum(v for k, v in timing.items()), 3)
+    timing.update(usage.timing(timing))
     row = build_row(
         plan.request,
         plan.run_task,
@@ -455,6 +494,7 @@ def _finish(
         "environment": plan.environment,
         "condition": plan.request.condition,
         "reward": row["reward"],
+        "verifier_reward": reward,
         "reward_source": reward_source,
         "passed": row["passed"],
         "score_eligible": row["score_eligible"],
@@ -470,12 +510,15 @@ def _finish(
             "n_tool_calls": agent_outcome.n_tool_calls,
             "details": agent_outcome.details,
         },
+        "usage_tracking": usage.usage_tracking(),
         "verifier": {**state.verifier, "removed_files": state.removed_files},
         "time_used": time_used,
         "timing": timing,
         "started_at": state.started_at,
         "finished_at": utc_now(),
     }
+    result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
+    usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
     return TrialOutcome(

@@ -111,8 +111,8 @@ async def sandbox(
     open_sandbox: Callable[..., Sandbox], make_task: MakeTask
 ) -> AsyncIterator[Sandbox]:
     sb = open_sandbox(make_task())
-    await sb.start()
     try:
+        await sb.start()
         yield sb
     finally:
         await sb.stop()

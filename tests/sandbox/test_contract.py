@@ -211,12 +211,14 @@ async def test_stop_kills_everything_and_is_idempotent(
 ) -> None:
     marker = f"marker-{uuid.uuid4().hex}"
     sb = open_sandbox(make_task())
-    await sb.start()
-    await sb.open_process(["sh", "-c", f"({loop_cmd(marker)} &) ; {loop_cmd(marker)}"])
-    await sb.exec(f"nohup {loop_cmd(marker)} > /dev/null 2>&1 &", timeout_sec=10)
-    await asyncio.sleep(0.5)
-    assert processes_with(marker)
-    await sb.stop()
+    try:
+        await sb.start()
+        await sb.open_process(["sh", "-c", f"({loop_cmd(marker)} &) ; {loop_cmd(marker)}"])
+        await sb.exec(f"nohup {loop_cmd(marker)} > /dev/null 2>&1 &", timeout_sec=10)
+        await asyncio.sleep(0.5)
+        assert processes_with(marker)
+    finally:
+        await sb.stop()
     assert await wait_gone(marker) == []
     await sb.stop()
     with pytest.raises(SandboxError):

@@ -110,13 +110,15 @@ async def test_prebuilt_image_is_used_and_never_reaped(
     run_id = f"run-{uuid.uuid4().hex[:8]}"
     spec = make_spec(make_task(), tmp_path / "s", image=prebuilt)
     sb = DockerSandbox(dataclasses.replace(spec, run_id=run_id))  # a run of its own
-    await sb.start()
-    assert sb.image == prebuilt
-    report = await reap_stale(active_run_ids=[], only_runs=[run_id])
-    assert report.containers == [sb._container_id]
-    assert report.images == []
-    client.images.get(prebuilt)  # still there
-    await sb.stop()  # idempotent after the reaper removed the container
+    try:
+        await sb.start()
+        assert sb.image == prebuilt
+        report = await reap_stale(active_run_ids=[], only_runs=[run_id])
+        assert report.containers == [sb._container_id]
+        assert report.images == []
+        client.images.get(prebuilt)  # still there
+    finally:
+        await sb.stop()  # idempotent after the reaper removed the container
 
 
 async def test_reaper_removes_what_a_crashed_run_left(
@@ -129,9 +131,9 @@ async def test_reaper_removes_what_a_crashed_run_left(
 
     left = DockerSandbox(spec_for(crashed, "a", unique()))
     kept = DockerSandbox(spec_for(alive, "b", DOCKERFILE))
-    await left.start()  # never stopped: the worker "crashed"
-    await kept.start()
     try:
+        await left.start()  # never stopped: the worker "crashed"
+        await kept.start()
         report = await reap_stale(active_run_ids=[alive], only_runs=[crashed, alive])
         assert report.containers == [left._container_id]
         assert report.images == [left.image]

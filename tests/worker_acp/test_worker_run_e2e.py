@@ -71,6 +71,9 @@ def test_unreachable_participant_row(tmp_path: Path) -> None:
     [row] = rows
     assert row["infra_failure_type"] == "participant_communication", done.stdout + done.stderr
     assert row["score_eligible"] is False and row["passed"] is False
+    # The verifier still graded what the agent left (nothing), without scoring the row.
+    assert row["verifier_reward"] == 0.0 and row["reward_source"] is not None
+    assert trial_file(tmp_path, "test-stdout.txt").exists()
 
 
 def test_manifest_agent_through_the_worker(tmp_path: Path) -> None:

@@ -117,7 +117,10 @@ async def run_session(
                 n_tool_calls=len(client.tool_call_ids),
             )
         stop = str(response.stop_reason)
-        client.record(lifecycle_event("prompt_end", stop_reason=stop))
+        usage = (
+            response.usage.model_dump(mode="json", exclude_none=True) if response.usage else None
+        )
+        client.record(lifecycle_event("prompt_end", stop_reason=stop, usage=usage))
         return SessionResult(
             "cancelled" if stop == "cancelled" else "completed",
             stop_reason=stop,

@@ -75,7 +75,7 @@ class ManifestAgent(Agent):
             )
         try:
             process = await ctx.sandbox.open_process(
-                ["sh", "-c", manifest.launch_cmd],
+                [*ctx.launch_prefix, "sh", "-c", manifest.launch_cmd],
                 cwd=ctx.sandbox.workdir,
                 env=env,
                 user=ctx.task.config.agent.user,

@@ -36,6 +36,8 @@ class AgentContext:
     participant_url: str | None = None  # a2a: purple agent URL as reachable from the worker
     participant_sandbox_url: str | None = None  # ... and from inside the sandbox
     skills_dir: str | None = None  # sandbox path of the skills, when placed
+    # Argv put before an in-sandbox agent's launch command (the model proxy's forwarder).
+    launch_prefix: list[str] = field(default_factory=list)
 
 
 AgentStatus = Literal["completed", "timeout", "cancelled", "failed"]

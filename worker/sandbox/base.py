@@ -157,7 +157,11 @@ class Sandbox(abc.ABC):
         """Kill every process and release everything; idempotent and safe after a failed start."""
 
     async def __aenter__(self) -> Sandbox:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()  # a failed start may have made a container or processes
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -572,7 +572,7 @@ def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | Non
     ids = {known} if known else set()
     filters = {"label": [f"{LABEL_RUN}={run_id}", f"{LABEL_TRIAL}={trial_id}"]}
     with contextlib.suppress(errors.DockerException):
-        ids |= {c.id for c in client.containers.list(all=True, filters=filters)}
+        ids |= {c["Id"] for c in client.api.containers(all=True, filters=filters)}
     for cid in ids:
         try:
             client.api.remove_container(cid, force=True, v=True)
@@ -688,22 +688,24 @@ def _reap(client: Any, active: set[str], scope: set[str] | None) -> ReapReport:
         run = (labels or {}).get(LABEL_RUN)
         return run not in active and (scope is None or run in scope)
 
-    for container in client.containers.list(all=True, filters=managed):
-        if stale(container.labels):
+    # Low-level listings: no per-object inspect that races with concurrent removals.
+    for container in client.api.containers(all=True, filters=managed):
+        if stale(container.get("Labels")):
             with contextlib.suppress(errors.NotFound, errors.APIError):
-                container.remove(force=True, v=True)
-                report.containers.append(container.id)
-    for network in client.networks.list(filters=managed):
-        if stale(network.attrs.get("Labels")):
+                client.api.remove_container(container["Id"], force=True, v=True)
+                report.containers.append(container["Id"])
+    for network in client.api.networks(filters=managed):
+        if stale(network.get("Labels")):
             with contextlib.suppress(errors.NotFound, errors.APIError):
-                network.remove()
-                report.networks.append(network.id)
+                client.api.remove_network(network["Id"])
+                report.networks.append(network["Id"])
     built = {"label": [f"{LABEL_MANAGED}=true", f"{LABEL_BUILT}=true"]}
-    for image in client.images.list(filters=built):
-        if stale(image.labels):
-            for ref in image.tags or [image.id]:
+    for image in client.api.images(filters=built):
+        if stale(image.get("Labels")):
+            tags = [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
+            for ref in tags or [image["Id"]]:
                 with contextlib.suppress(errors.NotFound, errors.APIError):
-                    client.images.remove(ref, force=False, noprune=False)
+                    client.api.remove_image(ref, force=False, noprune=False)
                     report.images.append(ref)
     return report
 

@@ -25,6 +25,7 @@ import functools
 import json
 import os
 import posixpath
+import re
 import shutil
 import signal
 import stat
@@ -91,9 +92,7 @@ def _probe(bwrap: str) -> str | None:
         *_NAMESPACE_FLAGS,
         "--unshare-user",
         "--unshare-net",
-        "--ro-bind",
-        "/",
-        "/",
+        *_system_args(),
         "--proc",
         "/proc",
         "--dev",
@@ -345,9 +344,7 @@ class LocalSandbox(Sandbox):
             "--unshare-user",
             "--unshare-pid",
             "--unshare-net",
-            "--ro-bind",
-            "/",
-            "/",
+            *_system_args(),
             "--proc",
             "/proc",
             "--dev",
@@ -534,6 +531,7 @@ class LocalSandbox(Sandbox):
         args: list[str] = []
         layer_tops = {p.name for p in self._layer.iterdir()} if self._layer.is_dir() else set()
         bind_tops = {_top(path) for path in self._binds}
+        mounts = _host_mounts()
         with os.scandir("/") as entries:
             host = sorted(entries, key=lambda e: e.name)
         host_names = set()
@@ -549,7 +547,7 @@ class LocalSandbox(Sandbox):
                     args += ["--overlay-src", entry.path, "--overlay-src", str(self._layer / name)]
                     args += ["--ro-overlay", f"/{name}"]
                 else:
-                    args += ["--ro-bind", entry.path, f"/{name}"]
+                    args += _ro_tree(entry.path, mounts)
         for name in sorted(layer_tops - host_names):
             if f"/{name}" not in self._binds:
                 args += ["--bind", str(self._layer / name), f"/{name}"]
@@ -600,7 +598,15 @@ class LocalSandbox(Sandbox):
 
         spawned = _Spawned(proc, read_fd)
         self._procs.add(spawned)
-        await spawned.has_pid.wait()
+        try:
+            await spawned.has_pid.wait()
+        except asyncio.CancelledError:
+            # Cancelled before we knew the command's pid: learn it, then kill it.
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(spawned.has_pid.wait()), 5)
+            spawned.kill()
+            self._procs.discard(spawned)
+            raise
         return spawned
 
     async def exec(
@@ -728,6 +734,60 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
         proc.stdin.write(data)
         await proc.stdin.drain()
     proc.stdin.close()
+
+
+def _host_mounts() -> list[str]:
+    """Mount points of this host (from /proc/self/mountinfo, octal escapes decoded)."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) > 4:
+                points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def _ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
+    """A read-only view of host ``path`` that leaves out mounts nested below it.
+
+    A recursive bind copies every nested mount and then remounts each read-only; a mount that
+    vanishes meanwhile (a container's overlay under /var/lib/docker) makes bwrap fail. So a
+    folder with mounts below is rebuilt from its children, skipping the mount points.
+    """
+    prefix = path.rstrip("/") + "/"
+    inner = [m for m in mounts if m.startswith(prefix)]
+    if not inner:
+        return ["--ro-bind", path, path]
+    args = ["--dir", path]
+    try:
+        with os.scandir(path) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return args
+    for entry in entries:
+        child = entry.path
+        if child in inner:
+            continue  # a mount point: not shown
+        if entry.is_symlink():
+            args += ["--symlink", os.readlink(child), child]
+        elif entry.is_dir(follow_symlinks=False):
+            args += _ro_tree(child, inner)
+        elif entry.is_file(follow_symlinks=False):
+            args += ["--ro-bind", child, child]
+    return args
+
+
+def _system_args() -> list[str]:
+    """Just enough of the host for ``sh`` and ``sleep`` (the init and the host probe)."""
+    args: list[str] = []
+    mounts = _host_mounts()
+    for name in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += _ro_tree(path, mounts)
+    return args
 
 
 def _alive(pid: int) -> bool:

@@ -1,0 +1,249 @@
+"""``skillsbench-agentbeats trials``: read what trials recorded.
+
+``trials requests JOBDIR`` prints one line per model call of every trial under JOBDIR (what each
+request carried: model, effort, sampling, max tokens; and how it ended); ``trials show TRIAL``
+summarises one trial folder (phases, tool calls, tokens, cost, reward).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
+
+REQUEST_COLUMNS = (
+    "trial",
+    "call",
+    "purpose",
+    "model",
+    "answered",
+    "effort",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "status",
+    "finish",
+)
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise ValueError(f"{path}:{n}: not a JSON line") from None
+        if isinstance(value, dict):
+            yield value
+
+
+def _show(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def effort_of(body: dict[str, Any]) -> Any:
+    """Reasoning effort as the request carried it, whatever the wire format."""
+    if body.get("reasoning_effort") is not None:
+        return body["reasoning_effort"]
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        return reasoning["effort"]
+    output_config = body.get("output_config")
+    if isinstance(output_config, dict) and output_config.get("effort") is not None:
+        return output_config["effort"]
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        return f"budget:{thinking.get('budget_tokens')}"
+    return None
+
+
+def finish_of(answer: dict[str, Any]) -> Any:
+    choices = answer.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0].get("finish_reason")
+    if "stop_reason" in answer:
+        return answer.get("stop_reason")
+    if answer.get("object") == "response":
+        details = answer.get("incomplete_details") or {}
+        return (
+            details.get("reason") if isinstance(details, dict) and details else answer.get("status")
+        )
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return "error"
+    return None
+
+
+def request_row(trial: str, n: int, line: dict[str, Any]) -> tuple[str, ...]:
+    request = line.get("request") or {}
+    body = request.get("body") or {}
+    response = line.get("response") or {}
+    answer = response.get("body") or {}
+    meta = line.get("metadata") or {}
+    max_tokens = next(
+        (
+            body[k]
+            for k in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+            if k in body
+        ),
+        None,
+    )
+    status = response.get("status_code")
+    if meta.get("refused"):
+        status = f"{status} refused"
+    values = (
+        trial,
+        n,
+        meta.get("call_purpose"),
+        body.get("model") or meta.get("request_model"),
+        answer.get("model") or meta.get("provider_model"),
+        effort_of(body),
+        body.get("temperature"),
+        body.get("top_p"),
+        max_tokens,
+        status,
+        finish_of(answer),
+    )
+    return tuple(_show(v) for v in values)
+
+
+def table(rows: list[tuple[str, ...]], headers: tuple[str, ...]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(out)
+
+
+def trial_folders(root: Path) -> list[Path]:
+    """Trial folders under ``root`` (a jobs dir, a run, or a trial), in a stable order."""
+    if (root / "result.json").exists() or (root / LLM_TRAJECTORY_FILE).exists():
+        return [root]
+    found = {p.parent.parent for p in root.rglob(LLM_TRAJECTORY_FILE)}
+    found |= {p.parent for p in root.rglob("result.json") if (p.parent / "trajectory").is_dir()}
+    return sorted(found)
+
+
+@click.group(help="Inspect trials of a jobs directory.")
+def trials() -> None:
+    pass
+
+
+@trials.command(help="One line per model call of every trial under JOBDIR.")
+@click.argument("jobdir", type=click.Path(path_type=Path, file_okay=False))
+def requests(jobdir: Path) -> None:
+    if not jobdir.is_dir():
+        raise ValueError(f"{jobdir}: no such folder")
+    rows = []
+    for folder in trial_folders(jobdir):
+        path = folder / LLM_TRAJECTORY_FILE
+        if path.exists():
+            rows += [request_row(folder.name, n, line) for n, line in enumerate(_lines(path), 1)]
+    if not rows:
+        click.echo(f"no model calls recorded under {jobdir}")
+        return
+    click.echo(table(rows, REQUEST_COLUMNS))
+
+
+def _json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ValueError(f"{path}: not valid JSON") from None
+    return value if isinstance(value, dict) else {}
+
+
+def summary(folder: Path) -> str:
+    result = _json(folder / "result.json")
+    if not result:
+        raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
+    timing = _json(folder / "timing.json")
+    config = _json(folder / "config.json")
+    agent_result = result.get("agent_result") or {}
+    tracking = result.get("usage_tracking") or {}
+    lines = [
+        f"Trial:     {result.get('trial_id')} (task {result.get('task_id')}, attempt "
+        f"{result.get('attempt')})",
+        f"Agent:     {result.get('agent')}"
+        + (f", model {config.get('model')}" if config.get("model") else ""),
+        f"Reward:    {_show(result.get('reward'))} ("
+        + ("passed" if result.get("passed") else "not passed")
+        + (f"; {result.get('failure')}: {result.get('error')}" if result.get("failure") else "")
+        + ")",
+    ]
+    phases = [
+        f"{name} {timing[name]:.1f}s"
+        for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", "teardown")
+        if isinstance(timing.get(name), int | float)
+    ]
+    if phases:
+        lines.append("Phases:    " + ", ".join(phases))
+    if "provider_wait" in timing and "agent_without_provider_wait" in timing:
+        lines.append(
+            f"Agent:     {timing['provider_wait']:.1f}s waiting for the model, "
+            f"{timing['agent_without_provider_wait']:.1f}s doing anything else"
+        )
+    tools = _tool_calls(folder)
+    lines.append(f"Tools:     {len(tools)} tool call(s)")
+    lines += [f"  - [{status}] {title}" for title, status in tools[:50]]
+    if len(tools) > 50:
+        lines.append(f"  … {len(tools) - 50} more")
+    calls_model = tracking.get("model_access") != "none"
+    if agent_result.get("usage_source") not in (None, "unavailable"):
+        lines.append(
+            f"Tokens:    {agent_result.get('n_input_tokens'):,} in "
+            f"({agent_result.get('n_cache_read_tokens') or 0:,} cache read), "
+            f"{agent_result.get('n_output_tokens'):,} out, "
+            f"{agent_result.get('total_tokens'):,} total "
+            f"[{agent_result.get('usage_source')}]"
+        )
+    lines.append("Cost:      " + cost_summary(agent_result, calls_model=calls_model))
+    if tracking.get("n_model_calls"):
+        lines.append(
+            f"Calls:     {tracking['n_model_calls']} model call(s)"
+            + (
+                f", {tracking['n_refused_calls']} refused"
+                if tracking.get("n_refused_calls")
+                else ""
+            )
+        )
+    if tracking.get("limit_reached"):
+        lines.append(f"Limit:     {tracking['limit_reached']}")
+    return "\n".join(lines)
+
+
+def _tool_calls(folder: Path) -> list[tuple[str, str]]:
+    path = folder / "trajectory" / "acp_trajectory.jsonl"
+    if not path.exists():
+        return []
+    calls: dict[str, list[str]] = {}
+    for event in _lines(path):
+        call_id = event.get("tool_call_id")
+        if not isinstance(call_id, str):
+            continue
+        if event.get("type") == "tool_call":
+            calls.setdefault(
+                call_id, [str(event.get("title") or ""), str(event.get("status") or "")]
+            )
+        elif event.get("type") == "tool_call_update" and call_id in calls and event.get("status"):
+            calls[call_id][1] = str(event["status"])
+    return [(title, status or "?") for title, status in calls.values()]
+
+
+@trials.command(help="Summarise one trial folder: phases, tool calls, tokens, cost, reward.")
+@click.argument("trial", type=click.Path(path_type=Path, file_okay=False))
+def show(trial: Path) -> None:
+    if not trial.is_dir():
+        raise ValueError(f"{trial}: no such trial folder")
+    click.echo(summary(trial))

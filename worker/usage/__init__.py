@@ -1,0 +1,1 @@
+"""Usage, cost and telemetry of trials: the model proxy, its records, prices and OTLP spans."""
