@@ -344,3 +344,13 @@ def check(files: tuple[Path, ...], deny: tuple[str, ...], as_json: bool) -> None
         sys.exit(1)
     if not as_json:
         click.echo(f"ok: {len(files)} manifest(s), {len(findings)} warning(s)")
+
+
+def _add_build_tasks() -> None:
+    # Building images is the worker's docker sandbox; the command only lives in this group.
+    from worker.sandbox.prebuilt_cli import build_tasks
+
+    images.add_command(build_tasks)
+
+
+_add_build_tasks()

@@ -1,0 +1,74 @@
+"""The green, worker and purple images build from a local Python base and answer --help."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .service_images import REPO_ROOT, SERVICES
+
+EXPECTED_HELP = {
+    "green": ("--host", "--port", "--card-url"),
+    "worker": ("--host", "--port", "--jobs-dir", "--environment"),
+    "purple": ("placeholder", "agent-under-test"),
+}
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_dockerfile_contract(service: str) -> None:
+    text = (REPO_ROOT / SERVICES[service]).read_text()
+    assert re.search(r"^ARG BASE_IMAGE=python:3\.11-slim$", text, re.M)
+    assert "FROM --platform=linux/amd64 ${BASE_IMAGE}" in text
+    # Locked: every third-party wheel is installed by hash from uv.lock's export.
+    assert "uv export --quiet --frozen --no-dev --no-emit-project" in text
+    assert "--require-hashes" in text
+    assert re.search(r"^ARG WHEELHOUSE=0$", text, re.M)
+    for src in re.findall(r"^COPY (?!--)(.+) \S+$", text, re.M):
+        for path in src.split():
+            if "[" in path or "$" in path:
+                continue  # optional glob (.wheelhous[e]) or a build argument
+            assert (REPO_ROOT / path).exists(), f"COPY source {path} is missing"
+    users = re.findall(r"^USER (\S+)$", text, re.M)
+    run_as = re.findall(r"SKILLSBENCH_RUN_AS=(\S+)", text)
+    # Non-root: purple switches user; green/worker drop root in their entry (socket group added).
+    assert (users and users[-1] not in ("root", "0")) or (run_as and run_as[-1] != "root")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_image_answers_help(
+    docker_client: Any, service_images: dict[str, str], service: str
+) -> None:
+    image = docker_client.images.get(service_images[service])
+    assert image.attrs["Architecture"] == "amd64"
+    output = docker_client.containers.run(
+        service_images[service], ["--help"], remove=True, stdout=True, stderr=True
+    ).decode()
+    for word in EXPECTED_HELP[service]:
+        assert word in output, f"{service} --help lacks {word}:\n{output}"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_service_images_run_unprivileged(
+    docker_client: Any, service_images: dict[str, str], tmp_path: Path
+) -> None:
+    """Green/worker start as root only to drop to `skillsbench` (with the socket's group)."""
+    for service in ("green", "worker"):
+        out = docker_client.containers.run(
+            service_images[service],
+            entrypoint=["python", "-m", "skillsbench_agentbeats.container_entry", "id"],
+            volumes={"/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"}},
+            remove=True,
+        ).decode()
+        assert out.startswith("uid=10001(skillsbench)"), out
+        socket_gid = Path("/var/run/docker.sock").stat().st_gid
+        assert f"{socket_gid}" in out.split("groups=")[1], out
+    purple = docker_client.containers.run(
+        service_images["purple"], entrypoint=["id", "-u"], remove=True
+    ).decode()
+    assert purple.strip() == "10001"

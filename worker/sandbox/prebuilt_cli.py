@@ -1,0 +1,67 @@
+"""`images build-tasks`: build (and push) task environment images, write the prebuilt map."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("build-tasks")
+@click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
+@click.option("--task-id", "task_ids", multiple=True, help="Only these tasks (repeatable).")
+@click.option("--platform", default="linux/amd64", show_default=True)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("prebuilt_images.json"),
+    show_default=True,
+)
+@click.option("--push", is_flag=True, help="Push each image to --registry and pin its digest.")
+@click.option("--registry", default=None, help="Registry host (and namespace), e.g. ghcr.io/org.")
+@click.option("--repository", default="skillsbench-task-env", show_default=True)
+def build_tasks(
+    tasks_dir: Path | None,
+    task_set: str | None,
+    task_ids: tuple[str, ...],
+    platform: str,
+    output: Path,
+    push: bool,
+    registry: str | None,
+    repository: str,
+) -> None:
+    """Build each selected task's with-skills environment image; write task id -> ref@digest."""
+    if push and not registry:
+        raise click.UsageError("--push needs --registry")
+    if registry and not push:
+        raise click.UsageError("--registry is only used with --push")
+    from task_sets.task import load_task
+    from worker.cli import _manifest, _tasks_dir
+    from worker.sandbox.docker import docker_client
+    from worker.sandbox.prebuilt import build_task_images, prebuilt_map
+
+    root = _tasks_dir(tasks_dir)
+    document = _manifest(root, task_set, task_ids)
+    tasks = []
+    for entry in document["tasks"]:
+        folder = root / entry["task_id"]
+        if not folder.is_dir():
+            raise ValueError(f"task {entry['task_id']!r} has no folder in {root}")
+        tasks.append(load_task(folder))
+    try:
+        client = docker_client()
+    except Exception as exc:
+        raise ValueError(str(exc)) from None
+    built = build_task_images(
+        client,
+        tasks,
+        platform=platform,
+        registry=registry if push else None,
+        repository=repository,
+        progress=lambda line: click.echo(line, err=True),
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(prebuilt_map(built), indent=2, sort_keys=True) + "\n")
+    click.echo(f"wrote {output} ({len(built)} images)")
