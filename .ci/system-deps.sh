@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 0
 fi
 missing=""
-for pkg in chromium busybox-static python3.11 bash; do
+for pkg in chromium busybox-static python3.11 bash debootstrap; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then
