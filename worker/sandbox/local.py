@@ -30,6 +30,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -556,6 +557,8 @@ class LocalSandbox(Sandbox):
         args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/run"]
         for path, host_path in sorted(self._binds.items(), key=lambda item: item[0].count("/")):
             args += ["--bind", str(host_path), path]
+        for path in _worker_site_dirs():
+            args += ["--ro-bind", path, path]
         return args
 
     def _masks(self, bind_tops: set[str]) -> list[str]:
@@ -775,6 +778,20 @@ def _ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
         elif entry.is_file(follow_symlinks=False):
             args += ["--ro-bind", child, child]
     return args
+
+
+@functools.cache
+def _worker_site_dirs() -> tuple[str, ...]:
+    """The worker's own site-packages when they live in a folder the sandbox hides (a venv under
+    /tmp or /root): shown read-only at the same path, so Python agents started by the worker in
+    the sandbox can use the packages the worker runs with (the host root is shown anyway)."""
+    found = set()
+    for key in ("purelib", "platlib"):
+        path = os.path.realpath(sysconfig.get_paths()[key])
+        parts = Path(path).parts
+        if len(parts) > 1 and parts[1] in HIDDEN_TOP_LEVEL and os.path.isdir(path):
+            found.add(path)
+    return tuple(sorted(found))
 
 
 def _system_args() -> list[str]:
