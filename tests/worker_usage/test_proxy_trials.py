@@ -337,7 +337,7 @@ async def test_agent_native_usage_when_the_agent_routes_its_own_model(
                 MODEL_AGENT_API_KEY="sk-agents-own",
                 MODEL_AGENT_MODEL="own-model",
                 MODEL_AGENT_NATIVE_USAGE="1",
-                MODEL_AGENT_SOURCE=str(AGENTS_DIR / "model-acp-agent" / "agent.py"),
+                MODEL_AGENT_CODE=(AGENTS_DIR / "model-acp-agent" / "agent.py").read_text(),
             ),
         ),
     )
