@@ -4,6 +4,8 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 export UV_PYTHON_DOWNLOADS := never
+# Use the system certificate store (machines behind a TLS-inspecting proxy add their CA there).
+export UV_SYSTEM_CERTS ?= 1
 UV := $(shell command -v uv 2>/dev/null)
 ifeq ($(UV),)
 UV := .tools/bin/uv
