@@ -494,10 +494,6 @@ class DockerSandbox(Sandbox):
         if not host_path.exists():
             raise SandboxError(f"upload: {host_path} does not exist")
         target = posixpath.normpath(sandbox_path)
-        parent = target if host_path.is_dir() else posixpath.dirname(target)
-        made = await self.exec(["mkdir", "-p", parent], timeout_sec=60)
-        if made.exit_code != 0:
-            raise SandboxError(f"upload: cannot create {parent}: {made.stderr.strip()}")
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(_put, client, container, host_path, target)
 
@@ -584,18 +580,22 @@ def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | Non
 
 
 def _put(client: Any, container: str, host_path: Path, target: str) -> None:
+    # Members carry the whole target path and extract at "/": the engine creates missing parent
+    # folders itself, which saves an exec (`mkdir -p`) per upload.
+    prefix = target.lstrip("/")
     with tempfile.TemporaryFile() as buffer:
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             if host_path.is_dir():
                 for child in sorted(host_path.iterdir()):
-                    tar.add(child, arcname=child.name, filter=_as_root)
-                dest = target
+                    arcname = posixpath.join(prefix, child.name) if prefix else child.name
+                    tar.add(child, arcname=arcname, filter=_as_root)
             else:
-                tar.add(host_path, arcname=posixpath.basename(target), filter=_as_root)
-                dest = posixpath.dirname(target)
+                if not prefix:
+                    raise SandboxError("upload: a file cannot replace /")
+                tar.add(host_path, arcname=prefix, filter=_as_root)
         buffer.seek(0)
         try:
-            if not client.api.put_archive(container, dest, buffer):
+            if not client.api.put_archive(container, "/", buffer):
                 raise SandboxError(f"upload to {target} failed")
         except _errors().DockerException as exc:
             raise SandboxError(f"upload to {target} failed: {exc}") from None
