@@ -6,8 +6,16 @@ pytest would hand back whichever it loaded last).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import socket
+import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import uvicorn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_DIR = REPO_ROOT / "tasks"
@@ -32,3 +40,86 @@ def docker_available() -> str | None:
     except Exception as exc:
         return f"no Docker Engine answers: {exc}"
     return None
+
+
+# A tiny task folder for worker and usage tests: the answer is 42 in /root/answer.txt.
+PASS_TEST = """\
+#!/bin/sh
+if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
+echo $r > /logs/verifier/reward.txt
+exit 0
+"""
+SOLVE = "#!/bin/sh\necho 42 > /root/answer.txt\n"
+
+
+def make_task(
+    root: Path,
+    task_id: str,
+    *,
+    test_sh: str = PASS_TEST,
+    solve_sh: str | None = SOLVE,
+    instruction: str = "Write 42 to /root/answer.txt.",
+    agent_timeout: float = 60,
+    verifier_timeout: float = 60,
+    dockerfile: str = "FROM python:3.11-slim\nWORKDIR /root\n",
+    skills: dict[str, str] | None = None,
+    extra_tests: dict[str, str] | None = None,
+    internet: bool = False,
+) -> Path:
+    """A tiny task folder: the answer is 42 in /root/answer.txt."""
+    folder = root / task_id
+    (folder / "environment").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "task.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            version = "1.0"
+            [metadata]
+            category = "testing"
+            difficulty = "easy"
+            tags = ["worker-test"]
+            [agent]
+            timeout_sec = {agent_timeout}
+            [verifier]
+            timeout_sec = {verifier_timeout}
+            [environment]
+            allow_internet = {str(internet).lower()}
+            """
+        )
+    )
+    (folder / "instruction.md").write_text(instruction + "\n")
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    os.chmod(folder / "tests" / "test.sh", 0o755)
+    for name, text in (extra_tests or {}).items():
+        (folder / "tests" / name).write_text(text)
+    if solve_sh is not None:
+        (folder / "solution").mkdir()
+        (folder / "solution" / "solve.sh").write_text(solve_sh)
+        os.chmod(folder / "solution" / "solve.sh", 0o755)
+    for name, body in (skills or {}).items():
+        skill = folder / "environment" / "skills" / name
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(body)
+    return folder
+
+
+@contextlib.asynccontextmanager
+async def serve(app: Any, *, lifespan: str = "on") -> AsyncIterator[str]:
+    """Serve an ASGI app on a free loopback port; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
+    )
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)

@@ -3,82 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import socket
-import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
+from testsupport import PASS_TEST, SOLVE, free_port, make_task, serve
 
 DIGEST = "sha256:" + "0" * 64
-PASS_TEST = """\
-#!/bin/sh
-if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
-echo $r > /logs/verifier/reward.txt
-exit 0
-"""
-SOLVE = "#!/bin/sh\necho 42 > /root/answer.txt\n"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def make_task(
-    root: Path,
-    task_id: str,
-    *,
-    test_sh: str = PASS_TEST,
-    solve_sh: str | None = SOLVE,
-    instruction: str = "Write 42 to /root/answer.txt.",
-    agent_timeout: float = 60,
-    verifier_timeout: float = 60,
-    dockerfile: str = "FROM python:3.11-slim\nWORKDIR /root\n",
-    skills: dict[str, str] | None = None,
-    extra_tests: dict[str, str] | None = None,
-) -> Path:
-    folder = root / task_id
-    (folder / "environment").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "task.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            version = "1.0"
-            [metadata]
-            category = "testing"
-            difficulty = "easy"
-            tags = ["worker-test"]
-            [agent]
-            timeout_sec = {agent_timeout}
-            [verifier]
-            timeout_sec = {verifier_timeout}
-            [environment]
-            allow_internet = false
-            """
-        )
-    )
-    (folder / "instruction.md").write_text(instruction + "\n")
-    (folder / "environment" / "Dockerfile").write_text(dockerfile)
-    (folder / "tests" / "test.sh").write_text(test_sh)
-    os.chmod(folder / "tests" / "test.sh", 0o755)
-    for name, text in (extra_tests or {}).items():
-        (folder / "tests" / name).write_text(text)
-    if solve_sh is not None:
-        (folder / "solution").mkdir()
-        (folder / "solution" / "solve.sh").write_text(solve_sh)
-        os.chmod(folder / "solution" / "solve.sh", 0o755)
-    for name, body in (skills or {}).items():
-        skill = folder / "environment" / "skills" / name
-        skill.mkdir(parents=True)
-        (skill / "SKILL.md").write_text(body)
-    return folder
 
 
 def run_payload(task_ids: list[str], agent: str | None = "nop", **config: Any) -> dict[str, Any]:
@@ -101,27 +34,6 @@ def script(tmp_path: Path, name: str, body: str) -> str:
     path = tmp_path / f"{name}.sh"
     path.write_text(body)
     return f"script:{path}"
-
-
-@contextlib.asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Serve an ASGI app on a free loopback port; yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 async def read_sse(response: httpx.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -177,3 +89,6 @@ def process_cmdlines_containing(marker: str) -> list[str]:
         if marker in cmdline:
             found.append(f"{proc.name}: {cmdline}")
     return found
+
+
+__all__ = ["PASS_TEST", "SOLVE", "free_port", "make_task", "serve"]

@@ -4,18 +4,14 @@ the model proxy in front of a fake provider on loopback."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import socket
 import sys
-import textwrap
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import uvicorn
+from testsupport import make_task
 
 from worker.api import RunRequest, RunTask, UsageSettings
 from worker.engine import Engine, EngineSettings
@@ -26,62 +22,6 @@ AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling tes
 ENVIRONMENT = "local"  # the worker's bubblewrap sandbox
 DIGEST = "sha256:" + "0" * 64
 REAL_KEY = "sk-real-provider-key-0123456789abcdef"
-PASS_TEST = """\
-#!/bin/sh
-if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
-echo $r > /logs/verifier/reward.txt
-"""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
-
-
-def make_task(root: Path, task_id: str = "answer-42", *, internet: bool = False) -> Path:
-    folder = root / task_id
-    (folder / "environment").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "task.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            version = "1.0"
-            [metadata]
-            category = "testing"
-            difficulty = "easy"
-            [agent]
-            timeout_sec = 60
-            [verifier]
-            timeout_sec = 30
-            [environment]
-            allow_internet = {str(internet).lower()}
-            """
-        )
-    )
-    (folder / "instruction.md").write_text("Write 42 to /root/answer.txt.\n")
-    (folder / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /root\n")
-    (folder / "tests" / "test.sh").write_text(PASS_TEST)
-    os.chmod(folder / "tests" / "test.sh", 0o755)
-    return folder
 
 
 @dataclass
@@ -126,7 +66,7 @@ async def run_one(
     tasks = tmp / "tasks"
     if not tasks.exists():
         tasks.mkdir(parents=True)
-        make_task(tasks, internet=internet)
+        make_task(tasks, "answer-42", internet=internet)
     jobs = tmp / "jobs"
     engine = Engine(
         EngineSettings(

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testsupport import serve
 
 from worker.api import UsageSettings
 from worker_usage.fake_provider import FakeProvider, Script
-from worker_usage.harness import AGENTS_DIR, REAL_KEY, run_one, serve
+from worker_usage.harness import AGENTS_DIR, REAL_KEY, run_one
 
 # What `import acp, httpx` needs, copied next to the agent (the test image has only the stdlib).
 PACKAGES = (

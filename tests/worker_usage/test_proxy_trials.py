@@ -15,12 +15,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from testsupport import serve
 
 from worker.api import UsageSettings
 from worker.trials_cli import REQUEST_COLUMNS, trials
 from worker.usage.pricing import load_litellm
 from worker_usage.fake_provider import FakeProvider, Script
-from worker_usage.harness import AGENTS_DIR, REAL_KEY, agent_env, run_one, serve
+from worker_usage.harness import AGENTS_DIR, REAL_KEY, agent_env, run_one
 
 PRICED = "gpt-4o-mini"  # in litellm's bundled cost map
 WRITE = "$ echo 42 > /root/answer.txt"

@@ -15,7 +15,7 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     tasks = tmp_path / "tasks"
     if not tasks.exists():
         tasks.mkdir()
-        make_task(tasks)
+        make_task(tasks, "answer-42")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_AGENTS_DIR")}
     env["SKILLSBENCH_AGENTS_DIR"] = str(AGENTS_DIR)
     return subprocess.run(

@@ -169,17 +169,17 @@ class ModelProxy:
         """Also listen on ``host`` (e.g. the docker bridge gateway)."""
         if host in self._listeners:
             return
-        config = uvicorn.Config(
-            self.app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
+        server, serving = await self._serve(
+            uvicorn.Config(
+                self.app,
+                host=host,
+                port=port,
+                log_level="warning",
+                lifespan="off",
+                access_log=False,
+            ),
+            f"{host}:{port}",
         )
-        server = _Server(config)
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                with contextlib.suppress(BaseException):
-                    serving.result()
-                raise OSError(f"model proxy could not listen on {host}:{port}")
-            await asyncio.sleep(0.01)
         bound = int(server.servers[0].sockets[0].getsockname()[1])
         self._listeners[host] = (server, serving, bound)
 
@@ -191,20 +191,30 @@ class ModelProxy:
         folder = tempfile.mkdtemp(prefix="skillsbench-model-proxy-", dir=UNIX_SOCKET_PARENT)
         os.chmod(folder, 0o755)
         path = os.path.join(folder, "proxy.sock")
-        config = uvicorn.Config(
-            self.app, uds=path, log_level="warning", lifespan="off", access_log=False
+        server, serving = await self._serve(
+            uvicorn.Config(
+                self.app, uds=path, log_level="warning", lifespan="off", access_log=False
+            ),
+            path,
         )
+        self._listeners[f"unix:{path}"] = (server, serving, 0)
+        self.unix_path = path
+        return path
+
+    @staticmethod
+    async def _serve(
+        config: uvicorn.Config, where: str
+    ) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+        """Start one uvicorn listener and wait until it accepts connections."""
         server = _Server(config)
         serving = asyncio.create_task(server.serve())
         while not server.started:
             if serving.done():
                 with contextlib.suppress(BaseException):
                     serving.result()
-                raise OSError(f"model proxy could not listen on {path}")
+                raise OSError(f"model proxy could not listen on {where}")
             await asyncio.sleep(0.01)
-        self._listeners[f"unix:{path}"] = (server, serving, 0)
-        self.unix_path = path
-        return path
+        return server, serving
 
     @property
     def running(self) -> bool:
