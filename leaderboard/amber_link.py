@@ -105,7 +105,7 @@ def _source_kind(c: ManifestCheck, ref: str, capability: str, p: str) -> str | N
         c.add(p, "binding_source", f"{ref} exports no {capability!r}")
         return None
     kind, dot, rest = str(target).partition(".")
-    name = rest if dot and kind in ("provides", "slots", "c") else str(target)
+    name = rest if dot and kind in ("provides", "slots", "self") else str(target)
     decl = source.section("provides").get(name) or source.section("slots").get(name)
     return decl.get("kind") if isinstance(decl, dict) else None
 

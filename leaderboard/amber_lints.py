@@ -24,11 +24,11 @@ def check_lints(c: ManifestCheck, uses: list[Use]) -> None:
     exported: set[str] = set()
     for target in c.manifest.section("exports").values():
         kind, dot, rest = str(target).partition(".")
-        exported.add(rest if dot and kind in ("provides", "slots", "c") else str(target))
+        exported.add(rest if dot and kind in ("provides", "slots", "self") else str(target))
     bound_sources: set[str] = set()
     for binding in data.get("bindings") or []:
         parsed = binding_parts(binding)
-        if parsed is not None and parsed[1][0] in ("slots", "provides", "c"):
+        if parsed is not None and parsed[1][0] in ("slots", "provides", "self"):
             bound_sources.add(parsed[1][1])
     for name in slots:
         if name not in used_slots | exported | bound_sources:
