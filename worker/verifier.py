@@ -229,17 +229,17 @@ def _read_json_reward(path: Path) -> float:
 
 async def kill_agent_processes(sandbox: Sandbox) -> None:
     """Nothing the agent started may run on: a process left behind could write a reward later."""
-    kill = getattr(sandbox, "kill_processes", None)
-    if kill is not None:
-        await kill()
-    else:  # a backend without the primitive: everything but the sandbox's init
-        await sandbox.exec("kill -9 -1 2>/dev/null; true", user="root", timeout_sec=60)
+    await sandbox.kill_processes()
 
 
 async def snapshot_plantables(sandbox: Sandbox, skills_dir: str | None) -> str:
     result = await sandbox.exec(
         snapshot_command(sandbox.workdir, skills_dir), user="root", timeout_sec=120
     )
+    if result.timed_out or result.exit_code != 0:
+        # Never trust (or cache) a partial snapshot: hardening would delete the image's own files.
+        detail = result.stderr.strip()[-300:]
+        raise SandboxError(f"plantable snapshot failed (exit {result.exit_code}): {detail}")
     return result.stdout
 
 

@@ -231,6 +231,16 @@ class HttpRun:
                     RunEnded(state="failed", rows=list(self._rows.values()), error=str(exc))
                 )
                 return
+            except Exception as exc:  # an answer we cannot read: end now, not at the timeout
+                log.exception("worker run %s: unreadable answer", self.run_id)
+                queue.put_nowait(
+                    RunEnded(
+                        state="failed",
+                        rows=list(self._rows.values()),
+                        error=f"unreadable worker answer: {type(exc).__name__}: {exc}",
+                    )
+                )
+                return
 
     async def _get_status(self) -> RunStatus:
         response = await self.adapter.call("GET", f"/runs/{self.run_id}")

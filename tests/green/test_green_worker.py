@@ -156,6 +156,43 @@ async def test_a_broken_worker_answer_still_completes_with_worker_error_rows() -
     assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
 
 
+def _unreadable_status_worker(url: str) -> Any:
+    """Accepts the run, has no event stream, then answers GET /runs/{id} with nonsense."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def create(request: Any) -> Response:
+        return JSONResponse({"run_id": "r1", "status": "queued"}, status_code=201)
+
+    async def status(request: Any) -> Response:
+        return JSONResponse({"surprise": True})
+
+    async def events(request: Any) -> Response:
+        return JSONResponse({"error": "not here"}, status_code=404)
+
+    return Starlette(
+        routes=[
+            Route("/runs", create, methods=["POST"]),
+            Route("/runs/{run_id}", status, methods=["GET"]),
+            Route("/runs/{run_id}/events", events, methods=["GET"]),
+        ]
+    )
+
+
+async def test_an_unreadable_status_ends_the_run_at_once_as_worker_error() -> None:
+    # The timeout is long: only ending the run at the bad answer makes this test finish.
+    async with (
+        serve_app(_unreadable_status_worker) as wurl,
+        green(
+            GreenSettings(worker_url=wurl, worker_timeout_sec=600.0, worker_poll_interval_sec=0.05)
+        ) as gurl,
+    ):
+        envelope = await asyncio.wait_for(assess(gurl, FIVE), 60)
+    assert len(envelope.results) == 5
+    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+
+
 async def test_a_stream_that_breaks_after_a_healthy_stretch_is_resumed(tmp_path: Path) -> None:
     # retry_sec is shorter than each healthy stretch of the stream: the adapter must measure
     # the retry window from the last thing it heard, not from when the stream was opened.
