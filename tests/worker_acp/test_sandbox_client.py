@@ -88,6 +88,16 @@ async def test_files_lines_and_containment(client: SandboxClient) -> None:
     assert "No such file" in str(missing.value.data)
 
 
+async def test_a_file_too_large_to_read_whole_is_refused_not_cut(client: SandboxClient) -> None:
+    from worker.acp.sandbox_fs import MAX_READ_BYTES
+
+    made = await client.create_terminal("s", f"head -c {MAX_READ_BYTES + 10} /dev/zero > /root/big")
+    await client.wait_for_terminal_exit("s", made.terminal_id)
+    with pytest.raises(RequestError) as refused:
+        await client.read_text_file("s", "/root/big")
+    assert "larger than" in str(refused.value.data)
+
+
 async def test_permission_picks_the_most_permissive_allow(client: SandboxClient) -> None:
     from acp.schema import PermissionOption
 

@@ -53,6 +53,8 @@ async def read_text_file(
         ["sh", "-c", script, "sh", path, *within], max_output_bytes=MAX_READ_BYTES
     )
     _check(result.exit_code, result.stderr, path)
+    if result.truncated:  # a cut file read back as whole would lose its tail on the next write
+        raise SandboxFileError(f"{path}: larger than {MAX_READ_BYTES} bytes")
     text = result.stdout
     if line is not None or limit is not None:
         lines = text.splitlines(keepends=True)
@@ -60,12 +62,6 @@ async def read_text_file(
         end = None if limit is None else start + limit
         text = "".join(lines[start:end])
     return text
-
-
-async def write_text_file(
-    sandbox: Sandbox, path: str, content: str, *, within: Sequence[str] = ()
-) -> None:
-    await write_bytes(sandbox, path, content.encode("utf-8"), within=within)
 
 
 async def write_bytes(

@@ -304,7 +304,9 @@ class ModelProxy:
             return await self._forward_messages(call)
         except Exception as exc:  # a provider error: tell the agent, keep the record
             status = int(getattr(exc, "status_code", 0) or 502)
-            message = f"{type(exc).__name__}: {exc}"
+            # Provider errors can echo the request, key included: redact before it goes anywhere
+            # (the agent in the sandbox, the call record, the trace).
+            message = str(redact(f"{type(exc).__name__}: {exc}", call.session.secrets()))
             call.finish(status, {"error": {"message": message}}, None, error=message)
             return _error(status, message, "api_error", anthropic)
 
