@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from green_agent.demo import _placeholder_app
+from green_agent.demo import _placeholder_app, placeholder_assessment
 
 WORKER_BACKED_ID = "019e5a00-0000-7000-8000-0000000000e1"
 MOCK_ID = "019e5a00-0000-7000-8000-0000000000e2"
@@ -34,24 +34,17 @@ def _config(participant_id: str) -> dict[str, Any]:
     return {"task_set": "examples", "tasks": "all", "participant_ids": {"agent": participant_id}}
 
 
-async def _assess(mode: str, jobs_dir: Path) -> dict[str, Any]:
+async def _assess(mode: str, participant_id: str, jobs_dir: Path) -> dict[str, Any]:
+    if mode == "worker":
+        return await placeholder_assessment(jobs_dir, _config(participant_id))
     from green_agent.gateway import run_assessment, wait_for_cards
-    from green_agent.local import local_green, local_worker, serve_app
+    from green_agent.local import local_green, serve_app
 
-    participant_id = WORKER_BACKED_ID if mode == "worker" else MOCK_ID
-    async with serve_app(_placeholder_app) as purple:
-        if mode == "mock":
-            # An empty worker URL is what a mock-mode Amber scenario passes.
-            env = {"SKILLSBENCH_WORKER_URL": "", "SKILLSBENCH_WORKER_SLOT_URL": ""}
-            async with local_green(env) as green:
-                await wait_for_cards([green, purple])
-                return await run_assessment(green, {"agent": purple}, _config(participant_id))
-        async with local_worker(jobs_dir) as worker_url:
-            if worker_url is None:
-                raise RuntimeError("this build has no worker")
-            async with local_green({"SKILLSBENCH_WORKER_URL": worker_url}) as green:
-                await wait_for_cards([green, purple])
-                return await run_assessment(green, {"agent": purple}, _config(participant_id))
+    # Mock mode: an empty worker URL is what a mock-mode Amber scenario passes.
+    env = {"SKILLSBENCH_WORKER_URL": "", "SKILLSBENCH_WORKER_SLOT_URL": ""}
+    async with serve_app(_placeholder_app) as purple, local_green(env) as green:
+        await wait_for_cards([green, purple])
+        return await run_assessment(green, {"agent": purple}, _config(participant_id))
 
 
 def published_shape(export: dict[str, Any], participant_id: str) -> dict[str, Any]:
@@ -76,8 +69,8 @@ def regenerate(output: Path) -> list[Path]:
     written = []
     with tempfile.TemporaryDirectory(prefix="skillsbench-sample-") as tmp:
         for mode, name in FILES.items():
-            export = asyncio.run(_assess(mode, Path(tmp) / mode))
             participant_id = WORKER_BACKED_ID if mode == "worker" else MOCK_ID
+            export = asyncio.run(_assess(mode, participant_id, Path(tmp) / mode))
             path = output / name
             document = published_shape(export, participant_id)
             path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -269,15 +269,23 @@ class HarnessAgent(TurnAgent):
             )
             try:
                 return await asyncio.wait_for(proc.wait(), timeout)
-            except (TimeoutError, asyncio.CancelledError):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
+            except TimeoutError:
+                await _kill_group(proc)
                 return None
+            except asyncio.CancelledError:  # the task was cancelled: stop the CLI, stay cancelled
+                await _kill_group(proc)
+                raise
             finally:
-                tail = (session.root / "stderr.txt").read_bytes()[-2000:]
-                if tail:
-                    log.info("harness stderr tail: %s", tail.decode("utf-8", "replace"))
+                with contextlib.suppress(OSError):  # a cancel may have removed the session
+                    tail = (session.root / "stderr.txt").read_bytes()[-2000:]
+                    if tail:
+                        log.info("harness stderr tail: %s", tail.decode("utf-8", "replace"))
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
