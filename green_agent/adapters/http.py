@@ -34,6 +34,10 @@ TRANSIENT_ERRORS = (
     httpx.PoolTimeout,
 )
 TRANSIENT_STATUS = frozenset({502, 503, 504})
+# Failures after which the request surely never reached the worker: the only ones a request
+# that is not idempotent (POST /runs) may retry, or a second run would start.
+UNSENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+UNSENT_STATUS = frozenset({502, 503})
 _MAX_BACKOFF_SEC = 1.0
 
 
@@ -42,7 +46,9 @@ class WorkerError(RuntimeError):
 
 
 class _Transient(Exception):
-    pass
+    def __init__(self, message: str, *, unsent: bool = False) -> None:
+        super().__init__(message)
+        self.unsent = unsent  # the request surely never reached the worker
 
 
 class _NoEventStream(Exception):
@@ -92,18 +98,27 @@ class HttpWorkerAdapter:
         try:
             response = await self.client.request(method, path, **kwargs)
         except TRANSIENT_ERRORS as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+            raise _Transient(
+                f"{type(exc).__name__}: {exc}", unsent=isinstance(exc, UNSENT_ERRORS)
+            ) from exc
         if response.status_code in TRANSIENT_STATUS:
-            raise _Transient(_detail(response))
+            raise _Transient(_detail(response), unsent=response.status_code in UNSENT_STATUS)
         return response
 
-    async def call_with_retry(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def call_with_retry(
+        self, method: str, path: str, *, only_unsent: bool = False, **kwargs: Any
+    ) -> httpx.Response:
         give_up = time.monotonic() + self.retry_sec
         backoff = 0.05
         while True:
             try:
                 return await self.call(method, path, **kwargs)
             except _Transient as exc:
+                if only_unsent and not exc.unsent:
+                    raise WorkerError(
+                        f"worker at {self.base_url} may have received {method} {path} "
+                        f"but did not answer it: {exc}"
+                    ) from None
                 if time.monotonic() + backoff > give_up:
                     raise WorkerError(
                         f"worker at {self.base_url} unreachable for {self.retry_sec:g}s: {exc}"
@@ -113,7 +128,9 @@ class HttpWorkerAdapter:
                 backoff = min(backoff * 2, _MAX_BACKOFF_SEC)
 
     async def start(self, request: RunRequest) -> HttpRun:
-        response = await self.call_with_retry("POST", "/runs", json=request.model_dump(mode="json"))
+        response = await self.call_with_retry(
+            "POST", "/runs", only_unsent=True, json=request.model_dump(mode="json")
+        )
         if response.status_code >= 400:
             raise WorkerError(f"worker refused the run: {_detail(response)}")
         created = RunCreated.model_validate(response.json())

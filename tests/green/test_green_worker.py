@@ -180,6 +180,29 @@ def _unreadable_status_worker(url: str) -> Any:
     )
 
 
+async def test_a_run_request_that_may_have_arrived_is_not_sent_twice() -> None:
+    posts: list[int] = []
+
+    def gateway_timeout_worker(url: str) -> Any:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse, Response
+        from starlette.routing import Route
+
+        async def create(request: Any) -> Response:
+            posts.append(1)  # a proxy in front answered 504: the worker may have made the run
+            return JSONResponse({"error": "upstream timeout"}, status_code=504)
+
+        return Starlette(routes=[Route("/runs", create, methods=["POST"])])
+
+    async with (
+        serve_app(gateway_timeout_worker) as wurl,
+        green(GreenSettings(worker_url=wurl, worker_retry_sec=5.0)) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE)
+    assert len(posts) == 1
+    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+
+
 async def test_an_unreadable_status_ends_the_run_at_once_as_worker_error() -> None:
     # The timeout is long: only ending the run at the bad answer makes this test finish.
     async with (
