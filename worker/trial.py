@@ -182,7 +182,7 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
         raise
     if not done:
         await _abort(body, state)
-        return _finish(
+        outcome = _finish(
             plan,
             state,
             None,
@@ -190,6 +190,8 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
             FailureKind.WORKER_TIMEOUT,
             f"trial exceeded its hard deadline of {plan.deadline_sec():.0f}s",
         )
+        await state.usage.export_trace()  # the trials most worth a look reach the collector too
+        return outcome
     return body.result()
 
 

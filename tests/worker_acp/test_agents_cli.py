@@ -44,15 +44,10 @@ def test_shows_one_with_unknown_keys_reported(tmp_path: Path) -> None:
 
 
 def test_unknown_name_is_one_line_error_through_the_dispatcher() -> None:
-    # The dispatcher's table entry for "agents" as it should read once merged.
-    code = (
-        "import sys; from skillsbench_agentbeats import cli as d; "
-        "d.COMMANDS['agents'] = ('worker.acp.cli', 'agents', 'List manifest agents, or show one.'); "
-        "d.main(sys.argv[1:])"
-    )
+    # Through the real dispatcher table, so a missing or wrong "agents" entry fails here.
     env = {**os.environ, "SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR)}
     done = subprocess.run(
-        [sys.executable, "-c", code, "agents", "nope"],
+        [sys.executable, "-m", "skillsbench_agentbeats", "agents", "nope"],
         capture_output=True,
         text=True,
         env=env,

@@ -85,8 +85,30 @@ def _errors() -> Any:
     return docker.errors
 
 
+_DIGESTS: dict[tuple[object, ...], str] = {}
+
+
 def build_context_digest(environment: Path, with_skills: bool, skills_dir: str) -> str:
-    """Content hash of the build context and the skills condition (tags never collide)."""
+    """Content hash of the build context and the skills condition (tags never collide).
+
+    Hashing reads every file; a stat walk is enough to tell that nothing changed since the last
+    trial of the same task, so the hash is remembered per (paths, sizes, mtimes).
+    """
+    stamp = (str(environment), with_skills, skills_dir, *_stat_walk(environment))
+    if stamp not in _DIGESTS:
+        _DIGESTS[stamp] = _hash_context(environment, with_skills, skills_dir)
+    return _DIGESTS[stamp]
+
+
+def _stat_walk(environment: Path) -> list[tuple[str, int, int, int]]:
+    out = []
+    for path in sorted(environment.rglob("*")):
+        info = path.lstat()
+        out.append((str(path), info.st_mode, info.st_size, info.st_mtime_ns))
+    return out
+
+
+def _hash_context(environment: Path, with_skills: bool, skills_dir: str) -> str:
     digest = hashlib.sha256(f"v1|skills={with_skills}|{skills_dir}".encode())
     for path in sorted(environment.rglob("*")):
         rel = path.relative_to(environment).as_posix()

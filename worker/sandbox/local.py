@@ -356,6 +356,7 @@ class LocalSandbox(Sandbox):
             "/bin/sh",
             "-c",
             "echo ready; exec sleep infinity",
+            str(self._root),  # $0 only: names the sandbox on the host's process list
         ]
         try:
             self._init = subprocess.Popen(
@@ -815,11 +816,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _read_all(fd: int) -> bytes:
-    with os.fdopen(fd, "rb") as pipe:
-        return pipe.read()
 
 
 def _exit_code(code: int | None) -> int:
