@@ -76,7 +76,6 @@ class FastStartApp:
         self._card = json.dumps(card_document(card_url)).encode()
         self._load = load
         self._app: Starlette | None = None
-        self._error: BaseException | None = None
         self._ready: asyncio.Event | None = None
         self._stack = contextlib.AsyncExitStack()
 
@@ -88,9 +87,8 @@ class FastStartApp:
             app = await asyncio.to_thread(self._load)
             await self._stack.enter_async_context(app.router.lifespan_context(app))
             self._app = app
-        except Exception as exc:
+        except Exception:
             log.exception("green agent failed to start")
-            self._error = exc
         finally:
             self._ready.set()
 

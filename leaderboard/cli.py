@@ -5,7 +5,6 @@ Heavy imports (duckdb) happen inside the commands so ``--help`` stays fast.
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -144,16 +143,3 @@ def sample(task_set: Path, output: Path, seed: int) -> None:
 
     for path in write_sample(json.loads(task_set.read_text()), output, seed=seed):
         click.echo(f"wrote {path}")
-
-
-def __getattr__(name: str) -> Any:
-    # The dispatcher names `readiness` in this module; its owner is leaderboard.readiness_cli.
-    if name == "readiness":
-        try:
-            module = importlib.import_module("leaderboard.readiness_cli")
-        except ModuleNotFoundError as exc:
-            if exc.name != "leaderboard.readiness_cli":
-                raise
-            raise AttributeError(name) from exc
-        return getattr(module, name)
-    raise AttributeError(name)

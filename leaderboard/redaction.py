@@ -10,7 +10,6 @@ import re
 from urllib.parse import urlsplit
 
 # Storage and internal schemes that point at private proof or worker-local state.
-PRIVATE_SCHEMES: frozenset[str] = frozenset({"s3", "gs", "r2", "sandbox", "local", "file"})
 
 _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Provider API keys: OpenAI/Anthropic style sk-..., GitHub tokens, Slack, Google, Hugging Face.
@@ -49,12 +48,6 @@ def looks_secret(value: str) -> bool:
 def has_local_path(value: str) -> bool:
     """True when the text contains an absolute, home-relative, dot-relative or Windows path."""
     return bool(_LOCAL_PATH.search(value)) or "\\" in value
-
-
-def has_private_ref(value: str) -> bool:
-    """True when the text contains a URL with a private storage or internal scheme."""
-    lowered = value.lower()
-    return any(f"{scheme}://" in lowered for scheme in PRIVATE_SCHEMES)
 
 
 def is_safe_label(value: str, *, max_length: int = 200) -> bool:

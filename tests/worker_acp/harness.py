@@ -62,25 +62,25 @@ async def run_trial(
 
     box = make_sandbox(SandboxSpec(task=the_task, run_id="r", trial_id="t", state_dir=tmp / "box"))
     await box.start()
-    if prepare is not None:
-        await prepare(box)
-    ctx = AgentContext(
-        sandbox=box,
-        task=the_task,
-        prompt=the_task.instruction,
-        trial_dir=trial_dir,
-        timeout_sec=timeout_sec or the_task.config.agent.timeout_sec,
-        record=record,
-        env=env or {},
-        participant_url=participant_url,
-    )
-    record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
-    outcome = await agent.run(ctx)
-    await box.upload(the_task.tests_dir, "/tests")
-    await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)
-    shown = await box.exec(["cat", "/logs/verifier/reward.txt"])
-    reward = float(shown.stdout) if shown.exit_code == 0 else None
-    try:
+    try:  # the sandbox goes away however the trial ends, cancellation included
+        if prepare is not None:
+            await prepare(box)
+        ctx = AgentContext(
+            sandbox=box,
+            task=the_task,
+            prompt=the_task.instruction,
+            trial_dir=trial_dir,
+            timeout_sec=timeout_sec or the_task.config.agent.timeout_sec,
+            record=record,
+            env=env or {},
+            participant_url=participant_url,
+        )
+        record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
+        outcome = await agent.run(ctx)
+        await box.upload(the_task.tests_dir, "/tests")
+        await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)
+        shown = await box.exec(["cat", "/logs/verifier/reward.txt"])
+        reward = float(shown.stdout) if shown.exit_code == 0 else None
         if inspect is not None:
             await inspect(box)
     finally:

@@ -15,6 +15,7 @@ from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
 from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
+from worker.agents.registry import add_resolver
 from worker.failures import FailureKind
 from worker.sandbox.base import SandboxError
 
@@ -121,7 +122,8 @@ def agent_env(entry: ManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def _mask(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
+    # Longest first: a shorter value inside a longer secret must not break the longer match.
+    for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
 
@@ -134,12 +136,4 @@ def resolve_manifest_name(spec: str) -> Agent | None:
     return ManifestAgent(spec, agents[spec]) if spec in agents else None
 
 
-def _register_fallback() -> None:
-    try:
-        from worker.agents.registry import add_resolver
-    except ModuleNotFoundError:  # the worker's resolver is not in this build
-        return
-    add_resolver(resolve_manifest_name)
-
-
-_register_fallback()
+add_resolver(resolve_manifest_name)

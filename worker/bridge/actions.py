@@ -214,8 +214,11 @@ class SandboxActions:
         """Write a finish's files[] into the workspace, refusing anything that leaves it."""
         total = 0
         for index, file in enumerate(files):
-            size = len(file.content)
-            total += size
+            try:
+                total += _decoded_size(file)  # bytes, as the per-file limit counts them
+            except ValueError as exc:
+                outcome.refused_files.append({"path": file.path, "error": str(exc)})
+                continue
             if index >= self.config.max_files:
                 result = {"path": file.path, "error": f"more than {self.config.max_files} files"}
             elif total > self.config.max_total_file_bytes:
