@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from leaderboard.rows import AGENTBEATS_UUID_PATTERN
+
 EVIDENCE_SCHEMA_VERSION = "skillsbench.agentbeats.public_readiness.v1"
 IMAGE_ROLES: tuple[str, ...] = ("green", "worker", "purple")
 IMAGE_FIELD_SUFFIXES: tuple[str, ...] = ("", "_digest", "_platform")
@@ -37,9 +39,7 @@ TASK_IMAGE_KEYS: frozenset[str] = frozenset({"task_id", "image", "image_digest",
 RESULTS_FILE_KEYS: frozenset[str] = frozenset({"status", "participants", "results"})
 
 # AgentBeats ids are UUIDs (v7 in practice); the leaderboard repo checks this pattern.
-AGENTBEATS_UUID = re.compile(
-    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.IGNORECASE
-)
+AGENTBEATS_UUID = AGENTBEATS_UUID_PATTERN
 GITHUB_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 WORKFLOW_RUN_URL = re.compile(
     r"^https://github\.com/(?P<repo>[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100})"

@@ -11,10 +11,13 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from leaderboard.redaction import DIGEST_PATTERN
+
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _PATH = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
-SHA256_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+SHA256_DIGEST = DIGEST_PATTERN
+
 _HOST = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::[0-9]+)?$")
 
 DEFAULT_REGISTRY = "docker.io"

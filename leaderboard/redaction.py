@@ -36,7 +36,7 @@ _LOCAL_PATH = re.compile(
     r"(?:^|[\s=:,;'\"(\[{<])(?:/|~(?:[A-Za-z0-9_.-]*)/|\.{1,2}/|[A-Za-z]:\\|\\\\)"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")  # owner of the digest shape
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 
 
@@ -73,7 +73,7 @@ def is_public_artifact_ref(value: str) -> bool:
     credentials, query string or fragment."""
     if not value or value != value.strip() or _CONTROL.search(value) or looks_secret(value):
         return False
-    if _DIGEST.match(value):
+    if DIGEST_PATTERN.match(value):
         return True
     if any(ch.isspace() for ch in value) or "\\" in value:
         return False

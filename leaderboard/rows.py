@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from leaderboard.redaction import (
+    DIGEST_PATTERN,
     is_public_artifact_ref,
     is_safe_label,
     looks_secret,
@@ -66,7 +67,6 @@ CONDITIONS: tuple[str, ...] = ("with_skills", "without_skills")
 TRIAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 # Task ids and task-set names are folder-like names: no separators, never a path.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 # AgentBeats ids (scripts/validate_results_schema.py of the leaderboard repository): any version.
 AGENTBEATS_UUID_PATTERN = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.IGNORECASE

@@ -73,9 +73,15 @@ def create_app(engine: Engine, *, token: str | None = None, manage_engine: bool 
     """The ASGI app. With ``manage_engine`` the app starts (resumes) and closes the engine."""
 
     async def create_run(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return error(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
+        # Stop reading at the limit: the 413 must bound memory, not follow a full read.
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return error(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
+            chunks.append(chunk)
+        body = b"".join(chunks)
         try:
             payload = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

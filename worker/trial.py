@@ -452,7 +452,7 @@ async def _stop(sandbox: Sandbox, state: _TrialState) -> None:
         await asyncio.wait([stop])
         raise
     except Exception as exc:
-        log.warning("sandbox stop failed for %s: %s", state.started_at, exc)
+        log.warning("sandbox stop failed for %s: %s", sandbox.spec.trial_id, exc)
 
 
 def _finish(

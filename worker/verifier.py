@@ -107,12 +107,7 @@ def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = Fa
     the agent planted, leave /tests holding exactly the task's tests, reset the verifier logs;
     with ``then_test`` go on to run tests/test.sh in the same process."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    tail = (
-        f"echo {HARDENED_MARK}\n[ -x {TESTS_DIR}/test.sh ] || chmod +x {TESTS_DIR}/test.sh\n"
-        f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1\n"
-        if then_test
-        else f"echo {HARDENED_MARK}\nexit 0\n"
-    )
+    tail = f"echo {HARDENED_MARK}\n" + (f"{TEST_COMMAND}\n" if then_test else "exit 0\n")
     return (
         _scan_script(roots)
         + f"""

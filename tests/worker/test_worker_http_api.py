@@ -85,6 +85,18 @@ async def test_not_json_gets_400(client: httpx.AsyncClient) -> None:
     assert response.status_code == 400 and response.json()["error"] == "invalid_json"
 
 
+async def test_an_oversized_body_gets_413(client: httpx.AsyncClient) -> None:
+    from worker.app import MAX_BODY_BYTES
+
+    async def chunks() -> AsyncIterator[bytes]:  # streamed: no Content-Length to trust
+        for _ in range(MAX_BODY_BYTES // (1 << 20) + 2):
+            yield b" " * (1 << 20)
+
+    response = await client.post("/runs", content=chunks())
+    assert response.status_code == 413
+    assert response.json()["error"] == "too_large"
+
+
 async def test_unknown_task_gets_422(client: httpx.AsyncClient) -> None:
     response = await client.post("/runs", json=run_payload(["answer-42", "no-such-task"]))
     assert response.status_code == 422
