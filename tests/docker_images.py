@@ -26,12 +26,24 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "3"
 LABEL = "skillsbench.test-image"
 BUSYBOX = Path("/bin/busybox")
 PYTHON = Path("/usr/bin/python3.11")
 BASH = Path("/bin/bash")
 ALIASES = {"python": ["python:3.11-slim"], "busybox": ["busybox:latest"]}
+# Loaded by binary wheels (pydantic-core, ...) and present on python:3.11-slim; ldd of the
+# interpreter alone does not pull them all in.
+_RUNTIME_LIBRARIES = (
+    "libgcc_s.so.1",
+    "libstdc++.so.6",
+    "librt.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "libm.so.6",
+    "libutil.so.1",
+)
+_LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64")
 _LDD_LINE = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x")
 
 
@@ -102,7 +114,17 @@ def _build(client: Any, name: str, tag: str) -> None:
 def _add_busybox(rootfs: Path) -> None:
     bindir = rootfs / "bin"
     bindir.mkdir(parents=True)
-    for sub in ("tmp", "root", "etc", "usr/bin", "usr/local/bin", "sbin", "usr/sbin", "var/tmp"):
+    for sub in (
+        "tmp",
+        "root",
+        "etc",
+        "opt",
+        "usr/bin",
+        "usr/local/bin",
+        "sbin",
+        "usr/sbin",
+        "var/tmp",
+    ):
         (rootfs / sub).mkdir(parents=True, exist_ok=True)
     (rootfs / "tmp").chmod(0o1777)
     shutil.copy2(BUSYBOX, bindir / "busybox")
@@ -138,7 +160,13 @@ def _add_python(rootfs: Path) -> None:
     ):
         (rootfs / link).symlink_to("/usr/bin/python3.11")
     native = [PYTHON, BASH, *sorted((stdlib / "lib-dynload").glob("*.so"))]
-    for library in _shared_libraries(native):
+    extra = {
+        Path(folder) / name
+        for name in _RUNTIME_LIBRARIES
+        for folder in _LIBRARY_DIRS
+        if (Path(folder) / name).exists()
+    }
+    for library in _shared_libraries(native) | extra:
         target = rootfs / library.relative_to("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists():

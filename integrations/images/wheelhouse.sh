@@ -5,18 +5,21 @@
 # containers that cannot reach the index). The image still checks every hash from uv.lock.
 #
 #   integrations/images/wheelhouse.sh [DEST]
-# Needs uv on the host (pip runs through `uv tool run`, or PIP="python3 -m pip").
+# Needs uv (on PATH, as UV=..., or the one `make sync` puts in .tools/bin); pip runs through
+# `uv tool run`, or set PIP="python3 -m pip".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest="${1:-.wheelhouse}"
-read -r -a pip <<< "${PIP:-uv tool run --quiet --from pip pip}"
+uv="${UV:-$(command -v uv || echo .tools/bin/uv)}"
+[ -x "$uv" ] || { echo "wheelhouse.sh: uv not found (put it on PATH, set UV, or run make sync)" >&2; exit 2; }
+read -r -a pip <<< "${PIP:-$uv tool run --quiet --from pip pip}"
 dockerfile=worker/Dockerfile
 uv_version="$(sed -n 's/^ARG UV_VERSION=//p' "$dockerfile")"
 hatchling_version="$(sed -n 's/^ARG HATCHLING_VERSION=//p' "$dockerfile")"
 mkdir -p "$dest"
 requirements="$(mktemp)"
 trap 'rm -f "$requirements"' EXIT
-uv export --quiet --frozen --no-dev --no-emit-project --output-file "$requirements"
+"$uv" export --quiet --frozen --no-dev --no-emit-project --output-file "$requirements"
 platforms=()
 for tag in manylinux1 manylinux2010 manylinux2014 manylinux_2_17 manylinux_2_24 manylinux_2_27 \
     manylinux_2_28 manylinux_2_31 manylinux_2_34 manylinux_2_36; do
