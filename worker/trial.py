@@ -28,7 +28,6 @@ from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
     SOLUTION_DIR,
-    TESTS_DIR,
     VERIFIER_LOGS_DIR,
     Sandbox,
     SandboxError,
@@ -42,7 +41,6 @@ from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,
     RewardError,
-    expected_tests,
     harden,
     harden_and_test,
     kill_agent_processes,
@@ -218,6 +216,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             image = plan.prebuilt.image_for(task.task_id) if plan.prebuilt else None
         except ValueError as exc:
             raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
+        prompt = build_prompt(task, skills_dir)
         spec = SandboxSpec(
             task=task,
             run_id=plan.run_id,
@@ -227,6 +226,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             internet=cfg.environment.internet or state.usage.needs_host_network(),
             env=dict(cfg.environment.env),
             image=image,
+            files=_task_files(plan, prompt),
         )
         with phases.phase("environment_setup"):
             try:
@@ -236,9 +236,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
                 raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
             except SandboxError as exc:
                 raise _Failed(FailureKind.SANDBOX_START, str(exc)) from None
-        prompt = build_prompt(task, skills_dir)
         with phases.phase("agent_setup"):
-            snapshot = await _infra(_place(plan, sandbox, prompt, skills_dir))
+            snapshot = await _infra(_snapshot(plan, sandbox, skills_dir))
         state.agent_outcome = agent_outcome = await _run_agent(
             plan, sandbox, prompt, skills_dir, record, phases, state.usage
         )
@@ -301,17 +300,21 @@ async def _infra(awaitable: Awaitable[str]) -> str:
 _SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
 
 
-async def _place(plan: TrialPlan, sandbox: Sandbox, prompt: str, skills_dir: str | None) -> str:
-    """Instruction (and for the oracle the solution) in; snapshot of plantables. Skills are the
-    backend's to place (``SandboxSpec.with_skills``: baked into the image or bound at start)."""
-    task = plan.task
+def _task_files(plan: TrialPlan, prompt: str) -> dict[str, Path]:
+    """What the sandbox starts with: the instruction (and for the oracle the solution). Skills
+    are the backend's to place (``SandboxSpec.with_skills``: baked into the image or bound)."""
     staged = plan.trial_dir / "sandbox-input"
     staged.mkdir(parents=True, exist_ok=True)
     (staged / "instruction.md").write_text(prompt, encoding="utf-8")
-    await sandbox.upload(staged / "instruction.md", INSTRUCTION_PATH)
-    if plan.agent.needs_solution and task.solution_dir is not None:
-        await sandbox.upload(task.solution_dir, SOLUTION_DIR)
-    key = (plan.environment, str(task.path), skills_dir)
+    files = {INSTRUCTION_PATH: staged / "instruction.md"}
+    if plan.agent.needs_solution and plan.task.solution_dir is not None:
+        files[SOLUTION_DIR] = plan.task.solution_dir
+    return files
+
+
+async def _snapshot(plan: TrialPlan, sandbox: Sandbox, skills_dir: str | None) -> str:
+    """The plantable files of the fresh sandbox (what hardening keeps)."""
+    key = (plan.environment, str(plan.task.path), skills_dir)
     if key not in _SNAPSHOTS:
         _SNAPSHOTS[key] = await snapshot_plantables(sandbox, skills_dir)
     return _SNAPSHOTS[key]
@@ -390,21 +393,19 @@ async def _verify(
     task = plan.task
     verifier_cfg = task.config.verifier
     try:
-        # The agent's processes die first; nothing it left can see tests/ or write a reward.
-        await kill_agent_processes(sandbox)
-        await sandbox.upload(task.tests_dir, TESTS_DIR)
-        tests = expected_tests(task.tests_dir)
+        # The agent's processes die first (harden's first step); nothing it left can see tests/
+        # or write a reward.
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,
                 snapshot,
                 state.skills_dir,
-                tests,
+                task.tests_dir,
                 env=dict(verifier_cfg.env),
                 timeout_sec=verifier_cfg.timeout_sec,
             )
         else:
-            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, tests)
+            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, task.tests_dir)
             result = await sandbox.exec(
                 ["sh", "-c", TEST_COMMAND],
                 cwd=sandbox.workdir,

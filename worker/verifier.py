@@ -1,10 +1,12 @@
 """Grading a trial: harden the workspace the agent leaves behind, run ``tests/test.sh``, read the reward.
 
-Order matters and is the anti-cheat story: the agent's processes are killed first
-(:func:`kill_agent_processes`; nothing can write a reward later), then every ``conftest.py`` / ``sitecustomize.py`` / ``usercustomize.py`` /
-``*.pth`` / root-level pytest config that was not there before the agent ran (or changed since) is
-removed, ``/logs/verifier`` is emptied (a symlink planted there is removed), and only then are
-``tests/`` copied in and run. The reward is read from the host copy of ``/logs/verifier``.
+Order matters and is the anti-cheat story: the agent's processes are killed first (nothing can
+write a reward later), then ``tests/`` is copied in (``Sandbox.kill_upload_exec``: one exec on
+docker), then every ``conftest.py`` / ``sitecustomize.py`` / ``usercustomize.py`` / ``*.pth`` /
+root-level pytest config that was not there before the agent ran (or changed since) is removed,
+``/tests`` is left holding exactly the task's tests, ``/logs/verifier`` is emptied (a symlink
+planted there is removed), and only then does ``tests/test.sh`` run. The reward is read from the
+host copy of ``/logs/verifier``.
 """
 
 from __future__ import annotations
@@ -44,18 +46,27 @@ _SITE_GLOBS = (
 )
 
 
+NO_CHECKSUM = "skillsbench: the sandbox has none of cksum, sha256sum, md5sum"
+
+
 def _scan_script(extra_roots: list[str]) -> str:
     """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
     a symlink) per plantable file, sorted.
 
     Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
-    single ``cksum`` for all files.
+    single checksum run (``cksum``, else ``sha256sum`` or ``md5sum``) for all files.
     """
     roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
     names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
     root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
     sites = " ".join(_SITE_GLOBS)
     return f"""
+# Fail closed: without a checksum tool every signature would be empty and nothing planted found.
+if command -v cksum >/dev/null 2>&1; then checksum=cksum
+elif command -v sha256sum >/dev/null 2>&1; then checksum=sha256sum
+elif command -v md5sum >/dev/null 2>&1; then checksum=md5sum
+else echo "{NO_CHECKSUM}" >&2; exit 3
+fi
 scan() {{
   set +f  # callers may have globbing off; the site-dir patterns need it
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
@@ -75,7 +86,9 @@ sigs() {{
     if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
 $f"; fi
   done
-  if [ -n "$regular" ]; then cksum $regular 2>/dev/null; fi
+  # "<sum> <size> <path>" (cksum) or "<sum>  <path>": either way the path starts after the
+  # second space.
+  if [ -n "$regular" ]; then "$checksum" $regular 2>/dev/null; fi
   set +f
 }}
 IFS='
@@ -223,7 +236,8 @@ def _read_json_reward(path: Path) -> float:
 
 
 async def kill_agent_processes(sandbox: Sandbox) -> None:
-    """Nothing the agent started may run on: a process left behind could write a reward later."""
+    """Nothing the agent started may run on: a process left behind could write a reward later.
+    (:func:`harden` kills them too, as its first step.)"""
     await sandbox.kill_processes()
 
 
@@ -249,14 +263,15 @@ def _hardening_failed(result: ExecResult) -> SandboxError:
 
 
 async def harden(
-    sandbox: Sandbox, snapshot: str, skills_dir: str | None, tests: list[str]
+    sandbox: Sandbox, snapshot: str, skills_dir: str | None, tests_dir: Path
 ) -> list[str]:
-    """Run the hardening script on its own (as root); returns the paths it removed."""
-    result = await sandbox.exec(
+    """Kill the agent's processes, copy tests/ in and harden (as root); the paths removed."""
+    result = await sandbox.kill_upload_exec(
         harden_command(sandbox.workdir, skills_dir),
-        user="root",
+        upload=tests_dir,
+        target=TESTS_DIR,
         timeout_sec=120,
-        stdin=harden_input(snapshot, tests),
+        stdin=harden_input(snapshot, expected_tests(tests_dir)),
     )
     if result.timed_out or HARDENED_MARK not in result.stdout:
         raise _hardening_failed(result)
@@ -267,19 +282,21 @@ async def harden_and_test(
     sandbox: Sandbox,
     snapshot: str,
     skills_dir: str | None,
-    tests: list[str],
+    tests_dir: Path,
     *,
     env: dict[str, str],
     timeout_sec: float,
 ) -> tuple[list[str], ExecResult]:
-    """Hardening and tests/test.sh in one sandbox process (for a root verifier): one exec less."""
-    result = await sandbox.exec(
+    """:func:`harden`, then tests/test.sh in the same sandbox process (for a root verifier):
+    on docker the whole verifier start is one exec."""
+    result = await sandbox.kill_upload_exec(
         harden_command(sandbox.workdir, skills_dir, then_test=True),
+        upload=tests_dir,
+        target=TESTS_DIR,
         cwd=sandbox.workdir,
         env=env,
-        user="root",
         timeout_sec=timeout_sec,
-        stdin=harden_input(snapshot, tests),
+        stdin=harden_input(snapshot, expected_tests(tests_dir)),
     )
     if HARDENED_MARK not in result.stdout and not result.timed_out:
         raise _hardening_failed(result)

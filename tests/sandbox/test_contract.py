@@ -121,6 +121,25 @@ async def test_upload_and_download_round_trip(sandbox: Sandbox, tmp_path: Path) 
         await sandbox.download("/logs/verifier/missing.txt", tmp_path / "m.txt")
 
 
+async def test_spec_files_are_in_place_after_start(
+    open_sandbox: Callable[..., Sandbox], make_task: MakeTask, tmp_path: Path
+) -> None:
+    instruction = tmp_path / "instruction.md"
+    instruction.write_text("Do the thing.\n")
+    solution = tmp_path / "solution"
+    (solution / "lib").mkdir(parents=True)
+    (solution / "solve.sh").write_text("echo solved\n")
+    (solution / "lib" / "helper.txt").write_text("help\n")
+    files = {"/instruction.md": instruction, "/solution": solution}
+    async with open_sandbox(make_task(), files=files) as sb:
+        seen = await sb.exec("cat /instruction.md /solution/solve.sh /solution/lib/helper.txt")
+        assert seen.stdout == "Do the thing.\necho solved\nhelp\n"
+    sb = open_sandbox(make_task(), files={"/instruction.md": tmp_path / "missing.md"})
+    with pytest.raises(SandboxError, match="does not exist"):
+        async with sb:
+            pass
+
+
 async def test_download_never_follows_symlinks(sandbox: Sandbox, tmp_path: Path) -> None:
     await sandbox.exec(
         "ln -s /etc/passwd /logs/verifier/reward.txt && ln -s /etc /logs/verifier/etc"
@@ -204,6 +223,53 @@ async def test_kill_processes_ends_background_work(sandbox: Sandbox) -> None:
     assert await wait_gone(marker) == []
     await asyncio.wait_for(agent.wait(), 10)
     assert (await sandbox.exec("echo still usable")).stdout == "still usable\n"
+
+
+async def test_kill_upload_exec_kills_then_places_files_then_runs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The verifier's first step: nothing left running, the upload in place (a planted link
+    cannot redirect it), then the command as root with its stdin."""
+    marker = f"marker-{uuid.uuid4().hex}"
+    agent = await sandbox.open_process(["sh", "-c", f"({loop_cmd(marker)} &) ; {loop_cmd(marker)}"])
+    await sandbox.exec(
+        "mkdir -p /tests/sub /app && echo outside > /app/outside.txt && "
+        "ln -s /app/outside.txt /tests/test.sh && echo planted > /tests/sub/planted.py && "
+        "ln -s /app /tests/linkdir"
+    )
+    await asyncio.sleep(0.3)
+    assert processes_with(marker)
+    upload = tmp_path / "tests"
+    (upload / "sub").mkdir(parents=True)
+    (upload / "test.sh").write_text("real tests\n")
+    (upload / "sub" / "data.txt").write_text("data\n")
+    result = await sandbox.kill_upload_exec(
+        "id -u; cat; cat /tests/test.sh /tests/sub/data.txt /app/outside.txt",
+        upload=upload,
+        target="/tests",
+        stdin=b"from stdin\n",
+        timeout_sec=60,
+    )
+    assert await wait_gone(marker) == []
+    await asyncio.wait_for(agent.wait(), 10)
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 0, result
+    output = [line for line in lines if not line.startswith("removed ")]
+    assert output == ["0", "from stdin", "real tests", "data", "outside"]
+    # A fused upload replaces /tests and reports what it dropped; a merging one leaves it for
+    # hardening to remove. Either way the upload itself landed and no link was followed.
+    reported = {line[len("removed ") :] for line in lines if line.startswith("removed ")}
+    assert reported <= {"/tests/test.sh", "/tests/sub/planted.py", "/tests/linkdir"}
+    if reported:
+        assert reported == {"/tests/test.sh", "/tests/sub/planted.py", "/tests/linkdir"}
+        listing = await sandbox.exec("cd /tests && find . | sort")
+        assert listing.stdout.split() == [".", "./sub", "./sub/data.txt", "./test.sh"]
+    kind = await sandbox.exec("[ -L /tests/test.sh ] && echo link || echo file")
+    assert kind.stdout == "file\n"
+    with pytest.raises(SandboxError, match="does not exist"):
+        await sandbox.kill_upload_exec(
+            "true", upload=tmp_path / "missing", target="/tests", timeout_sec=60
+        )
 
 
 async def test_stop_kills_everything_and_is_idempotent(

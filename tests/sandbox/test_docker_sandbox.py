@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,67 @@ async def test_reaper_removes_what_a_crashed_run_left(
         await kept.stop()
         await left.stop()
         await reap_stale(active_run_ids=[], only_runs=[crashed, alive])
+
+
+@pytest.mark.parametrize("tar", [True, False], ids=["one-exec", "no-tar-fallback"])
+async def test_kill_upload_exec_with_and_without_tar_in_the_image(
+    client: Any, make_task: MakeTask, tmp_path: Path, tar: bool
+) -> None:
+    """With tar in the image the verifier's start is one exec; without, the three steps."""
+    upload = tmp_path / "tests"
+    upload.mkdir()
+    (upload / "test.sh").write_text("echo graded\n")
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        assert sb._has_tar  # the test image's busybox has tar
+        sb._has_tar = tar  # as if the image had none
+        since = int(time.time())
+        result = await sb.kill_upload_exec(
+            "sh /tests/test.sh; cat", upload=upload, target="/tests", stdin=b"in", timeout_sec=60
+        )
+        assert (result.exit_code, result.stdout) == (0, "graded\nin")
+        events = client.api.events(
+            since=since - 1,
+            until=int(time.time()) + 1,
+            filters={"container": sb._container_id, "event": "exec_start"},
+            decode=True,
+        )
+        # (the sandbox's own setup exec reads the keep-alive's pid; it may fall in the window)
+        execs = [e for e in events if "/proc/1/task/1/children" not in e.get("Action", "")]
+        assert len(execs) == (1 if tar else 2)  # the fallback adds the kill-all exec (and a put)
+        gone = await sb.exec("ls -A / | grep -c skillsbench-stage; true")
+        assert gone.stdout == "0\n"
+
+
+async def test_kill_upload_exec_reports_a_failed_stage(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    # /proc takes no new entries: the failure names the step instead of a bare exit code.
+    upload = tmp_path / "tests"
+    upload.mkdir()
+    (upload / "test.sh").write_text("true\n")
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        with pytest.raises(SandboxError, match="upload to /proc/x failed: cannot move"):
+            await sb.kill_upload_exec("true", upload=upload, target="/proc/x", timeout_sec=60)
+
+
+def test_a_changed_base_image_gets_a_new_build_tag(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The tag of a self-built image covers the local id of its FROM image: a base that was
+    re-pulled or rebuilt here is never served from a build of the old one."""
+    from docker_images import ensure_test_image
+
+    from worker.sandbox.docker import local_build_tag
+
+    base = f"skillsbench-test/moving-base:{uuid.uuid4().hex[:12]}"
+    repository, tag = base.split(":")
+    task = make_task(f"FROM {base}\n")
+    skills = task.config.environment.skills_dir
+    client.images.get(ensure_test_image(client, "python")).tag(repository, tag)
+    try:
+        first = local_build_tag(client, task.task_id, task.environment_dir, True, skills)
+        assert local_build_tag(client, task.task_id, task.environment_dir, True, skills) == first
+        client.images.get(ensure_test_image(client, "busybox")).tag(repository, tag)
+        assert local_build_tag(client, task.task_id, task.environment_dir, True, skills) != first
+    finally:
+        client.images.remove(base)

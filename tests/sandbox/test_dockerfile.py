@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile_text, substitute
+from worker.sandbox.dockerfile import (
+    DockerfileError,
+    base_images,
+    parse_dockerfile_text,
+    substitute,
+)
 
 
 def test_reads_args_env_workdir_copy_and_run() -> None:
@@ -61,3 +66,18 @@ def test_substitution_forms() -> None:
         substitute("$SET ${SET} ${UNSET:-d} ${SET:+alt} ${UNSET:+alt} \\$SET", env)
         == "v v d alt  $SET"
     )
+
+
+def test_base_images_are_every_external_from() -> None:
+    text = """\
+ARG PY=3.11
+ARG DISTRO
+FROM --platform=linux/amd64 python:${PY}-slim AS build
+ARG PY=3.12
+RUN make
+FROM scratch AS empty
+FROM build
+FROM debian:${DISTRO:-bookworm}
+FROM python:3.11-slim
+"""
+    assert base_images(text) == ["python:3.11-slim", "debian:bookworm"]

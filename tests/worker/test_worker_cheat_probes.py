@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -144,20 +145,27 @@ async def test_no_probe_earns_a_reward_and_the_oracle_does(
             assert "/root/conftest.py" in removed and "/root/sitecustomize.py" in removed, removed
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
 async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
-    tmp_path: Path, tasks_dir: Path
+    tmp_path: Path, tasks_dir: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
+    """Both backends report the same removals (docker replaces /tests in one exec, local
+    merges and the hardening script cleans up)."""
     from task_sets.task import load_task
     from worker.sandbox.base import SandboxSpec, sandbox_class
     from worker.verifier import harden, snapshot_plantables
 
+    if backend == "docker":
+        from docker_images import ensure_test_image
+
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
     spec = SandboxSpec(
         task=load_task(tasks_dir / "secret-answer"),
         run_id="hardening",
-        trial_id="hardening-1",
+        trial_id=f"hardening-{backend}",
         state_dir=tmp_path / "sandbox",
     )
-    sandbox = sandbox_class("local")(spec)
+    sandbox = sandbox_class(backend)(spec)
     await sandbox.start()
     try:
         await sandbox.exec("echo keep > /root/keep.pth; echo keep > /root/same.pth")
@@ -173,7 +181,7 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
             "echo planted > /tests/sub/extra.py && ln -s /etc/hostname /tests/sub/data.txt"
         )
         expected = ["expected.txt", "test.sh"]
-        removed = await harden(sandbox, snapshot, None, expected)
+        removed = await harden(sandbox, snapshot, None, tasks_dir / "secret-answer" / "tests")
         assert sorted(removed) == sorted(
             [
                 "/root/keep.pth",
@@ -191,3 +199,20 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
         assert sorted(listing.stdout.split("/tests:")[1].split()) == expected
     finally:
         await sandbox.stop()
+
+
+async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Path) -> None:
+    """Without cksum/sha256sum/md5sum every signature would be empty and hardening would
+    silently find nothing planted: the scan stops with a clear error instead."""
+    from worker.verifier import NO_CHECKSUM, harden_command, snapshot_command
+
+    for text in (snapshot_command("/root", None), harden_command("/root", None)):
+        # Only the shell's builtins are left (and no busybox applets to fall back on).
+        done = subprocess.run(
+            ["/bin/sh", "-c", text],
+            env={"PATH": str(tmp_path)},
+            input=b"",
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 3 and NO_CHECKSUM in done.stderr.decode(), done

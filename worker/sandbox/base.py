@@ -49,6 +49,10 @@ class SandboxSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     # Override of the image to use (docker: a digest-pinned prebuilt image).
     image: str | None = None
+    # Host files or folders in place before start() returns: sandbox path -> host path, each as
+    # upload() would put it (the instruction, the oracle's solution). Given up front so that a
+    # backend can bring them in with its setup instead of a round trip each.
+    files: Mapping[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,13 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     async def start(self) -> None:
-        """Bring the sandbox up; raise SandboxError (or SandboxUnsupported) when it cannot."""
+        """Bring the sandbox up, ``spec.files`` included; raise SandboxError (or
+        SandboxUnsupported) when it cannot."""
+
+    async def _upload_spec_files(self) -> None:
+        """``spec.files`` one upload each: what a backend's start() calls unless it does better."""
+        for target, source in self.spec.files.items():
+            await self.upload(source, target)
 
     @abc.abstractmethod
     async def exec(
@@ -151,6 +161,32 @@ class Sandbox(abc.ABC):
 
         Files stay; later ``exec`` calls work. Defeats background processes left by the agent.
         """
+
+    async def kill_upload_exec(
+        self,
+        command: str,
+        *,
+        upload: Path,
+        target: str,
+        stdin: bytes | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_sec: float | None = None,
+    ) -> ExecResult:
+        """:meth:`kill_processes`, :meth:`upload` of ``upload`` to ``target``, then :meth:`exec`
+        of ``command`` as root: the verifier's first step, in this order so that nothing the agent
+        left running can touch what is uploaded.
+
+        One call so that a backend with costly round trips can fuse the three. A fused upload
+        may *replace* ``target`` instead of merging into it; then every entry of the old
+        ``target`` that the upload does not replace, and every link there, is reported on stdout
+        as a ``removed <path>`` line (the hardening script's format) before ``command`` runs.
+        """
+        await self.kill_processes()
+        await self.upload(upload, target)
+        return await self.exec(
+            command, cwd=cwd, env=env, user="root", timeout_sec=timeout_sec, stdin=stdin
+        )
 
     @abc.abstractmethod
     async def stop(self) -> None:

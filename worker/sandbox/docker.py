@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import os
 import posixpath
 import re
+import secrets
 import shutil
 import socket
 import tarfile
@@ -39,7 +41,7 @@ from worker.sandbox.base import (
     SandboxSpec,
     sandbox_backend,
 )
-from worker.sandbox.dockerfile import DockerfileError, skills_copy_lines
+from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
 
 LABEL_MANAGED = "skillsbench.managed"
 LABEL_RUN = "skillsbench.run"
@@ -56,6 +58,38 @@ _KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
 _KILL_ALL = (
     'for sig in STOP KILL; do for d in /proc/[0-9]*; do p=${d#/proc/}; case $p in 1|"$1"|$$) ;; '
     "*) kill -s $sig $p 2>/dev/null;; esac; done; done; true"
+)
+# kill_upload_exec in one exec (args: keep-alive pid, target, stage, command; stdin: a tar of
+# files/ and stdin): kill everything as _KILL_ALL does, unpack into a fresh stage, report what of
+# the old target the upload does not replace, swap the target, then become the command with the
+# staged stdin. The kill comes first, so no agent process sees the stage or the new target.
+_STAGE_FAILED = "skillsbench-stage-failed:"
+_KILL_UPLOAD_EXEC = (
+    _KILL_ALL
+    + f"""
+t=$2 s=$3
+fail() {{ echo "{_STAGE_FAILED} $1" >&2; exit 125; }}
+rm -rf "$s" && mkdir -m 700 "$s" && tar -xf - -C "$s" || fail "cannot unpack into $s"
+if [ -L "$t" ] || {{ [ -e "$t" ] && [ ! -d "$t" ]; }}; then
+  rm -f "$t" && echo "removed $t" || fail "cannot remove $t"
+elif [ -d "$t" ]; then
+  IFS='
+'
+  set -f
+  for p in $(find "$t" -mindepth 1 -depth); do
+    n="$s/files/${{p#"$t"/}}"
+    if [ -L "$p" ] || {{ [ ! -e "$n" ] && [ ! -L "$n" ]; }}; then echo "removed $p"; fi
+  done
+  set +f
+  unset IFS
+  rm -rf "$t" || fail "cannot clear $t"
+fi
+case $t in /*/*) mkdir -p "${{t%/*}}" || fail "cannot make the parent of $t" ;; esac
+mv "$s/files" "$t" || fail "cannot move the upload to $t"
+exec <"$s/stdin" || fail "cannot read the staged stdin"
+rm -rf "$s"
+exec /bin/sh -c "$4"
+"""
 )
 
 _client_lock = threading.Lock()
@@ -125,6 +159,36 @@ def _hash_context(environment: Path, with_skills: bool, skills_dir: str) -> str:
 def image_tag(task_id: str, digest: str) -> str:
     name = re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()).strip(".-_") or "task"
     return f"{IMAGE_REPOSITORY}/{name[:100]}:{digest}"
+
+
+def local_build_tag(
+    client: Any, task_id: str, environment: Path, with_skills: bool, skills_dir: str
+) -> str:
+    """The tag a self-built task image goes by: the build context's content hash and the local
+    image ids of its ``FROM`` images, so a base image that changed here (re-pulled, rebuilt,
+    re-tagged) makes a new build instead of reusing one made from the old base."""
+    digest = build_context_digest(environment, with_skills, skills_dir)
+    bases = _base_image_ids(client, environment / "Dockerfile")
+    if bases:
+        digest = hashlib.sha256("|".join([digest, *bases]).encode()).hexdigest()[:20]
+    return image_tag(task_id, digest)
+
+
+def _base_image_ids(client: Any, dockerfile: Path) -> list[str]:
+    try:
+        refs = base_images(dockerfile.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, DockerfileError):
+        return []  # the build itself reports an unreadable Dockerfile
+    errors = _errors()
+    ids = []
+    for ref in refs:
+        try:
+            ids.append(f"{ref}={client.images.get(ref).id}")
+        except errors.ImageNotFound:
+            ids.append(f"{ref}=absent")  # the build pulls it; the next trial's tag then has its id
+        except errors.DockerException as exc:
+            raise SandboxError(f"cannot inspect base image {ref}: {exc}") from None
+    return ids
 
 
 def prepare_context(environment: Path, target: Path, with_skills: bool, skills_dir: str) -> None:
@@ -253,6 +317,7 @@ class DockerSandbox(Sandbox):
         self._workdir = spec.task.config.environment.workdir or DEFAULT_WORKDIR
         self._sessions: set[_Session] = set()
         self._keep_alive = 0
+        self._has_tar = False  # the image has tar: kill_upload_exec can be one exec
         self._started = False
         self._stopped = False
         self.image: str | None = None
@@ -309,15 +374,28 @@ class DockerSandbox(Sandbox):
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
         logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
+        # One exec sets up the folders, finds the keep-alive, and (with tar in the image)
+        # unpacks spec.files from its stdin: no put_archive round trip per file.
+        files = (
+            await asyncio.to_thread(_files_archive, self.spec.files) if self.spec.files else None
+        )
+        unpack = " && tar -xf - -C /" if files else ""
         ready = await self.exec(
-            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID}", timeout_sec=60
+            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID} && "
+            f"if command -v tar >/dev/null 2>&1; then echo tar{unpack}; fi",
+            timeout_sec=60,
+            stdin=files,
         )
         try:
             if ready.exit_code != 0:
                 raise ValueError(ready.stderr.strip() or ready.stdout.strip())
-            self._keep_alive = int(ready.stdout.split()[0])
+            words = ready.stdout.split()
+            self._keep_alive = int(words[0])
+            self._has_tar = "tar" in words[1:]
         except (IndexError, ValueError) as exc:
             raise SandboxError(f"container setup failed: {exc}") from None
+        if files and not self._has_tar:
+            await self._upload_spec_files()
 
     async def _image(self, client: Any) -> str:
         if self.spec.image:
@@ -325,12 +403,16 @@ class DockerSandbox(Sandbox):
         task = self.spec.task
         env = task.config.environment
         try:
-            digest = await asyncio.to_thread(
-                build_context_digest, task.environment_dir, self.spec.with_skills, env.skills_dir
+            tag = await asyncio.to_thread(
+                local_build_tag,
+                client,
+                task.task_id,
+                task.environment_dir,
+                self.spec.with_skills,
+                env.skills_dir,
             )
         except OSError as exc:
             raise SandboxError(f"task {task.task_id}: cannot read environment/: {exc}") from None
-        tag = image_tag(task.task_id, digest)
         labels = {**self.labels, LABEL_BUILT: "true"}
         build = asyncio.to_thread(
             _build_image,
@@ -352,11 +434,65 @@ class DockerSandbox(Sandbox):
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
             await self.exec(["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], timeout_sec=30)
+        await self._close_sessions()
+
+    async def _close_sessions(self) -> None:
+        """After a kill-all: let the killed sessions' pumps finish, then drop them."""
         sessions = list(self._sessions)
         if sessions:
             await asyncio.wait([s.pump for s in sessions], timeout=5)
         for session in sessions:
             session.close()
+
+    async def kill_upload_exec(
+        self,
+        command: str,
+        *,
+        upload: Path,
+        target: str,
+        stdin: bytes | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_sec: float | None = None,
+    ) -> ExecResult:
+        """One exec instead of three round trips (kill-all exec, ``put_archive``, exec): the
+        files and ``stdin`` travel as a tar on the exec's stdin; ``target`` is replaced."""
+        if not self._has_tar:
+            return await super().kill_upload_exec(
+                command,
+                upload=upload,
+                target=target,
+                stdin=stdin,
+                cwd=cwd,
+                env=env,
+                timeout_sec=timeout_sec,
+            )
+        if not target.startswith("/") or posixpath.normpath(target) == "/":
+            raise SandboxError(f"{target}: the upload target must be an absolute path below /")
+        if not upload.exists():
+            raise SandboxError(f"upload: {upload} does not exist")
+        archive = await asyncio.to_thread(_stage_archive, upload, stdin or b"")
+        stage = f"/.skillsbench-stage-{secrets.token_hex(8)}"
+        argv = [
+            "sh",
+            "-c",
+            _KILL_UPLOAD_EXEC,
+            "sh",
+            str(self._keep_alive),
+            posixpath.normpath(target),
+            stage,
+            command,
+        ]
+        try:
+            result = await self.exec(
+                argv, cwd=cwd, env=env, user="root", timeout_sec=timeout_sec, stdin=archive
+            )
+        finally:
+            await self._close_sessions()
+        if result.exit_code == 125 and _STAGE_FAILED in result.stderr:
+            detail = result.stderr.split(_STAGE_FAILED, 1)[1].strip().splitlines()[0]
+            raise SandboxError(f"upload to {target} failed: {detail}")
+        return result
 
     async def stop(self) -> None:
         if self._stopped:
@@ -623,6 +759,31 @@ def _put(client: Any, container: str, host_path: Path, target: str) -> None:
             raise SandboxError(f"upload to {target} failed: {exc}") from None
 
 
+def _files_archive(files: Mapping[str, Path]) -> bytes:
+    """``spec.files`` as one tar to unpack at ``/`` (members carry their whole target path)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for target, source in files.items():
+            name = posixpath.normpath(target).lstrip("/")
+            if not target.startswith("/") or not name or name == ".":
+                raise SandboxError(f"{target}: sandbox paths must be absolute and below /")
+            if not source.exists():
+                raise SandboxError(f"upload: {source} does not exist")
+            tar.add(source, arcname=name, filter=_as_root)
+    return buffer.getvalue()
+
+
+def _stage_archive(upload: Path, stdin: bytes) -> bytes:
+    """The tar :data:`_KILL_UPLOAD_EXEC` reads: ``files`` (the upload) and ``stdin``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(upload, arcname="files", filter=_as_root)
+        info = _as_root(tarfile.TarInfo("stdin"))
+        info.size, info.mode = len(stdin), 0o600
+        tar.addfile(info, io.BytesIO(stdin))
+    return buffer.getvalue()
+
+
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
@@ -740,6 +901,7 @@ __all__ = [
     "ReapReport",
     "build_context_digest",
     "docker_client",
+    "local_build_tag",
     "prepare_context",
     "reap_stale",
 ]

@@ -273,3 +273,27 @@ def parse_dockerfile_text(text: str, build_args: Mapping[str, str] | None = None
     if recipe.stages == 0:
         raise DockerfileError("no FROM instruction")
     return recipe
+
+
+def base_images(text: str) -> list[str]:
+    """The images a build of ``text`` starts from: every ``FROM`` (global ``ARG`` defaults
+    substituted), without ``scratch`` and without references to earlier stages."""
+    global_args: dict[str, str] = {}
+    stages: set[str] = set()
+    refs: list[str] = []
+    seen_from = False
+    for inst in read_instructions(text):
+        if inst.keyword == "ARG" and not seen_from:
+            for name, default in _key_values(inst.args, "ARG", inst.line):
+                global_args[name] = substitute(default, global_args) if default != "\0" else ""
+        elif inst.keyword == "FROM":
+            seen_from = True
+            words = [w for w in _words(inst.args) if not w.startswith("--")]
+            if not words:
+                continue
+            ref = substitute(words[0], global_args)
+            if ref.lower() != "scratch" and ref not in stages and ref not in refs:
+                refs.append(ref)
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2])
+    return refs

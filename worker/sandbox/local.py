@@ -287,6 +287,7 @@ class LocalSandbox(Sandbox):
             await self._probe_layout()  # files the Dockerfile put outside the writable binds
         if self.spec.with_skills and task.skills_dir is not None:
             await self.upload(task.skills_dir, task.skills_sandbox_dir)
+        await self._upload_spec_files()
 
     async def _probe_layout(self) -> None:
         probe = await self.exec(["true"], timeout_sec=60)

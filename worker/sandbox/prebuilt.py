@@ -17,7 +17,7 @@ from typing import Any
 
 from task_sets.task import Task
 from worker.sandbox.base import SandboxError
-from worker.sandbox.docker import _build_image, build_context_digest, image_tag
+from worker.sandbox.docker import _build_image, local_build_tag
 
 SUPPORTED_PLATFORMS = ("linux/amd64",)
 DEFAULT_REPOSITORY = "skillsbench-task-env"
@@ -50,8 +50,7 @@ def _normalize_arch(arch: str) -> str:
 def build_task_image(client: Any, task: Task, platform: str) -> tuple[str, str]:
     """Build (or reuse) the task's with-skills image; return (local tag, image id)."""
     env = task.config.environment
-    digest = build_context_digest(task.environment_dir, True, env.skills_dir)
-    tag = image_tag(task.task_id, digest)
+    tag = local_build_tag(client, task.task_id, task.environment_dir, True, env.skills_dir)
     try:
         _build_image(
             client, task.environment_dir, tag, {LABEL_TASK: task.task_id}, True, env.skills_dir
