@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from leaderboard.evidence import IMAGE_ROLES
-from leaderboard.image_refs import REQUIRED_PLATFORM, is_local_host, parse_image_ref
+from leaderboard.image_refs import REQUIRED_PLATFORM, parse_image_ref
+from leaderboard.redaction import is_local_host
 from leaderboard.registry import RegistryClient, RegistryError, ResolvedImage
 
 IMAGE_EVIDENCE_SCHEMA_VERSION = "skillsbench.agentbeats.image_evidence.v1"

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from leaderboard.evidence import RESULTS_FILE_KEYS
 from leaderboard.findings import Finding, child, json_path
 from leaderboard.query_check import QUERY_NAMES, run_queries
+from leaderboard.redaction import artifact_ref_problems
 from leaderboard.rows import ROW_KEYS, PublicRow
-from leaderboard.storage_refs import public_artifact_ref_problems
 
 
 def check_results_file(path: Path, purple_id: str | None, label: str) -> list[Finding]:
@@ -100,8 +100,8 @@ def _row_problems(row: Any, path: str) -> list[tuple[str, str, str]]:
             problems.append((path, "row_schema", f"{where}: {error['msg']}"))
     refs = row.get("artifact_refs", [])
     for k, ref in enumerate(refs if isinstance(refs, list) else []):
-        for rule, message in public_artifact_ref_problems(ref):
-            problems.append((child(path, "artifact_refs", k), rule, message))
+        for message in artifact_ref_problems(ref):
+            problems.append((child(path, "artifact_refs", k), "artifact_ref", message))
     return problems
 
 
