@@ -21,6 +21,7 @@ from readiness_fixtures import (
 
 from leaderboard.evidence import RULES
 from leaderboard.findings import Finding
+from leaderboard.query_check import QueryRunner
 from leaderboard.readiness import validate_evidence
 
 Doc = dict[str, Any]
@@ -36,7 +37,7 @@ def validate(doc: Any, workspace: Path, queries: dict[str, str] | None = None) -
     return validate_evidence(
         doc,
         base_dir=workspace,
-        queries=queries or published_queries(),
+        queries=QueryRunner(queries or published_queries()),
         task_set_loader=published_task_set,
     )
 
