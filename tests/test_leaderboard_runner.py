@@ -3,6 +3,7 @@ and the CLI (`leaderboard query|validate`) reports errors on one line without a 
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 import sys
@@ -97,6 +98,32 @@ def test_gateway_export_with_two_agents_is_split(tmp_path: Path) -> None:
         "http://127.0.0.1:8080/agent",
         other["participants"]["agent"],
     }
+
+
+def test_names_with_glob_characters_name_only_themselves(tmp_path: Path) -> None:
+    """``[1]`` in a file or folder name is part of the name, for our glob and for DuckDB's."""
+    smoke, canonical = PUBLISHED[1], PUBLISHED[2]
+    named = tmp_path / "smoke[1].json"
+    write_json(named, _load(smoke))
+    write_json(tmp_path / "smoke1.json", _load(canonical))  # what "smoke[1].json" globs to
+    con = connect()
+    try:
+        load_results(con, [glob.escape(str(named))])
+        names = {row[0] for row in con.execute("SELECT DISTINCT filename FROM results").fetchall()}
+    finally:
+        con.close()
+    assert names == {str(named)}
+    got = run_queries([glob.escape(str(named))])
+    expected = run_queries([str(smoke)])
+    assert {n: r.rows for n, r in got.items()} == {n: r.rows for n, r in expected.items()}
+    folder, decoy = tmp_path / "run[1]", tmp_path / "run1"
+    folder.mkdir()
+    decoy.mkdir()
+    write_json(folder / "a.json", _load(smoke))
+    write_json(folder / "b.json", _load(canonical))
+    write_json(decoy / "c.json", _load(canonical))
+    both = run_queries([str(folder)])["overall"].rows  # the folder's two files, not run1's
+    assert both == run_queries([str(smoke), str(canonical)])["overall"].rows
 
 
 @pytest.mark.parametrize(

@@ -395,3 +395,14 @@ def test_every_violation_is_listed(workspace: Path) -> None:
         "queries_exact",
         "unknown_key",
     } <= rules
+
+
+def test_results_file_names_are_taken_literally(tmp_path: Path) -> None:
+    """A name with glob characters names only itself (the loader otherwise expands globs)."""
+    copy_results(tmp_path)
+    results = tmp_path / "results"
+    (results / "smoke.json").rename(results / "smoke[1].json")
+    (results / "canonical.json").rename(results / "smoke1.json")  # what "smoke[1].json" globs to
+    runner = QueryRunner(published_queries())
+    counts = {name: len(r.rows) for name, r in runner.run([results / "smoke[1].json"]).items()}
+    assert counts == {"overall": 1, "by_category": 1, "by_difficulty": 1}
