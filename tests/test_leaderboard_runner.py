@@ -260,6 +260,22 @@ def test_validator_contract_mode_checks_rows() -> None:
     )
 
 
+def test_validator_paths_are_findings_json_paths() -> None:
+    """Keys that are not bare names are quoted, list items indexed, as in readiness findings."""
+    data = _load(QUICK_SUBMIT)
+    data["odd key"] = 1
+    row = data["results"][0]["results"][0]
+    row["tags"] = ["ok", 5]
+    row["rollout.dir"] = "x"
+    found = [str(v) for v in validate_results(data, contract=True)]
+    assert found[0] == '$["odd key"]: is not an approved top-level key'
+    paths = {v.split(": ", 1)[0] for v in found[1:]}
+    assert paths == {
+        "$.results[0].results[0].tags[1]",
+        '$.results[0].results[0]["rollout.dir"]',
+    }, found
+
+
 def test_cli_validate(tmp_path: Path) -> None:
     ok = cli("leaderboard", "validate", *[str(p) for p in PUBLISHED])
     assert ok.returncode == 0 and ok.stdout.count("ok: ") == 3
