@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leaderboard.evidence import IMAGE_ROLES
-from leaderboard.findings import Finding
+from leaderboard.findings import Finding, json_path
 from leaderboard.readiness_images import check_images_section, check_task_images_section
 from leaderboard.task_set_lookup import TaskSetSummary
 
@@ -59,7 +59,9 @@ def build_deploy_bundle(
     for role in IMAGE_ROLES:
         if f"{role}_image" not in images:
             findings.append(
-                Finding(path=f"$.{role}_image", rule="missing_key", message=f"no {role} image")
+                Finding(
+                    path=json_path(f"{role}_image"), rule="missing_key", message=f"no {role} image"
+                )
             )
     bundle: dict[str, Any] = {
         "schema_version": DEPLOY_BUNDLE_SCHEMA_VERSION,

@@ -95,7 +95,7 @@ RULES: dict[str, str] = {
     "envelope_rows": "envelopes hold a non-empty row list",
     "row_keys": "row keys stay within the approved public row schema",
     "row_schema": "rows satisfy the public row types and invariants",
-    "artifact_ref": "artifact_refs are stable public https URLs without query, fragment or secrets",
+    "artifact_ref": "artifact_refs are sha256 digests or public-host https URLs (no query, fragment, secret)",
     "query_failed": "the leaderboard queries run on the results files",
     "query_empty": "each query returns at least one row",
     "query_purple_missing": "the registered purple UUID appears in each query's first column",

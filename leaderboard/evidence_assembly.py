@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.evidence import EVIDENCE_SCHEMA_VERSION, IMAGE_FIELD_SUFFIXES, IMAGE_ROLES
-from leaderboard.query_check import QUERY_NAMES, run_queries
+from leaderboard.query_check import QUERY_NAMES, QueryRunner
 from leaderboard.task_set_lookup import TaskSetSummary
 
 
@@ -53,14 +53,15 @@ def _run(run: RunInput, base_dir: Path) -> dict[str, Any]:
 
 
 def assemble_evidence(
-    inputs: EvidenceInputs, *, base_dir: Path, queries: Mapping[str, str] | None
+    inputs: EvidenceInputs, *, base_dir: Path, queries: QueryRunner | None
 ) -> dict[str, Any]:
-    """The evidence document; ``queries=None`` makes a draft without query row counts."""
+    """The evidence document; ``queries=None`` makes a draft without query row counts. Pass the
+    same runner to ``validate_evidence`` and the queries run once."""
     leaderboard: dict[str, Any] = {"repository": inputs.repository, "queries": list(QUERY_NAMES)}
     if queries is not None:
         files = [*inputs.smoke.results_files, *inputs.canonical.results_files]
-        rows = run_queries(files, queries)
-        leaderboard["query_row_counts"] = {name: len(rows[name]) for name in QUERY_NAMES}
+        results = queries.run(files)
+        leaderboard["query_row_counts"] = {name: len(results[name].rows) for name in QUERY_NAMES}
     images = {
         f"{role}_image{s}": inputs.images.get(f"{role}_image{s}")
         for role in IMAGE_ROLES

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from leaderboard.evidence import IMAGE_ROLES
-from leaderboard.image_refs import REQUIRED_PLATFORM, is_local_host, parse_image_ref
+from leaderboard.image_refs import REQUIRED_PLATFORM, parse_image_ref, public_image_problems
 from leaderboard.registry import RegistryClient, RegistryError, ResolvedImage
 
 IMAGE_EVIDENCE_SCHEMA_VERSION = "skillsbench.agentbeats.image_evidence.v1"
@@ -34,15 +34,12 @@ async def resolve_public_images(
     problems: list[str] = []
     parsed = {}
     for role, ref in refs.items():
-        try:
-            image = parse_image_ref(ref)
-        except ValueError as exc:
-            problems.append(f"{role}: {exc}")
+        # The readiness image rules, less the pin: resolving is what pins a tag to its digest.
+        found = [m for rule, m in public_image_problems(ref) if rule != "image_not_pinned"]
+        if found:
+            problems.extend(f"{role}: {message}" for message in found)
             continue
-        if not image.explicit_registry or is_local_host(image.registry):
-            problems.append(f"{role}: {ref!r} must name a public, non-local registry host")
-            continue
-        parsed[role] = image
+        parsed[role] = parse_image_ref(ref)
     results = await asyncio.gather(
         *(client.resolve(image, platform) for image in parsed.values()), return_exceptions=True
     )

@@ -7,11 +7,10 @@ to a ``sha256`` digest, so the bytes AgentBeats pulls are the bytes the evidence
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 
-from leaderboard.redaction import DIGEST_PATTERN
+from leaderboard.redaction import DIGEST_PATTERN, is_local_host
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _PATH = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
@@ -22,8 +21,6 @@ _HOST = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-
 
 DEFAULT_REGISTRY = "docker.io"
 REQUIRED_PLATFORM = "linux/amd64"
-_LOCAL_NAMES = {"localhost", "host.docker.internal", "gateway.docker.internal", "kubernetes"}
-_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".lan", ".home.arpa")
 
 
 @dataclass(frozen=True)
@@ -80,27 +77,6 @@ def parse_image_ref(ref: str) -> ImageRef:
     if registry == DEFAULT_REGISTRY and "/" not in path:
         path = f"library/{path}"
     return ImageRef(registry, path, tag, digest or None, explicit)
-
-
-def is_local_host(registry: str) -> bool:
-    """Loopback, private, link-local and local-only names: nothing AgentBeats can pull from."""
-    host = registry
-    if host.startswith("["):
-        host = host[1 : host.index("]")]
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    host = host.lower().rstrip(".")
-    if (
-        host in _LOCAL_NAMES
-        or host.endswith(_LOCAL_SUFFIXES)
-        or ("." not in host and ":" not in host)
-    ):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return not address.is_global
 
 
 def public_image_problems(ref: str) -> list[tuple[str, str]]:

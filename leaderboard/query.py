@@ -8,7 +8,9 @@ loaded in the same ``read_json_auto`` call, their ``filename`` set back to the o
 
 from __future__ import annotations
 
+import glob
 import json
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -126,22 +128,28 @@ def _published_paths(
     files: Sequence[ResultsFile],
 ) -> Iterator[tuple[list[str], dict[str, str]]]:
     """Paths to hand to read_json_auto, in input order (so rows keep the order a glob would
-    give), other shapes rewritten into a temporary folder."""
-    if all(f.shape == "published" for f in files):
+    give); other shapes are rewritten, and published files whose name DuckDB would read as a
+    glob (``*``, ``?``, ``[``) copied, into a temporary folder."""
+    if all(f.shape == "published" and not glob.has_magic(str(f.path)) for f in files):
         yield [str(f.path) for f in files], {}
         return
     load_paths: list[str] = []
     originals: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="skillsbench-results-") as tmp:
         for index, item in enumerate(files):
-            if item.shape == "published":
+            if item.shape == "published" and not glob.has_magic(str(item.path)):
                 load_paths.append(str(item.path))
                 continue
-            for part, doc in enumerate(item.documents):
-                target = Path(tmp) / f"{index:06d}-{part}.json"
+            targets = [
+                Path(tmp) / f"{index:06d}-{part}.json" for part in range(len(item.documents))
+            ]
+            if item.shape == "published":
+                targets = [Path(tmp) / f"{index:06d}.json"]
+                shutil.copyfile(item.path, targets[0])
+            for target, doc in zip(targets, item.documents, strict=False):
                 target.write_text(json.dumps(doc))
-                load_paths.append(str(target))
-                originals[str(target)] = str(item.path)
+            load_paths.extend(str(target) for target in targets)
+            originals.update((str(target), str(item.path)) for target in targets)
         yield load_paths, originals
 
 

@@ -1,48 +1,59 @@
-"""Run the three leaderboard queries over results files, the way AgentBeats loads them.
+"""Run the three leaderboard queries over the results files readiness evidence names.
 
-Readiness evidence records each query's row count; validation re-runs them here so the counts
-cannot be copied from an unrelated run.
+Readiness evidence records each query's row count; validation re-runs them so the counts cannot be
+copied from an unrelated run. Loading and running go through ``leaderboard.query`` (the way
+AgentBeats does it). A ``QueryRunner`` runs each set of files once, so ``readiness assemble``
+records the counts and validates them from the same run.
 """
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-import duckdb
+from leaderboard.query import QUERY_NAMES, QueryResult, connect, load_results, query_sql, run_query
 
-QUERY_NAMES: tuple[str, ...] = ("overall", "by_category", "by_difficulty")
-DEFAULT_QUERIES_DIR = Path(__file__).resolve().parent / "queries"
+__all__ = ["QUERY_NAMES", "QueryRunner", "load_queries", "run_queries"]
 
 
 def load_queries(queries_dir: Path | None = None) -> dict[str, str]:
-    """The SQL text of each query, from ``<dir>/<name>.sql``."""
-    directory = queries_dir or DEFAULT_QUERIES_DIR
+    """The SQL text of each query, from ``<dir>/<name>.sql`` (default: the packaged queries)."""
+    if queries_dir is None:
+        return {name: query_sql(name) for name in QUERY_NAMES}
     queries: dict[str, str] = {}
     for name in QUERY_NAMES:
-        path = directory / f"{name}.sql"
+        path = queries_dir / f"{name}.sql"
         if not path.is_file():
-            raise ValueError(f"leaderboard query {name!r} not found: no {name}.sql in {directory}")
+            raise ValueError(
+                f"leaderboard query {name!r} not found: no {name}.sql in {queries_dir}"
+            )
         queries[name] = path.read_text(encoding="utf-8")
     return queries
 
 
-def run_queries(
-    files: Sequence[Path], queries: Mapping[str, str]
-) -> dict[str, list[tuple[Any, ...]]]:
-    """Rows of each query over ``files`` loaded as table ``results`` (read_json_auto, filename)."""
+def run_queries(files: Sequence[Path], queries: Mapping[str, str]) -> dict[str, QueryResult]:
+    """Each query's result over ``files`` loaded as table ``results``; ValueError if one fails."""
     if not files:
         raise ValueError("no results files to query")
-    con = duckdb.connect(":memory:")
+    con = connect()
     try:
-        paths = [str(p) for p in files]
-        con.execute(
-            "CREATE TABLE results AS SELECT * FROM read_json_auto(?, filename = true)", [paths]
-        )
-        return {name: con.execute(sql).fetchall() for name, sql in queries.items()}
-    except duckdb.Error as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"leaderboard queries failed on the results files: {first_line}") from exc
+        # Escaped, so a file name with glob characters names only itself.
+        load_results(con, [glob.escape(str(path)) for path in files])
+        return {name: run_query(con, name, sql) for name, sql in queries.items()}
     finally:
         con.close()
+
+
+class QueryRunner:
+    """The queries, run at most once per set of results files."""
+
+    def __init__(self, queries: Mapping[str, str]) -> None:
+        self.queries = dict(queries)
+        self._results: dict[frozenset[Path], dict[str, QueryResult]] = {}
+
+    def run(self, files: Sequence[Path]) -> dict[str, QueryResult]:
+        key = frozenset(Path(path).resolve() for path in files)
+        if key not in self._results:
+            self._results[key] = run_queries(files, self.queries)
+        return self._results[key]

@@ -9,7 +9,6 @@ pass the public schema and reproduce the recorded leaderboard query rows.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from leaderboard.evidence import (
     WORKFLOW_RUN_URL,
 )
 from leaderboard.findings import EvidenceCollector, Finding, child, json_path
-from leaderboard.query_check import QUERY_NAMES
+from leaderboard.query_check import QUERY_NAMES, QueryRunner
 from leaderboard.readiness_images import TaskSetLoader, check_images, check_task_images
 from leaderboard.readiness_results import check_queries, check_results_file
 from leaderboard.storage_refs import is_under_prefix, private_storage_problems
@@ -36,10 +35,11 @@ def validate_evidence(
     doc: Any,
     *,
     base_dir: Path,
-    queries: Mapping[str, str],
+    queries: QueryRunner,
     task_set_loader: TaskSetLoader = load_task_set,
 ) -> list[Finding]:
-    """All findings for ``doc``; results files resolve relative to ``base_dir``."""
+    """All findings for ``doc``; results files resolve relative to ``base_dir``, and ``queries``
+    runs the leaderboard queries over them."""
     c = EvidenceCollector()
     if not isinstance(doc, dict):
         c.add("$", "evidence_type", "the evidence must be a JSON object")

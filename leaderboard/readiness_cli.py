@@ -7,11 +7,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from leaderboard.findings import Finding, errors
+
+if TYPE_CHECKING:
+    from leaderboard.query_check import QueryRunner
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -51,10 +54,10 @@ def _task_set_loader(task_set_file: Path | None) -> Any:
     return load
 
 
-def _queries(queries_dir: Path | None) -> dict[str, str]:
-    from leaderboard.query_check import load_queries
+def _queries(queries_dir: Path | None) -> QueryRunner:
+    from leaderboard.query_check import QueryRunner, load_queries
 
-    return load_queries(queries_dir)
+    return QueryRunner(load_queries(queries_dir))
 
 
 # --- readiness -----------------------------------------------------------------------------

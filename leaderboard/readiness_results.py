@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from leaderboard.evidence import RESULTS_FILE_KEYS
 from leaderboard.findings import Finding, child, json_path
-from leaderboard.query_check import QUERY_NAMES, run_queries
+from leaderboard.query_check import QUERY_NAMES, QueryRunner
+from leaderboard.redaction import artifact_ref_problems
 from leaderboard.rows import ROW_KEYS, PublicRow
-from leaderboard.storage_refs import public_artifact_ref_problems
 
 
 def check_results_file(path: Path, purple_id: str | None, label: str) -> list[Finding]:
@@ -100,26 +100,26 @@ def _row_problems(row: Any, path: str) -> list[tuple[str, str, str]]:
             problems.append((path, "row_schema", f"{where}: {error['msg']}"))
     refs = row.get("artifact_refs", [])
     for k, ref in enumerate(refs if isinstance(refs, list) else []):
-        for rule, message in public_artifact_ref_problems(ref):
-            problems.append((child(path, "artifact_refs", k), rule, message))
+        for message in artifact_ref_problems(ref):
+            problems.append((child(path, "artifact_refs", k), "artifact_ref", message))
     return problems
 
 
 def check_queries(
     files: Sequence[Path],
-    queries: Mapping[str, str],
+    runner: QueryRunner,
     purple_id: str | None,
     recorded: Any,
 ) -> list[Finding]:
     """Re-run the queries; each must return rows, name the purple id, and match the record."""
     counts_path = json_path("leaderboard", "query_row_counts")
     try:
-        results = run_queries(files, queries)
+        results = runner.run(files)
     except ValueError as exc:
         return [Finding(path=counts_path, rule="query_failed", message=str(exc))]
     out: list[Finding] = []
     for name in QUERY_NAMES:
-        rows = results.get(name, [])
+        rows = results[name].rows if name in results else ()
         path = child(counts_path, name)
         if not rows:
             out.append(Finding(path=path, rule="query_empty", message=f"{name} returns no rows"))

@@ -40,7 +40,7 @@ def expand_results_paths(patterns: Iterable[str]) -> list[Path]:
     for pattern in given:
         path = Path(pattern)
         if path.is_dir():
-            matches = sorted(glob.glob(str(path / "*.json")))
+            matches = sorted(glob.glob(os.path.join(glob.escape(str(path)), "*.json")))
         elif glob.has_magic(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
         elif path.is_file():

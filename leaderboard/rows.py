@@ -21,7 +21,7 @@ from pydantic import (
 
 from leaderboard.redaction import (
     DIGEST_PATTERN,
-    is_public_artifact_ref,
+    artifact_ref_problems,
     is_safe_label,
     looks_secret,
     public_url,
@@ -189,11 +189,12 @@ class PublicRow(BaseModel):
     @field_validator("artifact_refs")
     @classmethod
     def _artifact_refs(cls, value: list[str]) -> list[str]:
-        for ref in value:
-            if not is_public_artifact_ref(ref):
+        for index, ref in enumerate(value):
+            problems = artifact_ref_problems(ref)
+            if problems:
                 raise ValueError(
-                    "artifact_refs hold only sha256 digests or public https URLs without "
-                    "credentials, query string or fragment"
+                    f"artifact_refs[{index}] {'; '.join(problems)} (artifact_refs hold only "
+                    "sha256 digests or https URLs on public hosts)"
                 )
         return value
 

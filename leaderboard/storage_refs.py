@@ -1,9 +1,9 @@
-"""Rules for URIs that leave the worker: private proof storage and public artifact refs.
+"""Rules for private proof storage URIs.
 
 Private proof must live somewhere durable and access-controlled (``s3://``, ``gs://``, ``r2://``,
 ``https://``) and the recorded prefix must never carry a credential: no query strings, fragments,
-presigned signatures or user info. Public ``artifact_refs`` must be stable and public-safe, so
-private storage schemes and worker-internal refs are refused there.
+presigned signatures or user info. Public ``artifact_refs`` follow the public row contract
+instead (``leaderboard.redaction.artifact_ref_problems``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-from leaderboard.image_refs import is_local_host
+from leaderboard.redaction import is_local_host
 
 DURABLE_SCHEMES = ("s3", "gs", "r2", "https")
 _LOCAL_SCHEMES = {"file", "local", "sandbox", "worker", "jobs"}
-_PRIVATE_SCHEMES = {"s3", "gs", "r2", "sandbox", "local", "file", "worker", "jobs", "internal"}
 _PRESIGNED = re.compile(
     r"x-amz-(?:signature|credential|security-token)|x-goog-(?:signature|credential)"
     r"|googleaccessid|[?&;](?:sig|signature|se|sp|sv|st|skoid|expires)=",
@@ -76,26 +75,3 @@ def private_storage_problems(uri: str) -> list[Problem]:
 def is_under_prefix(uri: str, prefix: str) -> bool:
     base = prefix if prefix.endswith("/") else prefix + "/"
     return uri.startswith(base) and ".." not in uri[len(base) :].split("/")
-
-
-def public_artifact_ref_problems(ref: object) -> list[Problem]:
-    """Every way ``ref`` fails to be a stable, public-safe artifact reference."""
-    if not isinstance(ref, str) or not ref.strip():
-        return [("artifact_ref", "an artifact ref must be a non-empty string")]
-    parts = urlsplit(ref)
-    scheme = parts.scheme.lower()
-    problems: list[Problem] = []
-    if scheme in _PRIVATE_SCHEMES:
-        problems.append(("artifact_ref", f"{ref!r} uses private or internal scheme {scheme}://"))
-    elif scheme and scheme != "https":
-        problems.append(("artifact_ref", f"{ref!r} must be an https:// URL"))
-    elif not scheme:
-        problems.append(("artifact_ref", f"{ref!r} is a path, not a stable public URL"))
-    elif parts.hostname is None or is_local_host(parts.hostname):
-        problems.append(("artifact_ref", f"{ref!r} points at a local host"))
-    if parts.query or "?" in ref:
-        problems.append(("artifact_ref", f"{ref!r} has a query string"))
-    if parts.fragment or "#" in ref:
-        problems.append(("artifact_ref", f"{ref!r} has a fragment"))
-    problems.extend(("artifact_ref", message) for _, message in _credential_problems(ref))
-    return problems

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from leaderboard.findings import child, json_path
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN, PublicRow
 
 FILE_STATUSES = ("completed", "partial", "failed")
@@ -25,7 +26,7 @@ _NULLABLE_STRINGS = ("infra_failure_type", "category", "difficulty")
 
 @dataclass(frozen=True)
 class Violation:
-    path: str  # JSON path, e.g. $.results[0].results[3].reward
+    path: str  # JSON path (findings.json_path), e.g. $.results[0].results[3].reward
     message: str
 
     def __str__(self) -> str:
@@ -47,42 +48,43 @@ def validate_results(data: Any, *, contract: bool = False) -> list[Violation]:
     if not isinstance(data, Mapping):
         return [Violation("$", "must be an object")]
     if data.get("status") not in FILE_STATUSES:
-        out.append(Violation("$.status", f"must be one of {', '.join(FILE_STATUSES)}"))
+        out.append(Violation(json_path("status"), f"must be one of {', '.join(FILE_STATUSES)}"))
     participants = data.get("participants")
     if not isinstance(participants, Mapping):
-        out.append(Violation("$.participants", "must be an object with the agent's UUID"))
+        out.append(Violation(json_path("participants"), "must be an object with the agent's UUID"))
     else:
         agent = participants.get("agent")
         if not isinstance(agent, str) or not AGENTBEATS_UUID_PATTERN.match(agent.strip()):
-            out.append(Violation("$.participants.agent", "must be an AgentBeats UUID"))
+            out.append(Violation(json_path("participants", "agent"), "must be an AgentBeats UUID"))
     if contract:
         out += [
-            Violation(f"$.{key}", "is not an approved top-level key")
+            Violation(json_path(key), "is not an approved top-level key")
             for key in data
             if key not in TOP_LEVEL_KEYS
         ]
     shards = data.get("results")
     if not isinstance(shards, list) or not shards:
-        out.append(Violation("$.results", "must be a non-empty list of shard results"))
+        out.append(Violation(json_path("results"), "must be a non-empty list of shard results"))
         return out
     for i, shard in enumerate(shards):
-        where = f"$.results[{i}]"
+        where = json_path("results", i)
         if not isinstance(shard, Mapping):
             out.append(Violation(where, "must be an object"))
             continue
         if "task_id" in shard:
             out.append(
                 Violation(
-                    where, f"uses the legacy direct-row shape; wrap rows under {where}.results"
+                    where,
+                    "uses the legacy direct-row shape; wrap rows under " + child(where, "results"),
                 )
             )
             continue
         rows = shard.get("results")
         if not isinstance(rows, list) or not rows:
-            out.append(Violation(f"{where}.results", "must be a non-empty list of task rows"))
+            out.append(Violation(child(where, "results"), "must be a non-empty list of task rows"))
             continue
         for j, row in enumerate(rows):
-            out += _row_violations(f"{where}.results[{j}]", row, contract)
+            out += _row_violations(child(where, "results", j), row, contract)
     return out
 
 
@@ -92,30 +94,28 @@ def _row_violations(where: str, row: Any, contract: bool) -> list[Violation]:
     out: list[Violation] = []
     task_id = row.get("task_id")
     if not isinstance(task_id, str) or not task_id.strip():
-        out.append(Violation(f"{where}.task_id", "must be a non-empty string"))
+        out.append(Violation(child(where, "task_id"), "must be a non-empty string"))
     for key in ("score_eligible", "passed"):
         if not isinstance(row.get(key), bool):
-            out.append(Violation(f"{where}.{key}", "must be a boolean"))
+            out.append(Violation(child(where, key), "must be a boolean"))
     if not _is_number(row.get("reward")):
-        out.append(Violation(f"{where}.reward", "must be a number"))
+        out.append(Violation(child(where, "reward"), "must be a number"))
     if "time_used" not in row:
-        out.append(Violation(f"{where}.time_used", "is missing (a number or null)"))
+        out.append(Violation(child(where, "time_used"), "is missing (a number or null)"))
     elif row["time_used"] is not None and not _is_number(row["time_used"]):
-        out.append(Violation(f"{where}.time_used", "must be a number or null"))
+        out.append(Violation(child(where, "time_used"), "must be a number or null"))
     for key in _NULLABLE_STRINGS:
         if key not in row:
-            out.append(Violation(f"{where}.{key}", "is missing (a string or null)"))
+            out.append(Violation(child(where, key), "is missing (a string or null)"))
         elif row[key] is not None and not isinstance(row[key], str):
-            out.append(Violation(f"{where}.{key}", "must be a string or null"))
+            out.append(Violation(child(where, key), "must be a string or null"))
     if contract and not out:
         try:
             PublicRow.model_validate(row)
         except ValidationError as exc:
             for error in exc.errors():
-                loc = "".join(
-                    f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]
-                )
-                out.append(Violation(f"{where}{loc}", error["msg"]))
+                loc = [part if isinstance(part, int) else str(part) for part in error["loc"]]
+                out.append(Violation(child(where, *loc), error["msg"]))
     return out
 
 

@@ -14,7 +14,7 @@ from fake_registry import DOCKER_LIST, DOCKER_MANIFEST, FakeRegistry
 from loopback_server import serve
 
 from leaderboard.image_evidence import collect_image_evidence
-from leaderboard.image_refs import parse_image_ref
+from leaderboard.image_refs import parse_image_ref, public_image_problems
 from leaderboard.readiness_images import check_images_section
 from leaderboard.registry import RegistryClient, RegistryError
 
@@ -124,6 +124,32 @@ async def test_evidence_lists_every_failing_image(registry: FakeRegistry) -> Non
             await collect_image_evidence(refs, client)
     assert "worker:" in str(info.value) and "purple:" in str(info.value)
     assert "green:" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "acme/green:latest",
+        "localhost:5000/acme/green:latest",
+        "10.0.0.2:5000/acme/green:latest",
+        "registry.internal/acme/green:1",
+        "ghcr.io/Acme/Green:latest",
+        "https://ghcr.io/acme/green:latest",
+    ],
+)
+async def test_refused_before_resolving_by_the_readiness_image_rules(
+    registry: FakeRegistry, ref: str
+) -> None:
+    """The same rules (and messages) as readiness, except the pin: evidence resolves tags."""
+    registry.add_index("acme/green", "latest", AMD64_ARM64)
+    registry.add_index("acme/ok", "latest", AMD64_ARM64)
+    refs = {"green": ref, "worker": "ghcr.io/acme/ok:latest", "purple": "ghcr.io/acme/ok:latest"}
+    async with client_for(registry) as client:
+        with pytest.raises(ValueError) as info:
+            await collect_image_evidence(refs, client)
+    expected = [m for rule, m in public_image_problems(ref) if rule != "image_not_pinned"]
+    assert expected
+    assert str(info.value) == "image evidence failed: " + "; ".join(f"green: {m}" for m in expected)
 
 
 def test_cli_writes_evidence_that_passes_the_readiness_image_rules(

@@ -3,6 +3,7 @@ and the CLI (`leaderboard query|validate`) reports errors on one line without a 
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 import sys
@@ -97,6 +98,32 @@ def test_gateway_export_with_two_agents_is_split(tmp_path: Path) -> None:
         "http://127.0.0.1:8080/agent",
         other["participants"]["agent"],
     }
+
+
+def test_names_with_glob_characters_name_only_themselves(tmp_path: Path) -> None:
+    """``[1]`` in a file or folder name is part of the name, for our glob and for DuckDB's."""
+    smoke, canonical = PUBLISHED[1], PUBLISHED[2]
+    named = tmp_path / "smoke[1].json"
+    write_json(named, _load(smoke))
+    write_json(tmp_path / "smoke1.json", _load(canonical))  # what "smoke[1].json" globs to
+    con = connect()
+    try:
+        load_results(con, [glob.escape(str(named))])
+        names = {row[0] for row in con.execute("SELECT DISTINCT filename FROM results").fetchall()}
+    finally:
+        con.close()
+    assert names == {str(named)}
+    got = run_queries([glob.escape(str(named))])
+    expected = run_queries([str(smoke)])
+    assert {n: r.rows for n, r in got.items()} == {n: r.rows for n, r in expected.items()}
+    folder, decoy = tmp_path / "run[1]", tmp_path / "run1"
+    folder.mkdir()
+    decoy.mkdir()
+    write_json(folder / "a.json", _load(smoke))
+    write_json(folder / "b.json", _load(canonical))
+    write_json(decoy / "c.json", _load(canonical))
+    both = run_queries([str(folder)])["overall"].rows  # the folder's two files, not run1's
+    assert both == run_queries([str(smoke), str(canonical)])["overall"].rows
 
 
 @pytest.mark.parametrize(
@@ -231,6 +258,22 @@ def test_validator_contract_mode_checks_rows() -> None:
         found[2].startswith("$.results[0].results[1]: ")
         and "passed requires reward > 0" in found[2]
     )
+
+
+def test_validator_paths_are_findings_json_paths() -> None:
+    """Keys that are not bare names are quoted, list items indexed, as in readiness findings."""
+    data = _load(QUICK_SUBMIT)
+    data["odd key"] = 1
+    row = data["results"][0]["results"][0]
+    row["tags"] = ["ok", 5]
+    row["rollout.dir"] = "x"
+    found = [str(v) for v in validate_results(data, contract=True)]
+    assert found[0] == '$["odd key"]: is not an approved top-level key'
+    paths = {v.split(": ", 1)[0] for v in found[1:]}
+    assert paths == {
+        "$.results[0].results[0].tags[1]",
+        '$.results[0].results[0]["rollout.dir"]',
+    }, found
 
 
 def test_cli_validate(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from cli_runner import CliResult, run_cli
 from readiness_fixtures import (
@@ -106,6 +107,38 @@ def test_assemble_then_validate(ws: Path, cli: Callable[..., CliResult]) -> None
     done = cli(*validate_args(ws, evidence))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("ok:")
+
+
+def _count_runs_of_overall(ws: Path) -> Path:
+    """Make overall.sql log each run into its own DuckDB file (a side effect that outlives the
+    in-memory connection the query runs on); return that file."""
+    log = ws / "runs.duckdb"
+    overall = ws / "queries" / "overall.sql"
+    overall.write_text(
+        f"ATTACH '{log}' AS runs; CREATE TABLE IF NOT EXISTS runs.log (n INTEGER); "
+        "INSERT INTO runs.log VALUES (1); DETACH runs;\n" + overall.read_text()
+    )
+    return log
+
+
+def _runs(log: Path) -> int:
+    con = duckdb.connect(str(log), read_only=True)
+    try:
+        row = con.execute("SELECT count(*) FROM log").fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return int(row[0])
+
+
+def test_assemble_runs_the_queries_once(ws: Path, cli: Callable[..., CliResult]) -> None:
+    log = _count_runs_of_overall(ws)
+    done = cli(*assemble_args(ws))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _runs(log) == 1  # recorded and verified from one run
+    done = cli(*validate_args(ws, ws / "evidence" / "evidence.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _runs(log) == 2  # validation on its own does re-run them
 
 
 def test_assemble_refuses_bad_evidence(ws: Path, cli: Callable[..., CliResult]) -> None:

@@ -21,6 +21,7 @@ from readiness_fixtures import (
 
 from leaderboard.evidence import RULES
 from leaderboard.findings import Finding
+from leaderboard.query_check import QueryRunner
 from leaderboard.readiness import validate_evidence
 
 Doc = dict[str, Any]
@@ -36,7 +37,7 @@ def validate(doc: Any, workspace: Path, queries: dict[str, str] | None = None) -
     return validate_evidence(
         doc,
         base_dir=workspace,
-        queries=queries or published_queries(),
+        queries=QueryRunner(queries or published_queries()),
         task_set_loader=published_task_set,
     )
 
@@ -394,3 +395,14 @@ def test_every_violation_is_listed(workspace: Path) -> None:
         "queries_exact",
         "unknown_key",
     } <= rules
+
+
+def test_results_file_names_are_taken_literally(tmp_path: Path) -> None:
+    """A name with glob characters names only itself (the loader otherwise expands globs)."""
+    copy_results(tmp_path)
+    results = tmp_path / "results"
+    (results / "smoke.json").rename(results / "smoke[1].json")
+    (results / "canonical.json").rename(results / "smoke1.json")  # what "smoke[1].json" globs to
+    runner = QueryRunner(published_queries())
+    counts = {name: len(r.rows) for name, r in runner.run([results / "smoke[1].json"]).items()}
+    assert counts == {"overall": 1, "by_category": 1, "by_difficulty": 1}
