@@ -119,18 +119,10 @@ class Engine:
         if self.settings.environment != "docker":
             return
         try:
-            from worker.sandbox.docker import LABEL_RUN, docker_client
+            from worker.sandbox.docker import _remove_containers, docker_client
 
-            def remove() -> int:
-                client = docker_client()
-                found = client.containers.list(
-                    all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}
-                )
-                for container in found:
-                    container.remove(force=True, v=True)
-                return len(found)
-
-            removed = await asyncio.to_thread(remove)
+            client = await asyncio.to_thread(docker_client)
+            removed = await asyncio.to_thread(_remove_containers, client, run_id, None, None)
         except Exception as exc:  # the engine may be gone; the trials will say so
             log.warning("could not reap containers of run %s: %s", run_id, exc)
             return

@@ -143,3 +143,24 @@ async def test_reaper_removes_what_a_crashed_run_left(
         await kept.stop()
         await left.stop()
         await reap_stale(active_run_ids=[], only_runs=[crashed, alive])
+
+
+async def test_a_restart_removes_every_container_of_its_run_and_nothing_else(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    from worker.sandbox.docker import _remove_containers
+
+    resumed, other = f"run-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    sandboxes = [
+        DockerSandbox(dataclasses.replace(make_spec(make_task(), tmp_path / name), run_id=run))
+        for name, run in (("a", resumed), ("b", resumed), ("c", other))
+    ]
+    try:
+        for sb in sandboxes:
+            await sb.start()  # never stopped: the worker "crashed"
+        assert _remove_containers(client, resumed, None, None) == 2
+        assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={resumed}"})
+        assert (await sandboxes[2].exec("echo alive")).stdout == "alive\n"
+    finally:
+        for sb in sandboxes:
+            await sb.stop()
