@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from task_sets.task import Task
 from worker.agents.base import Agent
 from worker.agents.registry import resolve_agent
 from worker.api import (
@@ -142,9 +141,10 @@ class Engine:
 
     # ---- runs ------------------------------------------------------------------------------
 
-    def prepare(self, request: RunRequest) -> tuple[Agent, dict[str, Task]]:
+    def prepare(self, request: RunRequest) -> Agent:
         """Check a request before accepting it: UnknownTask, or ValueError naming the problem."""
-        tasks = {task.task_id: self.catalog.get(task.task_id) for task in request.tasks}
+        for task in request.tasks:
+            self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
         spec = request.agent
         if spec is None:
             if "agent" not in request.participants:
@@ -154,10 +154,10 @@ class Engine:
             agent = resolve_agent(spec)
         except ValueError as exc:
             raise ValueError(f"agent: {exc}") from None
-        return agent, tasks
+        return agent
 
     async def submit(self, request: RunRequest) -> RunRecord:
-        agent, _ = self.prepare(request)
+        agent = self.prepare(request)
         now = utc_now()
         run_id = f"run-{uuid.uuid4().hex[:16]}"
         trials: dict[str, TrialRecord] = {}
