@@ -24,7 +24,7 @@ from green_agent.adapters.base import EndState, RowFinished, RunEnded, WorkerAda
 from green_agent.adapters.http import WorkerError
 from green_agent.progress import final_summary, plain_text, row_summary
 from green_agent.request import RequestError, parse_request
-from green_agent.results import envelope, in_task_order, missing_rows, public_rows
+from green_agent.results import PublicResults
 from green_agent.routing import route_participant
 from green_agent.selection import Selection, select
 from green_agent.settings import GreenSettings
@@ -106,26 +106,27 @@ class AssessmentExecutor(AgentExecutor):
             task_set_digest=selection.task_set_digest,
             tasks=selection.tasks,
         )
-        rows, end_state = await self._run(assessment, run_request, selection)
+        results = PublicResults(selection)
+        rows, end_state = await self._run(assessment, run_request, results)
         if assessment.cancelled:
             return
-        result = envelope(selection.participant_id or participants["agent"], rows, selection)
+        result = results.envelope(selection.participant_id or participants["agent"], rows)
         await updater.add_artifact(
             [new_data_part(result)], name=RESULT_ARTIFACT_NAME, last_chunk=True
         )
         await updater.complete(assessment.message(final_summary(rows, end_state)))
 
     async def _run(
-        self, assessment: _Assessment, run_request: RunRequest, selection: Selection
+        self, assessment: _Assessment, run_request: RunRequest, results: PublicResults
     ) -> tuple[list[dict[str, Any]], EndState]:
         try:
             run = await self.adapter.start(run_request)
         except WorkerError as exc:
             log.error("worker could not start the run: %s", exc)
-            return missing_rows([], selection, "worker_error"), "failed"
+            return results.missing_rows([], "worker_error"), "failed"
         except Exception:  # a broken worker answer must not fail the A2A task
             log.exception("worker could not start the run")
-            return missing_rows([], selection, "worker_error"), "failed"
+            return results.missing_rows([], "worker_error"), "failed"
         assessment.run = run
         if assessment.cancelled:  # cancelled while the run was being created
             await run.cancel()
@@ -140,7 +141,7 @@ class AssessmentExecutor(AgentExecutor):
                     if isinstance(event, RowFinished):
                         collected.append(event.row)
                         assessment.finished = event.finished
-                        public = public_rows([event.row], selection)[0]
+                        public = results.row(event.row)
                         await assessment.working(row_summary(public, event.finished, event.total))
                     else:
                         ended = event
@@ -159,9 +160,9 @@ class AssessmentExecutor(AgentExecutor):
             ended = RunEnded(state="failed", error="the worker adapter ended without a result")
         if ended.error:
             log.warning("worker run %s ended %s: %s", run.run_id, ended.state, ended.error)
-        rows = public_rows(ended.rows, selection)
-        rows += missing_rows(rows, selection, GAP_CATEGORY[ended.state])
-        return in_task_order(rows, selection), ended.state
+        rows = results.rows(ended.rows)
+        rows += results.missing_rows(rows, GAP_CATEGORY[ended.state])
+        return results.in_task_order(rows), ended.state
 
     async def _heartbeat(self, assessment: _Assessment) -> None:
         started = time.monotonic()

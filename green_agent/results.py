@@ -1,6 +1,6 @@
 """Public results: worker rows through the shared normalizer, gap rows, and the envelope.
 
-Nothing a worker sends leaves the green agent except through :func:`public_rows`
+Nothing a worker sends leaves the green agent except through :class:`PublicResults`
 (``leaderboard.normalize``), so worker-private meta (``_private_*``, proof refs, local paths,
 unknown keys) never reaches AgentBeats. The green agent is authoritative for the task set: rows
 carry the selected set's name and digest whatever the worker says.
@@ -36,45 +36,53 @@ def row_context(selection: Selection) -> RowContext:
     )
 
 
-def public_rows(rows: Iterable[Mapping[str, Any]], selection: Selection) -> list[dict[str, Any]]:
-    context = row_context(selection)
-    authoritative = {"task_set": selection.task_set, "task_set_digest": selection.task_set_digest}
-    return [normalize_row({**row, **authoritative}, context).public_dict() for row in rows]
+class PublicResults:
+    """The public side of one assessment. Its row context is built once, not per streamed row."""
 
+    def __init__(self, selection: Selection) -> None:
+        self.selection = selection
+        self.context = row_context(selection)
+        self._authoritative = {
+            "task_set": selection.task_set,
+            "task_set_digest": selection.task_set_digest,
+        }
 
-def failure_row(task: RunTask, selection: Selection, category: FailureCategory) -> dict[str, Any]:
-    """A public row for a trial that produced no result (never score-eligible)."""
-    raw = {
-        "task_id": task.task_id,
-        "trial_id": f"{task.task_id}__agentbeats__{secrets.token_hex(4)}",
-        "condition": selection.config.get("condition", "with_skills"),
-        "score_eligible": False,
-        "passed": False,
-        "reward": 0.0,
-        "time_used": None,
-        "infra_failure_type": category,
-    }
-    return public_rows([raw], selection)[0]
+    def rows(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [self.row(row) for row in rows]
 
+    def row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        return normalize_row({**row, **self._authoritative}, self.context).public_dict()
 
-def missing_rows(
-    rows: Iterable[Mapping[str, Any]], selection: Selection, category: FailureCategory
-) -> list[dict[str, Any]]:
-    """Failure rows for every expected trial (task x num_instances) the worker did not report."""
-    seen = Counter(str(row.get("task_id")) for row in rows)
-    gaps: list[dict[str, Any]] = []
-    for task in selection.tasks:
-        for _ in range(max(0, selection.num_instances - seen[task.task_id])):
-            gaps.append(failure_row(task, selection, category))
-    return gaps
+    def failure_row(self, task: RunTask, category: FailureCategory) -> dict[str, Any]:
+        """A public row for a trial that produced no result (never score-eligible)."""
+        raw = {
+            "task_id": task.task_id,
+            "trial_id": f"{task.task_id}__agentbeats__{secrets.token_hex(4)}",
+            "condition": self.selection.config.get("condition", "with_skills"),
+            "score_eligible": False,
+            "passed": False,
+            "reward": 0.0,
+            "time_used": None,
+            "infra_failure_type": category,
+        }
+        return self.row(raw)
 
+    def missing_rows(
+        self, rows: Iterable[Mapping[str, Any]], category: FailureCategory
+    ) -> list[dict[str, Any]]:
+        """Failure rows for every expected trial (task x num_instances) the worker did not report."""
+        seen = Counter(str(row.get("task_id")) for row in rows)
+        gaps: list[dict[str, Any]] = []
+        for task in self.selection.tasks:
+            for _ in range(max(0, self.selection.num_instances - seen[task.task_id])):
+                gaps.append(self.failure_row(task, category))
+        return gaps
 
-def in_task_order(rows: list[dict[str, Any]], selection: Selection) -> list[dict[str, Any]]:
-    """Rows in the selection's task order (as published), whatever order trials finished in."""
-    position = {task.task_id: i for i, task in enumerate(selection.tasks)}
-    return sorted(rows, key=lambda row: position.get(str(row.get("task_id")), len(position)))
+    def in_task_order(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows in the selection's task order (as published), whatever order trials finished in."""
+        position = {task.task_id: i for i, task in enumerate(self.selection.tasks)}
+        return sorted(rows, key=lambda row: position.get(str(row.get("task_id")), len(position)))
 
-
-def envelope(participant: str, rows: list[dict[str, Any]], selection: Selection) -> dict[str, Any]:
-    """The one DataPart the assessment returns, validated against the public contract."""
-    return build_envelope({"agent": participant}, rows, row_context(selection)).public_dict()
+    def envelope(self, participant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The one DataPart the assessment returns, validated against the public contract."""
+        return build_envelope({"agent": participant}, rows, self.context).public_dict()

@@ -22,9 +22,14 @@ WORKER_SANDBOX_PARTICIPANT_PROXY_URL = "SKILLSBENCH_WORKER_SANDBOX_PARTICIPANT_P
 HEARTBEAT_SEC = "SKILLSBENCH_GREEN_HEARTBEAT_SEC"
 WORKER_RETRY_SEC = "SKILLSBENCH_WORKER_RETRY_SEC"
 
+HEARTBEAT_MAX_SEC = 60.0  # below the gateway's read timeout, with room to spare
+
 
 class GreenSettings(BaseModel):
-    """What the green agent needs from its environment, parsed once at start."""
+    """What the green agent needs from its environment, parsed once at start.
+
+    The field defaults are the only place the defaults are written; everything else reads them.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -39,7 +44,7 @@ class GreenSettings(BaseModel):
     proxy_url: str | None = None
     worker_participant_proxy_url: str | None = None
     sandbox_participant_proxy_url: str | None = None
-    heartbeat_sec: float = Field(default=30.0, gt=0, le=60.0)
+    heartbeat_sec: float = Field(default=30.0, gt=0, le=HEARTBEAT_MAX_SEC)
 
     @property
     def effective_worker_url(self) -> str | None:
@@ -52,12 +57,10 @@ def _text(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _seconds(
-    env: Mapping[str, str], name: str, default: float, *, maximum: float | None = None
-) -> float:
+def _seconds(env: Mapping[str, str], name: str, *, maximum: float | None = None) -> float | None:
     raw = _text(env, name)
     if raw is None:
-        return default
+        return None
     try:
         value = float(raw)
     except ValueError:
@@ -72,15 +75,19 @@ def _seconds(
 def load_settings(env: Mapping[str, str] | None = None) -> GreenSettings:
     """Read the environment; a bad value raises ValueError naming the variable."""
     env = os.environ if env is None else env
+    seconds = {
+        "worker_timeout_sec": _seconds(env, WORKER_TIMEOUT_SEC),
+        "worker_poll_interval_sec": _seconds(env, WORKER_POLL_INTERVAL_SEC),
+        "worker_retry_sec": _seconds(env, WORKER_RETRY_SEC),
+        "heartbeat_sec": _seconds(env, HEARTBEAT_SEC, maximum=HEARTBEAT_MAX_SEC),
+    }
     return GreenSettings(
         worker_url=_text(env, WORKER_URL),
         worker_slot_url=_text(env, WORKER_SLOT_URL),
         worker_token=_text(env, WORKER_TOKEN),
-        worker_timeout_sec=_seconds(env, WORKER_TIMEOUT_SEC, 14400.0),
-        worker_poll_interval_sec=_seconds(env, WORKER_POLL_INTERVAL_SEC, 1.0),
-        worker_retry_sec=_seconds(env, WORKER_RETRY_SEC, 300.0),
         proxy_url=_text(env, PROXY_URL),
         worker_participant_proxy_url=_text(env, WORKER_PARTICIPANT_PROXY_URL),
         sandbox_participant_proxy_url=_text(env, WORKER_SANDBOX_PARTICIPANT_PROXY_URL),
-        heartbeat_sec=_seconds(env, HEARTBEAT_SEC, 30.0, maximum=60.0),
+        # unset variables keep the field defaults
+        **{name: value for name, value in seconds.items() if value is not None},
     )

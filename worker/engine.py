@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from task_sets.task import Task
 from worker.agents.base import Agent
 from worker.agents.registry import resolve_agent
 from worker.api import (
@@ -119,18 +118,10 @@ class Engine:
         if self.settings.environment != "docker":
             return
         try:
-            from worker.sandbox.docker import LABEL_RUN, docker_client
+            from worker.sandbox.docker import _remove_containers, docker_client
 
-            def remove() -> int:
-                client = docker_client()
-                found = client.containers.list(
-                    all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}
-                )
-                for container in found:
-                    container.remove(force=True, v=True)
-                return len(found)
-
-            removed = await asyncio.to_thread(remove)
+            client = await asyncio.to_thread(docker_client)
+            removed = await asyncio.to_thread(_remove_containers, client, run_id, None, None)
         except Exception as exc:  # the engine may be gone; the trials will say so
             log.warning("could not reap containers of run %s: %s", run_id, exc)
             return
@@ -150,9 +141,10 @@ class Engine:
 
     # ---- runs ------------------------------------------------------------------------------
 
-    def prepare(self, request: RunRequest) -> tuple[Agent, dict[str, Task]]:
+    def prepare(self, request: RunRequest) -> Agent:
         """Check a request before accepting it: UnknownTask, or ValueError naming the problem."""
-        tasks = {task.task_id: self.catalog.get(task.task_id) for task in request.tasks}
+        for task in request.tasks:
+            self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
         spec = request.agent
         if spec is None:
             if "agent" not in request.participants:
@@ -162,10 +154,10 @@ class Engine:
             agent = resolve_agent(spec)
         except ValueError as exc:
             raise ValueError(f"agent: {exc}") from None
-        return agent, tasks
+        return agent
 
     async def submit(self, request: RunRequest) -> RunRecord:
-        agent, _ = self.prepare(request)
+        agent = self.prepare(request)
         now = utc_now()
         run_id = f"run-{uuid.uuid4().hex[:16]}"
         trials: dict[str, TrialRecord] = {}

@@ -91,16 +91,11 @@ class TrialPlan:
 
 @dataclass
 class TrialOutcome:
-    reward: float | None
+    """What the engine records of an attempt; the rest is in the trial's result.json."""
+
     failure: FailureKind | None
     error: str | None
-    time_used: float | None
     row: dict[str, Any]
-    result: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def retryable(self) -> bool:
-        return self.failure is not None and semantics(self.failure).retried
 
 
 class _Phases:
@@ -524,14 +519,7 @@ def _finish(
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
-    return TrialOutcome(
-        reward=row["reward"] if row["score_eligible"] else None,
-        failure=failure,
-        error=error,
-        time_used=time_used,
-        row=row,
-        result=result,
-    )
+    return TrialOutcome(failure=failure, error=error, row=row)
 
 
 def _config_doc(plan: TrialPlan, skills_dir: str | None, started_at: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent
+from green_agent.settings import GreenSettings
 from worker.api import EVENT_END, EVENT_ROW, TERMINAL_STATES, RunCreated, RunRequest, RunStatus
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ TRANSIENT_STATUS = frozenset({502, 503, 504})
 UNSENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 UNSENT_STATUS = frozenset({502, 503})
 _MAX_BACKOFF_SEC = 1.0
+_DEFAULTS = GreenSettings()  # the settings own the defaults; the adapter only reads them
 
 
 class WorkerError(RuntimeError):
@@ -73,9 +75,9 @@ class HttpWorkerAdapter:
         base_url: str,
         *,
         token: str | None = None,
-        poll_interval_sec: float = 1.0,
-        timeout_sec: float = 14400.0,
-        retry_sec: float = 300.0,
+        poll_interval_sec: float = _DEFAULTS.worker_poll_interval_sec,
+        timeout_sec: float = _DEFAULTS.worker_timeout_sec,
+        retry_sec: float = _DEFAULTS.worker_retry_sec,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.poll_interval_sec = poll_interval_sec

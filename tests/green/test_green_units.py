@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from green_agent.adapters.http import HttpWorkerAdapter
 from green_agent.progress import final_summary, plain_text, row_summary
 from green_agent.request import RequestError, parse_request
 from green_agent.routing import is_loopback_url, route_participant
@@ -63,6 +65,16 @@ def test_settings_from_amber_strings() -> None:
     )
     assert both.effective_worker_url == "http://a"
     assert load_settings({}).effective_worker_url is None
+
+
+def test_defaults_have_one_owner() -> None:
+    defaults = GreenSettings()
+    assert load_settings({}) == defaults
+    assert (defaults.worker_timeout_sec, defaults.heartbeat_sec) == (14400.0, 30.0)
+    params = inspect.signature(HttpWorkerAdapter).parameters
+    assert params["timeout_sec"].default == defaults.worker_timeout_sec
+    assert params["poll_interval_sec"].default == defaults.worker_poll_interval_sec
+    assert params["retry_sec"].default == defaults.worker_retry_sec
 
 
 @pytest.mark.parametrize(

@@ -30,11 +30,15 @@ from a2a.types import (
     TaskState,
 )
 
+from green_agent import results
 from green_agent.adapters import adapter_from_settings
 from green_agent.gateway import parse_parts, run_assessment
 from green_agent.local import serve_app
+from green_agent.results import row_context
+from green_agent.selection import Selection
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
+from leaderboard.normalize import RowContext
 from leaderboard.rows import Envelope
 from tests.conftest import free_port
 from tests.green.conftest import FIVE, PURPLE_URL, agent_parts, request_text, stream_events
@@ -64,7 +68,16 @@ async def assess(green_url: str, config: dict[str, Any], agent: str = PURPLE_URL
     return Envelope.model_validate(export["results"][0])
 
 
-async def test_rows_follow_the_event_stream_and_leave_only_public_keys(tmp_path: Path) -> None:
+async def test_rows_follow_the_event_stream_and_leave_only_public_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contexts: list[RowContext] = []
+
+    def counted_row_context(selection: Selection) -> RowContext:
+        contexts.append(row_context(selection))
+        return contexts[-1]
+
+    monkeypatch.setattr(results, "row_context", counted_row_context)
     worker = FakeWorker(tmp_path, trial_sec=0.05)
     async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
         events = await stream_events(gurl, request_text(FIVE))
@@ -83,6 +96,7 @@ async def test_rows_follow_the_event_stream_and_leave_only_public_keys(tmp_path:
     (run,) = worker.runs()
     assert run["request"]["participants"] == {"agent": {"url": PURPLE_URL, "sandbox_url": None}}
     assert [t["task_id"] for t in run["request"]["tasks"]] == [r.task_id for r in envelope.results]
+    assert len(contexts) == 1  # built once per assessment, not once per streamed row
 
 
 async def test_polling_fallback_with_bearer_token(tmp_path: Path) -> None:

@@ -208,3 +208,24 @@ def test_a_changed_base_image_gets_a_new_build_tag(
         assert local_build_tag(client, task.task_id, task.environment_dir, True, skills) != first
     finally:
         client.images.remove(base)
+
+
+async def test_a_restart_removes_every_container_of_its_run_and_nothing_else(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    from worker.sandbox.docker import _remove_containers
+
+    resumed, other = f"run-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    sandboxes = [
+        DockerSandbox(dataclasses.replace(make_spec(make_task(), tmp_path / name), run_id=run))
+        for name, run in (("a", resumed), ("b", resumed), ("c", other))
+    ]
+    try:
+        for sb in sandboxes:
+            await sb.start()  # never stopped: the worker "crashed"
+        assert _remove_containers(client, resumed, None, None) == 2
+        assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={resumed}"})
+        assert (await sandboxes[2].exec("echo alive")).stdout == "alive\n"
+    finally:
+        for sb in sandboxes:
+            await sb.stop()

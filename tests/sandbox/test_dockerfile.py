@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from worker.sandbox.dockerfile import (
+    Copy,
     DockerfileError,
+    Run,
     base_images,
     parse_dockerfile_text,
     substitute,
@@ -33,11 +35,12 @@ def test_reads_args_env_workdir_copy_and_run() -> None:
     assert recipe.base == "python:3.11-slim"
     assert recipe.env == {"A": "1", "B": "two words", "C": "fallback", "LEGACY": "some value"}
     assert recipe.workdir == "/app/sub"
-    assert [(c.sources, c.dest, c.dest_is_dir) for c in recipe.copies] == [
+    first, second, run = recipe.steps
+    assert isinstance(first, Copy) and isinstance(second, Copy) and isinstance(run, Run)
+    assert [(c.sources, c.dest, c.dest_is_dir) for c in (first, second)] == [
         (("data/",), "/app/sub/data", True),
         (("a b", "c"), "/opt", True),
     ]
-    (run,) = recipe.runs
     assert (run.line, run.command, run.workdir) == (13, "echo hi && echo there", "/app/sub")
 
 

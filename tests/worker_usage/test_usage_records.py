@@ -142,6 +142,9 @@ def test_job_cost_line() -> None:
     assert "1,600 tokens" in cost_line(mixed)
     gap = [*priced, result("external", "unavailable", None, None)]
     assert "1 trial(s) without usage" in cost_line(gap)
+    assert cost_line(gap).startswith("Cost: $0.7500, 1,500 tokens")
+    unrecorded = [result("external", "unavailable", None, None)] * 2
+    assert cost_line(unrecorded) == "Cost: " + cost_summary(None, calls_model=True)
 
 
 def test_otlp_json_shape() -> None:

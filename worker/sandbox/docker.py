@@ -721,12 +721,17 @@ def _build_image(
                 raise SandboxError(f"image build failed: {exc}") from None
 
 
-def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | None) -> None:
+def _remove_containers(client: Any, run_id: str, trial_id: str | None, known: str | None) -> int:
+    """Remove the containers of one trial, or of a whole run when ``trial_id`` is None (what a
+    killed worker left behind); returns how many were removed."""
     errors = _errors()
     ids = {known} if known else set()
-    filters = {"label": [f"{LABEL_RUN}={run_id}", f"{LABEL_TRIAL}={trial_id}"]}
+    labels = [f"{LABEL_RUN}={run_id}"]
+    if trial_id is not None:
+        labels.append(f"{LABEL_TRIAL}={trial_id}")
     with contextlib.suppress(errors.DockerException):
-        ids |= {c["Id"] for c in client.api.containers(all=True, filters=filters)}
+        ids |= {c["Id"] for c in client.api.containers(all=True, filters={"label": labels})}
+    removed = 0
     for cid in ids:
         try:
             client.api.remove_container(cid, force=True, v=True)
@@ -735,6 +740,9 @@ def _remove_containers(client: Any, run_id: str, trial_id: str, known: str | Non
         except errors.APIError as exc:
             if "already in progress" not in str(exc):
                 raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
+            continue
+        removed += 1
+    return removed
 
 
 def _put(client: Any, container: str, host_path: Path, target: str) -> None:

@@ -62,11 +62,9 @@ class ImageRecipe:
     base: str | None = None
     workdir: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    copies: list[Copy] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
     user: str | None = None
     stages: int = 0
-    # Instructions in file order, for backends that replay RUN and COPY interleaved.
+    # COPY/ADD and RUN in file order: backends replay them interleaved.
     steps: list[Copy | Run] = field(default_factory=list)
 
 
@@ -262,12 +260,9 @@ def parse_dockerfile_text(text: str, build_args: Mapping[str, str] | None = None
             recipe.workdir = workdir
         elif kw in ("COPY", "ADD"):
             copy = _copy(inst, variables, workdir)
-            recipe.copies.append(copy)
             recipe.steps.append(copy)
         elif kw == "RUN":
-            run = Run(inst.line, _run_command(inst), workdir, inst.text)
-            recipe.runs.append(run)
-            recipe.steps.append(run)
+            recipe.steps.append(Run(inst.line, _run_command(inst), workdir, inst.text))
         elif kw == "USER":
             recipe.user = substitute(inst.args.strip(), variables) or None
     if recipe.stages == 0:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from worker.usage.records import TRUSTED_SOURCES, cost_summary
+
 
 def load_results(jobs_dir: Path, trial_ids: Iterable[str]) -> list[dict[str, Any]]:
     results = []
@@ -17,27 +19,25 @@ def load_results(jobs_dir: Path, trial_ids: Iterable[str]) -> list[dict[str, Any
 
 
 def cost_line(results: list[dict[str, Any]]) -> str:
-    """BenchFlow's wording: a dollar figure only when every trial's tokens were priced."""
+    """One trial's cost wording (:func:`cost_summary`) applied to the job's sums: a dollar figure
+    only when every trial's tokens were priced."""
     usages = [r.get("agent_result") or {} for r in results]
     accesses = [(r.get("usage_tracking") or {}).get("model_access") for r in results]
     if not results or all(a == "none" for a in accesses):
-        return "Cost: none: no model tokens were used"
-    counted = [
-        u for u in usages if u.get("usage_source") in ("provider_response", "agent_native_acp")
-    ]
-    tokens = sum(int(u.get("total_tokens") or 0) for u in counted)
+        return "Cost: " + cost_summary(None, calls_model=False)
+    counted = [u for u in usages if u.get("usage_source") in TRUSTED_SOURCES]
+    if not counted:  # the summary already says every trial's usage is missing
+        return "Cost: " + cost_summary(None, calls_model=True)
     missing = sum(
         1
         for u, a in zip(usages, accesses, strict=True)
-        if a != "none" and u.get("usage_source") not in ("provider_response", "agent_native_acp")
+        if a != "none" and u.get("usage_source") not in TRUSTED_SOURCES
     )
+    priced = [float(u["cost_usd"]) for u in counted if u.get("cost_usd") is not None]
+    summed = {
+        "usage_source": TRUSTED_SOURCES[0],
+        "total_tokens": sum(int(u.get("total_tokens") or 0) for u in counted),
+        "cost_usd": sum(priced) if len(priced) == len(counted) else None,
+    }
     note = f" ({missing} trial(s) without usage: missing, not zero)" if missing else ""
-    costs = [u.get("cost_usd") for u in counted]
-    if counted and all(c is not None for c in costs):
-        return f"Cost: ${sum(float(c or 0) for c in costs):.4f}, {tokens:,} tokens{note}"
-    if not counted:
-        return f"Cost: not recorded (usage unavailable){note}"
-    return (
-        "Cost: not reported in USD (subscription logins and unpriced models report tokens only), "
-        f"{tokens:,} tokens{note}"
-    )
+    return "Cost: " + cost_summary(summed, calls_model=True) + note
