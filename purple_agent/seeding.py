@@ -3,7 +3,8 @@
 The bridge caps each command's output (``limits.max_output_bytes``), so the folder is packed into
 a gzipped tar inside the sandbox first, then read back one base64 chunk per turn:
 
-1. ``find … | tar -czf /tmp/skillsbench-seed-<id>.tgz -T -`` — regular files only, on the
+1. ``find … > list; tar -czf /tmp/skillsbench-seed-<id>.tgz -T list`` (names as arguments where
+   tar has no ``-T``, as in some busybox builds) — regular files only, on the
    folder's own file system (``-xdev``), without caches and toolchains (``.cache``,
    ``node_modules``, ``.venv``, ``.pyenv``, …) and files over :data:`MAX_FILE_BYTES`; prints the
    archive size.
@@ -130,9 +131,16 @@ class FolderFetch:
     def _pack_command(self) -> str:
         prune = " -o ".join(f"-name {shlex.quote(n)}" for n in _PRUNED)
         archive = shlex.quote(self._archive)
+        listing = shlex.quote(self._archive + ".list")
+        # `tar -T` reads the names from a file; busybox builds without it take them as
+        # arguments instead (one per line: IFS is a newline, globbing off).
         return (
             f"cd {shlex.quote(self.remote)} && "
             f"find . -xdev \\( {prune} \\) -prune -o -type f -size -{MAX_FILE_BYTES // 1024}k -print"
-            f" | tar -czf {archive} -T - && s=$(wc -c < {archive}) && "
-            f'if [ "$s" -gt {MAX_ARCHIVE_BYTES} ]; then rm -f {archive}; fi && echo "$s"'
+            f" > {listing} && {{ if [ ! -s {listing} ]; then : > {archive}; "
+            f"elif ! tar -czf {archive} -T {listing} 2>/dev/null; then "
+            f"IFS='\n'; set -f; tar -czf {archive} $(cat {listing}); fi; }} && "
+            f"rm -f {listing} && s=$(wc -c < {archive}) && "
+            f'if [ "$s" -gt {MAX_ARCHIVE_BYTES} ] || [ "$s" -eq 0 ]; then rm -f {archive}; fi && '
+            'echo "$s"'
         )

@@ -1,7 +1,7 @@
 """ACP ``fs/read_text_file`` and ``fs/write_text_file`` performed in the trial's sandbox.
 
-When the caller names allowed roots, the path is resolved *inside the sandbox* (``realpath -m``
-follows every existing symlink) and refused unless it stays under one of them, so a symlink
+When the caller names allowed roots, the path is resolved *inside the sandbox* (``realpath -m``,
+or :data:`CANONICAL`'s walk where there is none; either follows every existing symlink) and refused unless it stays under one of them, so a symlink
 planted in the workspace cannot redirect a write outside it.
 """
 
@@ -22,13 +22,45 @@ class SandboxFileError(OSError):
     """The sandbox could not read or write the file."""
 
 
+# `realpath -m` where the sandbox has it (coreutils); else the same walk in plain sh (busybox's
+# realpath has no -m): every existing symlink followed, missing components taken as they are.
+CANONICAL = r"""
+canon() {
+  if out=$(realpath -m -- "$1" 2>/dev/null); then printf '%s\n' "$out"; return 0; fi
+  case $1 in /*) rest=$1 ;; *) rest=$(pwd -P)/$1 ;; esac
+  resolved=
+  hops=0
+  while :; do
+    while :; do case $rest in /*) rest=${rest#/} ;; *) break ;; esac; done
+    [ -n "$rest" ] || break
+    comp=${rest%%/*}
+    case $rest in */*) rest=${rest#*/} ;; *) rest= ;; esac
+    case $comp in
+      .) ;;
+      ..) resolved=${resolved%/*} ;;
+      *)
+        if [ -L "$resolved/$comp" ]; then
+          hops=$((hops + 1))
+          [ "$hops" -le 40 ] || return 1
+          target=$(readlink -- "$resolved/$comp") || return 1
+          case $target in /*) resolved= ;; esac
+          rest=$target${rest:+/$rest}
+        else
+          resolved=$resolved/$comp
+        fi ;;
+    esac
+  done
+  printf '%s\n' "${resolved:-/}"
+}
+"""
+
 # $1 = path; $2.. = allowed roots. Prints the resolved path, exit 3 when outside every root.
-_RESOLVE = r"""
-p=$(realpath -m -- "$1") || exit 4
+_RESOLVE = CANONICAL + r"""
+p=$(canon "$1") || exit 4
 shift
 [ "$#" -eq 0 ] && { printf '%s' "$p"; exit 0; }
 for root in "$@"; do
-  r=$(realpath -m -- "$root") || continue
+  r=$(canon "$root") || continue
   case "$p" in "$r"|"$r"/*) printf '%s' "$p"; exit 0;; esac
 done
 exit 3
