@@ -55,7 +55,9 @@ canon() {
 """
 
 # $1 = path; $2.. = allowed roots. Prints the resolved path, exit 3 when outside every root.
-_RESOLVE = CANONICAL + r"""
+_RESOLVE = (
+    CANONICAL
+    + r"""
 p=$(canon "$1") || exit 4
 shift
 [ "$#" -eq 0 ] && { printf '%s' "$p"; exit 0; }
@@ -65,6 +67,7 @@ for root in "$@"; do
 done
 exit 3
 """
+)
 
 _WRITE = _RESOLVE.replace(
     "printf '%s' \"$p\"; exit 0",
