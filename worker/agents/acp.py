@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
 from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
-from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
+from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
 from worker.agents.registry import add_resolver
 from worker.failures import FailureKind
-from worker.sandbox.base import SandboxError
+from worker.sandbox.base import SandboxError, SandboxUnsupported
 
 AGENT_SRC_DIR = "/tmp/skillsbench-agents"
 PROVIDER_PREFIXES = ("BENCHFLOW_PROVIDER_", "RUNTIME_PROVIDER_")
@@ -49,6 +49,8 @@ class ManifestAgent(Agent):
         except ManifestError as exc:
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
         manifest = entry.manifest
+        if (problem := await agent_user_problem(ctx)) is not None:  # before a long install
+            return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, problem)
         try:
             env = agent_env(entry, ctx.env)
         except ManifestError as exc:
@@ -81,6 +83,8 @@ class ManifestAgent(Agent):
                 env=env,
                 user=ctx.task.config.agent.user,
             )
+        except SandboxUnsupported:  # e.g. an [agent].user the local sandbox cannot switch to
+            raise
         except (SandboxError, OSError) as exc:
             return AgentOutcome(
                 "failed", FailureKind.AGENT_LAUNCH, f"launch of {manifest.name}: {exc}"
