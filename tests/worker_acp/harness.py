@@ -50,6 +50,7 @@ async def run_trial(
     prepare: Any = None,
     inspect: Any = None,
     environment: str = "local",
+    skills_dir: str | None = None,
 ) -> TrialResult:
     """Run the trial; ``prepare(box)`` runs before the agent, ``inspect(box)`` after the
     verifier and before the sandbox stops."""
@@ -80,6 +81,7 @@ async def run_trial(
             record=record,
             env=env or {},
             participant_url=participant_url,
+            skills_dir=skills_dir,
         )
         record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
         outcome = await agent.run(ctx)

@@ -4,6 +4,7 @@ local sandbox, which runs everything as root, refuses it as ``sandbox_unsupporte
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,13 @@ import pytest
 from testsupport import make_task
 
 from task_sets.task import Task, load_task
+from worker.acp.manifest import AgentManifest, CredentialFile
+from worker.acp.provision import provision
 from worker.agents.a2a import A2AAgent
 from worker.agents.builtin import OracleAgent
 from worker.sandbox import SandboxUnsupported
-from worker.sandbox.base import Sandbox
-from worker_acp.harness import run_trial
+from worker.sandbox.base import Sandbox, SandboxSpec
+from worker_acp.harness import make_sandbox, run_trial
 from worker_acp.purple_server import purple_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -96,3 +99,40 @@ async def test_local_sandbox_refuses_an_agent_user(tmp_path: Path) -> None:
         pytest.raises(SandboxUnsupported, match="runs everything as root"),
     ):
         await run_trial(A2AAgent(f"a2a:{url}"), tmp_path / "a2a", the_task=the_task)
+
+
+@pytest.mark.docker
+async def test_manifest_set_up_hands_files_to_the_agent_user(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """home_dirs are filled from /root and, like credential files and skill links, owned by the
+    agent user; the credential file is 0600."""
+    ensure_test_image(docker_client, "python")
+    manifest = AgentManifest(
+        contract_version="1.0",
+        name="x",
+        install_cmd="true",
+        launch_cmd="true",
+        home_dirs=[".tool"],
+        skill_paths=["$HOME/.agents/skills"],
+        credential_files=[CredentialFile(path="{home}/.tool/auth", env_source="KEY")],
+    )
+    the_task = user_task(tmp_path / "tasks")
+    spec = SandboxSpec(task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="p",
+                       state_dir=tmp_path / "box")  # fmt: skip
+    async with make_sandbox(spec, "docker") as box:
+        await box.exec("mkdir -p /root/.tool /tmp/sk/a && echo cfg > /root/.tool/config")
+        await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir="/tmp/sk")
+        shown = await box.exec(
+            "cd /home/agent && stat -c '%U %a %n' .tool .tool/config .tool/auth"
+            " && stat -c '%U %N' .agents .agents/skills && cat .tool/config .tool/auth"
+        )
+    assert shown.stdout.split("\n") == [
+        "agent 755 .tool",
+        "agent 644 .tool/config",
+        "agent 600 .tool/auth",
+        "agent .agents",
+        "agent '.agents/skills' -> '/tmp/sk'",
+        "cfg",
+        "s3cret",
+    ]

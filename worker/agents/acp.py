@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 
 from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
+from worker.acp.provision import ProvisionError, provision
 from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
@@ -76,6 +77,21 @@ class ManifestAgent(Agent):
             return AgentOutcome(
                 "failed", FailureKind.AGENT_INSTALL, f"install_cmd of {manifest.name} {why}"
             )
+        try:
+            done = await provision(
+                ctx.sandbox,
+                manifest,
+                env,
+                user=ctx.task.config.agent.user,
+                skills_dir=ctx.skills_dir,
+            )
+        except (ProvisionError, SandboxError) as exc:
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_INSTALL, f"set-up of {manifest.name}: {exc}"
+            )
+        if done:
+            with log.open("a", encoding="utf-8") as out:
+                out.write("".join(f"[skillsbench] {line}\n" for line in done))
         try:
             process = await ctx.sandbox.open_process(
                 [*ctx.launch_prefix, "sh", "-c", manifest.launch_cmd],
