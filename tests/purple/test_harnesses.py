@@ -170,6 +170,8 @@ pathlib.Path("invocation.json").write_text(json.dumps({{
     "argv": sys.argv[1:],
     "env": {{k: os.environ.get(k) for k in {names!r}}},
 }}))
+# the unredacted copy, outside the workspace so it never travels back through the agent
+pathlib.Path({raw!r}).write_text(json.dumps({{"argv": sys.argv, "env": dict(os.environ)}}))
 """
 
 
@@ -183,7 +185,8 @@ async def test_harness_table_invocation(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     cli = bin_dir / spec.argv[0]
-    cli.write_text(FAKE_CLI.format(python=sys.executable, names=names))
+    raw_file = tmp_path / "raw-invocation.json"
+    cli.write_text(FAKE_CLI.format(python=sys.executable, names=names, raw=str(raw_file)))
     cli.chmod(0o755)
     environ = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
     bridge = await harness_agent(
@@ -199,9 +202,15 @@ async def test_harness_table_invocation(
     seen = json.loads(invocation.content)
     assert INSTRUCTION in seen["argv"]
     assert any("some-model" in a for a in seen["argv"]) or seen["env"].get("LLM_MODEL")
-    assert all(KEY not in a for a in seen["argv"])
     for name in spec.key_env:  # the key reached the CLI (masked on the way back to us)
         assert seen["env"][name] == "[REDACTED]"
+    # the reply is redacted, so only the CLI's own raw record can show where the key went
+    raw = json.loads(raw_file.read_text())
+    assert INSTRUCTION in raw["argv"]
+    assert all(KEY not in a for a in raw["argv"]), "the API key leaked into argv"
+    assert KEY in raw["env"].values()  # it did reach the CLI, through the environment
+    for name in spec.key_env:
+        assert raw["env"][name] == KEY
     for name in spec.base_url_env:
         assert seen["env"][name] == "http://127.0.0.1:9/v1"
 

@@ -5,6 +5,8 @@ Skipped until the bridge (``worker.agents.a2a``) and its trial test harness are 
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,33 @@ async def test_agent_under_test_through_the_bridge(kind: str, tmp_path: Path) ->
         assert len(model.requests) == 3
     else:
         assert result.outcome.details["bridge"]["written_files"] == ["/root/answer.txt"]
+
+
+async def test_cancelled_trial_stops_the_harness_cli(tmp_path: Path) -> None:
+    """A cancelled trial makes the bridge cancel the open A2A task; the harness kills its CLI."""
+    pid_file = tmp_path / "cli.pid"
+    config = AgentConfig(harness="codex", command=f"echo $$ > {pid_file}; exec sleep 120")
+    async with serving(lambda url: create_app(config, url)) as url:
+        agent = a2a.A2AAgent(f"a2a:{url}")
+        trial = asyncio.create_task(harness.run_trial(agent, tmp_path, timeout_sec=60))
+        for _ in range(400):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            await asyncio.sleep(0.05)
+        pid = int(pid_file.read_text())
+        trial.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await trial
+        for _ in range(100):  # the kill follows the cancel at once; allow for a loaded machine
+            if not _alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(pid), "the harness CLI outlived the cancelled trial"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ async def run_trial(
     participant_url: str | None = None,
     prepare: Any = None,
     inspect: Any = None,
+    environment: str = "local",
+    skills_dir: str | None = None,
 ) -> TrialResult:
     """Run the trial; ``prepare(box)`` runs before the agent, ``inspect(box)`` after the
     verifier and before the sandbox stops."""
@@ -60,7 +63,11 @@ async def run_trial(
         with events.open("a") as out:
             out.write(json.dumps({"timestamp": time.time(), **event}) + "\n")
 
-    box = make_sandbox(SandboxSpec(task=the_task, run_id="r", trial_id="t", state_dir=tmp / "box"))
+    # unique ids: docker removes every container labelled with them when one sandbox stops
+    spec = SandboxSpec(
+        task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="t", state_dir=tmp / "box"
+    )
+    box = make_sandbox(spec, environment)
     await box.start()
     try:  # the sandbox goes away however the trial ends, cancellation included
         if prepare is not None:
@@ -74,6 +81,7 @@ async def run_trial(
             record=record,
             env=env or {},
             participant_url=participant_url,
+            skills_dir=skills_dir,
         )
         record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
         outcome = await agent.run(ctx)
@@ -88,5 +96,5 @@ async def run_trial(
     return TrialResult(outcome, reward, trial_dir)
 
 
-def make_sandbox(spec: SandboxSpec) -> Sandbox:
-    return sandbox_class("local")(spec)
+def make_sandbox(spec: SandboxSpec, environment: str = "local") -> Sandbox:
+    return sandbox_class(environment)(spec)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -266,3 +267,59 @@ async def test_purple_keeping_one_task_open_with_input_required(tmp_path: Path) 
         if e["type"] == "a2a_response"
     }
     assert len(task_ids) == 1  # every turn continued the same task
+
+
+def purple_cancels(log: Path) -> tuple[list[str], list[str]]:
+    """(context ids the purple agent was messaged in, task ids it was told to cancel)."""
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    contexts = [r["context_id"] for r in records if "data" in r]
+    return contexts, [r["cancel"] for r in records if "cancel" in r]
+
+
+def bridge_cancels(trial_dir: Path) -> list[str]:
+    return [e["payload"]["result"] for e in bridge_events(trial_dir) if e["type"] == "a2a_cancel"]
+
+
+async def test_deadline_cancels_the_purple_task_still_running(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("silent", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=2)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_TIMEOUT
+    contexts, cancelled = purple_cancels(log)
+    assert len(contexts) == 1 and len(cancelled) == 1
+    assert bridge_cancels(result.trial_dir) == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]
+
+
+async def test_deadline_cancels_the_task_waiting_for_input(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("ask-stall", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=3)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_TIMEOUT
+    [first] = [e for e in bridge_events(result.trial_dir) if e["type"] == "a2a_response"]
+    task_id = first["payload"]["agent_under_test_receipt"]["id"]
+    assert purple_cancels(log)[1] == [task_id]  # the one task both turns belong to
+
+
+async def test_cancelled_trial_cancels_the_purple_task(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("silent", log=log) as url:
+        trial = asyncio.create_task(run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=60))
+        for _ in range(200):  # until the purple agent has the task
+            if log.exists() and log.read_text():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1)  # and the bridge has the reply that names the task
+        trial.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await trial
+        contexts, cancelled = purple_cancels(log)
+    assert len(contexts) == 1 and len(cancelled) == 1
+    assert bridge_cancels(tmp_path / "trial") == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]
+
+
+async def test_finished_conversation_sends_no_cancel(tmp_path: Path) -> None:
+    log = tmp_path / "purple.jsonl"
+    with purple_server("ask-exec", log=log) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.reward == 1.0
+    assert purple_cancels(log)[1] == [] and bridge_cancels(result.trial_dir) == []

@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from worker.acp.manifest import ManifestError, discover, find
+from worker.acp.manifest import ManifestError, discover, find, load_manifest
 from worker.agents.acp import ManifestAgent
 from worker.failures import FailureKind
+from worker.sandbox.base import Sandbox
 from worker_acp.harness import run_trial
 
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
@@ -212,3 +214,90 @@ async def test_missing_required_env_is_named(
     result = await run_trial(ManifestAgent("needy", entry), tmp_path)
     assert result.outcome.failure is FailureKind.AGENT_LAUNCH
     assert result.outcome.message == "agent 'needy' needs NEEDY_API_KEY set"
+
+
+SECRET = "sk-provision-0123456789abcdef"
+PROVISIONED = """
+skill_paths = ["$HOME/.agents/skills", "$WORKSPACE/skills"]
+home_dirs = [".py-acp"]
+
+[[credential_files]]
+path = "{home}/.py-acp/auth.json"
+env_source = "PY_ACP_KEY"
+template = '{{"key": "{value}"}}'
+
+[[credential_files]]
+path = "/etc/py-acp/unset.txt"
+env_source = "PY_ACP_UNSET"
+"""
+
+
+async def test_home_dirs_credential_files_and_skill_paths_are_set_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = tmp_path / "agents"
+    shutil.copytree(AGENTS_DIR / "py-acp-agent", agents / "py-acp-agent")
+    manifest = agents / "py-acp-agent" / "manifest.toml"
+    text = manifest.read_text().replace(
+        'requires_env = ["PY_ACP_AGENT_PYTHON", "PY_ACP_AGENT_PYTHONPATH"]',
+        'requires_env = ["PY_ACP_AGENT_PYTHON", "PY_ACP_AGENT_PYTHONPATH", "PY_ACP_KEY"]',
+    )
+    manifest.write_text(text + PROVISIONED)
+    monkeypatch.setenv("SKILLSBENCH_AGENTS_DIR", str(agents))
+    seen: dict[str, str] = {}
+
+    async def prepare(box: Sandbox) -> None:
+        made = await box.exec(
+            "mkdir -p /tmp/sk/counting && echo '# counting' > /tmp/sk/counting/SKILL.md"
+        )
+        assert made.exit_code == 0, made.stderr
+
+    async def inspect(box: Sandbox) -> None:
+        for name, command in {
+            "auth": "cat /root/.py-acp/auth.json",
+            "mode": "stat -c %a /root/.py-acp/auth.json",
+            "home_skill": "cat /root/.agents/skills/counting/SKILL.md",
+            "link": "readlink /root/skills",
+            "unset": "ls /etc/py-acp 2>&1 || true",
+        }.items():
+            shown = await box.exec(command)
+            seen[name] = shown.stdout.strip() or shown.stderr.strip()
+
+    result = await run_trial(
+        ManifestAgent("acp:py-acp-agent"),
+        tmp_path,
+        env={**agent_env(), "PY_ACP_KEY": SECRET},
+        skills_dir="/tmp/sk",
+        prepare=prepare,
+        inspect=inspect,
+    )
+    assert result.outcome.failure is None, result.outcome.message
+    assert json.loads(seen["auth"]) == {"key": SECRET}
+    assert seen["mode"] == "600"
+    assert seen["home_skill"] == "# counting"
+    assert seen["link"] == "/tmp/sk"
+    assert "No such file" in seen["unset"]  # no value, no file
+    log = (result.trial_dir / "agent" / "install-stdout.txt").read_text()
+    assert "credential file /root/.py-acp/auth.json (from PY_ACP_KEY)" in log
+    assert SECRET not in log
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        'skill_paths = ["/etc/skills"]',
+        'skill_paths = ["$HOME/../etc"]',
+        'home_dirs = ["/etc"]',
+        '[[credential_files]]\npath = "relative/auth.json"\nenv_source = "K"',
+        '[[credential_files]]\npath = "{home}/x"\nenv_source = "K"\ntemplate = "{other}"',
+    ],
+)
+def test_unsafe_provisioning_keys_are_refused(tmp_path: Path, extra: str) -> None:
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(
+        'contract_version = "1.0"\nname = "x"\ninstall_cmd = "true"\nlaunch_cmd = "true"\n'
+        + extra
+        + "\n"
+    )
+    with pytest.raises(ManifestError):
+        load_manifest(manifest)

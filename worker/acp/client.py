@@ -42,10 +42,11 @@ _PERMISSION_PREFERENCE = ("bypassPermissions", "allow_always", "allow_once")
 class SandboxClient:
     """ACP client side of one agent connection."""
 
-    def __init__(self, sandbox: Sandbox, record: Recorder) -> None:
+    def __init__(self, sandbox: Sandbox, record: Recorder, user: str | None = None) -> None:
         self.sandbox = sandbox
         self.record = record
-        self.terminals = Terminals(sandbox)
+        self.user = user  # the task's [agent].user: terminals and files act as it
+        self.terminals = Terminals(sandbox, user)
         self.tool_call_ids: set[str] = set()
         self.last_activity = time.monotonic()
         self.pending_tools: set[str] = set()
@@ -98,7 +99,12 @@ class SandboxClient:
         self._touch()
         try:
             content = await sandbox_fs.read_text_file(
-                self.sandbox, path, within=_within(kwargs), line=line, limit=limit
+                self.sandbox,
+                path,
+                within=_within(kwargs),
+                line=line,
+                limit=limit,
+                user=self.user,
             )
         except (sandbox_fs.PathRefused, sandbox_fs.SandboxFileError) as exc:
             raise RequestError.invalid_params({"path": str(exc)}) from None
@@ -110,7 +116,9 @@ class SandboxClient:
         self._touch()
         try:
             data = _content_bytes(content, kwargs)
-            await sandbox_fs.write_bytes(self.sandbox, path, data, within=_within(kwargs))
+            await sandbox_fs.write_bytes(
+                self.sandbox, path, data, within=_within(kwargs), user=self.user
+            )
         except (sandbox_fs.PathRefused, sandbox_fs.SandboxFileError) as exc:
             raise RequestError.invalid_params({"path": str(exc)}) from None
         return WriteTextFileResponse()

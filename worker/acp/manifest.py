@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 AGENTS_DIR_VARS = ("SKILLSBENCH_AGENTS_DIR", "BENCHFLOW_AGENTS_DIR")
 MANIFEST_FILE = "manifest.toml"
@@ -21,6 +21,39 @@ MANIFEST_FILE = "manifest.toml"
 
 class ManifestError(ValueError):
     """A manifest that cannot be used; the message names the file and the problem."""
+
+
+def _relative(path: str) -> bool:
+    return bool(path) and not path.startswith("/") and ".." not in path.split("/")
+
+
+class CredentialFile(BaseModel):
+    """A file written before launch from an environment variable (BenchFlow's ``CredentialFile``):
+    ``path`` may start with ``{home}``; ``template`` holds ``{value}`` (braces doubled)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    env_source: str = Field(min_length=1)
+    template: str = ""
+    mkdir: bool = True  # parents are always created; kept for BenchFlow manifests
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        rest = value.removeprefix("{home}")
+        if not rest.startswith("/") or ".." in rest.split("/") or "{" in rest:
+            raise ValueError("must be {home}/... or an absolute path, without '..'")
+        return value
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        try:
+            value.format(value="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"template may only use {{value}}: {exc}") from None
+        return value
 
 
 class AgentManifest(BaseModel):
@@ -40,14 +73,32 @@ class AgentManifest(BaseModel):
     default_model: str | None = None
     requires_env: list[str] = Field(default_factory=list)
     install_timeout: float = Field(default=900.0, gt=0)
-    # Read but not acted on by this worker (no model proxy, no sandbox user switch yet).
+    # Acted on between install and launch (worker/acp/provision.py).
+    skill_paths: list[str] = Field(default_factory=list)
+    home_dirs: list[str] = Field(default_factory=list)
+    credential_files: list[CredentialFile] = Field(default_factory=list)
+    # Read but not acted on by this worker.
     model_route: str | None = None
     acp_model_format: str | None = None
     supports_acp_set_model: bool | None = None
-    skill_paths: list[str] = Field(default_factory=list)
-    home_dirs: list[str] = Field(default_factory=list)
-    credential_files: list[Any] = Field(default_factory=list)
-    subscription_auth: Any = None
+    subscription_auth: Any = None  # host login files copied in: never from a shared worker
+
+    @field_validator("skill_paths")
+    @classmethod
+    def _skill_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            base, _, rest = path.partition("/")
+            if base not in ("$HOME", "$WORKSPACE") or not _relative(rest):
+                raise ValueError(f"{path!r} must be $HOME/... or $WORKSPACE/..., without '..'")
+        return value
+
+    @field_validator("home_dirs")
+    @classmethod
+    def _home_dirs(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not _relative(path):
+                raise ValueError(f"{path!r} must be a folder under the home, without '..'")
+        return value
 
     @property
     def unknown_keys(self) -> list[str]:

@@ -38,7 +38,7 @@ async def run_process_session(
 ) -> SessionResult:
     """The session, with stderr drained and the process stopped afterwards whatever happens."""
     drainer = asyncio.create_task(drain(process.stderr, agent_log_path(ctx.trial_dir, log_name)))
-    client = SandboxClient(ctx.sandbox, ctx.record)
+    client = SandboxClient(ctx.sandbox, ctx.record, user=ctx.task.config.agent.user)
     try:
         return await run_session(process, client, config)
     finally:

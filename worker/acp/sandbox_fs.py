@@ -82,10 +82,11 @@ async def read_text_file(
     within: Sequence[str] = (),
     line: int | None = None,
     limit: int | None = None,
+    user: str | None = None,
 ) -> str:
     script = _RESOLVE.replace("printf '%s' \"$p\"; exit 0", 'exec cat -- "$p"')
     result = await sandbox.exec(
-        ["sh", "-c", script, "sh", path, *within], max_output_bytes=MAX_READ_BYTES
+        ["sh", "-c", script, "sh", path, *within], user=user, max_output_bytes=MAX_READ_BYTES
     )
     _check(result.exit_code, result.stderr, path)
     if result.truncated:  # a cut file read back as whole would lose its tail on the next write
@@ -100,9 +101,15 @@ async def read_text_file(
 
 
 async def write_bytes(
-    sandbox: Sandbox, path: str, data: bytes, *, within: Sequence[str] = ()
+    sandbox: Sandbox,
+    path: str,
+    data: bytes,
+    *,
+    within: Sequence[str] = (),
+    user: str | None = None,
 ) -> None:
-    result = await sandbox.exec(["sh", "-c", _WRITE, "sh", path, *within], stdin=data)
+    """Write ``data`` to ``path`` as ``user`` (the file is theirs, and so is the refusal)."""
+    result = await sandbox.exec(["sh", "-c", _WRITE, "sh", path, *within], stdin=data, user=user)
     _check(result.exit_code, result.stderr, path)
 
 

@@ -80,8 +80,9 @@ class Terminal:
 class Terminals:
     """The terminals of one ACP connection, by id."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, user: str | None = None) -> None:
         self.sandbox = sandbox
+        self.user = user
         self._ids = itertools.count(1)
         self._terminals: dict[str, Terminal] = {}
 
@@ -95,7 +96,9 @@ class Terminals:
         output_limit: int | None,
     ) -> str:
         argv = [command, *args] if args else ["sh", "-c", command]
-        process = await self.sandbox.open_process(argv, cwd=cwd, env=dict(env) or None)
+        process = await self.sandbox.open_process(
+            argv, cwd=cwd, env=dict(env) or None, user=self.user
+        )
         terminal_id = f"term-{next(self._ids)}"
         self._terminals[terminal_id] = Terminal(process, output_limit or DEFAULT_OUTPUT_LIMIT)
         return terminal_id

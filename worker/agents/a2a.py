@@ -15,7 +15,14 @@ from worker.acp.extensions import OUTCOME_KEY
 from worker.acp.host_process import HostProcess
 from worker.acp.runner import run_process_session
 from worker.acp.session import SessionConfig, SessionResult
-from worker.agents.base import Agent, AgentContext, AgentOutcome, AgentStatus, agent_kind
+from worker.agents.base import (
+    Agent,
+    AgentContext,
+    AgentOutcome,
+    AgentStatus,
+    agent_kind,
+    agent_user_problem,
+)
 from worker.failures import FailureKind
 
 BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
@@ -53,6 +60,8 @@ class A2AAgent(Agent):
         url = ctx.participant_url or self.url
         if not url:
             raise ValueError("a2a agent needs a URL: use --agent a2a:<url>")
+        if (problem := await agent_user_problem(ctx)) is not None:
+            return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, problem)
         argv = [
             sys.executable, "-m", "worker.bridge",
             "--url", url,

@@ -12,12 +12,13 @@ import os
 from collections.abc import Mapping
 
 from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
+from worker.acp.provision import ProvisionError, provision
 from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
-from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
+from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
 from worker.agents.registry import add_resolver
 from worker.failures import FailureKind
-from worker.sandbox.base import SandboxError
+from worker.sandbox.base import SandboxError, SandboxUnsupported
 
 AGENT_SRC_DIR = "/tmp/skillsbench-agents"
 PROVIDER_PREFIXES = ("BENCHFLOW_PROVIDER_", "RUNTIME_PROVIDER_")
@@ -49,6 +50,8 @@ class ManifestAgent(Agent):
         except ManifestError as exc:
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
         manifest = entry.manifest
+        if (problem := await agent_user_problem(ctx)) is not None:  # before a long install
+            return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, problem)
         try:
             env = agent_env(entry, ctx.env)
         except ManifestError as exc:
@@ -75,12 +78,29 @@ class ManifestAgent(Agent):
                 "failed", FailureKind.AGENT_INSTALL, f"install_cmd of {manifest.name} {why}"
             )
         try:
+            done = await provision(
+                ctx.sandbox,
+                manifest,
+                env,
+                user=ctx.task.config.agent.user,
+                skills_dir=ctx.skills_dir,
+            )
+        except (ProvisionError, SandboxError) as exc:
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_INSTALL, f"set-up of {manifest.name}: {exc}"
+            )
+        if done:
+            with log.open("a", encoding="utf-8") as out:
+                out.write("".join(f"[skillsbench] {line}\n" for line in done))
+        try:
             process = await ctx.sandbox.open_process(
                 [*ctx.launch_prefix, "sh", "-c", manifest.launch_cmd],
                 cwd=ctx.sandbox.workdir,
                 env=env,
                 user=ctx.task.config.agent.user,
             )
+        except SandboxUnsupported:  # e.g. an [agent].user the local sandbox cannot switch to
+            raise
         except (SandboxError, OSError) as exc:
             return AgentOutcome(
                 "failed", FailureKind.AGENT_LAUNCH, f"launch of {manifest.name}: {exc}"

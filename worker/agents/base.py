@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from task_sets.task import Task
 from worker.failures import FailureKind
-from worker.sandbox.base import Sandbox
+from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
 
 Recorder = Callable[[dict[str, Any]], None]
 
@@ -38,6 +38,25 @@ class AgentContext:
     skills_dir: str | None = None  # sandbox path of the skills, when placed
     # Argv put before an in-sandbox agent's launch command (the model proxy's forwarder).
     launch_prefix: list[str] = field(default_factory=list)
+
+
+async def agent_user_problem(ctx: AgentContext) -> str | None:
+    """Why the sandbox cannot act as the task's ``[agent].user`` (``None``: it can, or no user is
+    set). Checked up front by agents whose commands come later (through ACP): a backend that
+    cannot switch users (the local sandbox) raises :class:`SandboxUnsupported` here, once."""
+    user = ctx.task.config.agent.user
+    if user is None:
+        return None
+    try:
+        probe = await ctx.sandbox.exec(["true"], user=user, timeout_sec=60)
+    except SandboxUnsupported:
+        raise
+    except SandboxError as exc:
+        return f"cannot run as [agent].user {user!r}: {exc}"
+    if probe.exit_code != 0:
+        detail = probe.stderr.strip() or f"exit code {probe.exit_code}"
+        return f"cannot run as [agent].user {user!r}: {detail}"
+    return None
 
 
 AgentStatus = Literal["completed", "timeout", "cancelled", "failed"]

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
 from worker.failures import FailureKind
-from worker.sandbox.base import AGENT_LOGS_DIR, SOLUTION_DIR, SandboxError
+from worker.sandbox.base import AGENT_LOGS_DIR, SOLUTION_DIR, SandboxError, SandboxUnsupported
 
 OUTPUT_TAIL_CHARS = 4000
 SCRIPT_SANDBOX_PATH = "/tmp/skillsbench-agent-script.sh"
@@ -26,9 +26,10 @@ async def run_recorded(
     title: str,
     log_name: str,
     timeout_sec: float,
-    user: str | None = None,
 ) -> AgentOutcome:
-    """Run ``command`` under ``sh -c`` in the workdir, record it, keep its output in agent/."""
+    """Run ``command`` under ``sh -c`` in the workdir as the task's ``[agent].user``, record it,
+    keep its output in agent/. A backend that cannot switch to that user raises
+    :class:`SandboxUnsupported` (the trial's ``sandbox_unsupported``)."""
     call_id = f"call_{next(_call_ids)}"
     ctx.record(
         {
@@ -45,9 +46,12 @@ async def run_recorded(
             command,
             cwd=ctx.sandbox.workdir,
             env=dict(ctx.env),
-            user=user,
+            user=ctx.task.config.agent.user,
             timeout_sec=timeout_sec,
         )
+    except SandboxUnsupported:
+        ctx.record({"type": "tool_call_update", "tool_call_id": call_id, "status": "failed"})
+        raise
     except SandboxError as exc:
         ctx.record({"type": "tool_call_update", "tool_call_id": call_id, "status": "failed"})
         return AgentOutcome(

@@ -14,13 +14,23 @@ import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
-from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from google.protobuf.json_format import MessageToDict
 
 from worker.failures import FailureKind
 
 CONNECT_TIMEOUT_SEC = 10.0
 POLL_INTERVAL_SEC = 0.5
+FIRST_POLL_SEC = 0.005  # polls start fast and back off to POLL_INTERVAL_SEC
+CANCEL_TIMEOUT_SEC = 2.0  # the worker kills the bridge 3 s after its own cancel
 _FAILED_STATES = {
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
@@ -80,6 +90,7 @@ class Conversation:
         self.deadline = deadline
         self.context_id: str | None = None
         self._task_id: str | None = None  # set while the purple task waits for input
+        self.open_task: str | None = None  # the purple task not yet in a terminal state
         self._seen_status: tuple[str, str] | None = None  # (task id, status message id) answered
         self._http: httpx.AsyncClient | None = None
         self._client: Any = None
@@ -91,11 +102,12 @@ class Conversation:
         # The SDK's own client would time out after 5 s; a purple agent may think for minutes.
         timeout = max(self.remaining(), 1.0)
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
+        # polling (``return_immediately``): the task id comes back at once, so a turn still
+        # running when time runs out can be cancelled; agents that ignore it simply block.
+        config = ClientConfig(streaming=False, polling=True, httpx_client=self._http)
         try:
             self._client = await asyncio.wait_for(
-                create_client(
-                    self.url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
-                ),
+                create_client(self.url, client_config=config),
                 timeout,
             )
         except BaseException as exc:
@@ -139,7 +151,24 @@ class Conversation:
         except Exception as exc:
             raise ParticipantFailure(classify(exc), _text(exc)) from exc
 
+    async def cancel_open_task(self) -> str | None:
+        """Best effort ``CancelTask`` for the task still open, bounded by
+        :data:`CANCEL_TIMEOUT_SEC`; says what happened, ``None`` when no task was open."""
+        task_id, self.open_task = self.open_task, None
+        if task_id is None or self._client is None:
+            return None
+        try:
+            task = await asyncio.wait_for(
+                self._client.cancel_task(CancelTaskRequest(id=task_id)), CANCEL_TIMEOUT_SEC
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return f"cancel of task {task_id} failed: {_text(exc)}"
+        return f"task {task_id} is now {TaskState.Name(task.status.state)}"
+
     async def _send(self, message: Message) -> Reply:
+        self.open_task = message.task_id or None
         last: Any = None
         async for event in self._client.send_message(SendMessageRequest(message=message)):
             last = event
@@ -150,10 +179,15 @@ class Conversation:
             return self._from_message(last.message)
         if kind == "task":
             task = last.task
+            self.open_task = task.id
+            pause = FIRST_POLL_SEC
             while task.status.state in _PENDING_STATES or self._stale(task):
-                await asyncio.sleep(POLL_INTERVAL_SEC)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, POLL_INTERVAL_SEC)
                 task = await self._client.get_task(GetTaskRequest(id=task.id))
             self._seen_status = (task.id, task.status.message.message_id)
+            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+                self.open_task = None
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, f"unexpected reply kind {kind!r}")
 
@@ -169,7 +203,7 @@ class Conversation:
 
     def _from_message(self, message: Message) -> Reply:
         self.context_id = message.context_id or self.context_id
-        self._task_id = None
+        self._task_id = self.open_task = None
         parts = list(message.parts)
         return Reply(get_text_parts(parts), get_data_parts(parts), None, MessageToDict(message))
 

@@ -3,6 +3,7 @@ purple reply, until ``finish``, a reply without an action, ``max_turns`` or the 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -20,6 +21,8 @@ from worker.bridge.protocol import (
     find_action,
     result_data,
 )
+
+_PARTICIPANT_ENDED = ("finished", "plain_reply")  # any other end cancels the purple task
 
 
 class ShellSession:
@@ -55,38 +58,16 @@ class ShellSession:
         self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
         try:
             async with Conversation(self.config.url, self.deadline) as conv:
-                parts = [text_part(instruction), data_part(context)]
-                while True:
-                    self.turn += 1
-                    self.actions.turn = self.turn
-                    outcome.turns = self.turn
-                    message = conv.message(parts)
-                    self.log.event("a2a_request", self.turn, {"context_id": conv.context_id})
-                    reply = await conv.send(message)
-                    self._log_reply(reply)
-                    try:
-                        action = find_action(reply.data)
-                    except ActionError as exc:
-                        result: dict[str, Any] = {"error": f"invalid action: {exc}"}
-                    else:
-                        if action is None:
-                            await self._say(" ".join(reply.texts))
-                            outcome.status = "plain_reply"
-                            return outcome
-                        if isinstance(action, FinishAction):
-                            await self._say(action.message or "")
-                            await self.actions.materialize(action.files, outcome)
-                            return outcome
-                        result = await self.actions.perform(action)
-                    if self.turn >= self.config.max_turns:
-                        outcome.status = "max_turns"
-                        outcome.message = f"stopped after {self.turn} turns"
-                        return outcome
-                    if time.monotonic() >= self.deadline:
-                        outcome.status = "deadline"
-                        outcome.message = "time ran out while the bridge was acting"
-                        return outcome
-                    parts = [text_part(_summary(result)), data_part(result_data(self.turn, result))]
+                try:
+                    await self._converse(
+                        conv, [text_part(instruction), data_part(context)], outcome
+                    )
+                except (asyncio.CancelledError, ParticipantFailure):
+                    await self._cancel_participant(conv)
+                    raise
+                if outcome.status not in _PARTICIPANT_ENDED:
+                    await self._cancel_participant(conv)
+                return outcome
         except ParticipantFailure as exc:
             self.log.event("a2a_error", self.turn, {"failure": exc.kind.value, "message": str(exc)})
             self.log.line(f"error {exc.kind.value}: {exc}")
@@ -94,6 +75,47 @@ class ShellSession:
             outcome.failure = exc.kind
             outcome.message = str(exc)
             return outcome
+
+    async def _cancel_participant(self, conv: Conversation) -> None:
+        """The bridge stops before the participant did: tell it (never blocks for long)."""
+        said = await conv.cancel_open_task()
+        if said is not None:
+            self.log.event("a2a_cancel", self.turn, {"result": said})
+            self.log.line(f"cancel sent: {said}")
+
+    async def _converse(self, conv: Conversation, parts: list[Any], outcome: Outcome) -> None:
+        """Turns until the conversation ends; ``outcome`` says how."""
+        while True:
+            self.turn += 1
+            self.actions.turn = self.turn
+            outcome.turns = self.turn
+            message = conv.message(parts)
+            self.log.event("a2a_request", self.turn, {"context_id": conv.context_id})
+            reply = await conv.send(message)
+            self._log_reply(reply)
+            try:
+                action = find_action(reply.data)
+            except ActionError as exc:
+                result: dict[str, Any] = {"error": f"invalid action: {exc}"}
+            else:
+                if action is None:
+                    await self._say(" ".join(reply.texts))
+                    outcome.status = "plain_reply"
+                    return
+                if isinstance(action, FinishAction):
+                    await self._say(action.message or "")
+                    await self.actions.materialize(action.files, outcome)
+                    return
+                result = await self.actions.perform(action)
+            if self.turn >= self.config.max_turns:
+                outcome.status = "max_turns"
+                outcome.message = f"stopped after {self.turn} turns"
+                return
+            if time.monotonic() >= self.deadline:
+                outcome.status = "deadline"
+                outcome.message = "time ran out while the bridge was acting"
+                return
+            parts = [text_part(_summary(result)), data_part(result_data(self.turn, result))]
 
     def _log_reply(self, reply: Reply) -> None:
         self.log.event(

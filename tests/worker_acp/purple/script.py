@@ -11,6 +11,14 @@ from typing import Any
 _TURNS: dict[str, int] = {}
 
 
+def record_cancel(task_id: str, context_id: str) -> None:
+    """A ``CancelTask`` the agent received, appended to $PURPLE_LOG."""
+    log = os.environ.get("PURPLE_LOG")
+    if log:
+        with open(log, "a") as out:
+            out.write(json.dumps({"cancel": task_id, "context_id": context_id}) + "\n")
+
+
 def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, Any] | str | None:
     """A DataPart action (dict), plain text (str), or None for "never answer"."""
     log = os.environ.get("PURPLE_LOG")
@@ -82,6 +90,8 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
         return "I cannot use tools, sorry."
     if mode == "silent":
         return None
+    if mode == "stall":  # one action, then never another answer
+        return {"action": "exec", "command": "true"} if turn == 1 else None
     if mode == "loop":
         return {"action": "exec", "command": "true"}
     raise ValueError(f"unknown mode {mode}")

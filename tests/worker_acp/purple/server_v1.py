@@ -14,7 +14,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from script import next_reply
+from script import next_reply, record_cancel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -51,7 +51,8 @@ class Scripted(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        return None
+        record_cancel(context.task_id or "", context.context_id or "")
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
 
 
 url = f"http://127.0.0.1:{PORT}/"

@@ -1,0 +1,138 @@
+"""``[agent].user``: every agent acts as that user where the sandbox can switch (docker), and the
+local sandbox, which runs everything as root, refuses it as ``sandbox_unsupported``."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testsupport import make_task
+
+from task_sets.task import Task, load_task
+from worker.acp.manifest import AgentManifest, CredentialFile
+from worker.acp.provision import provision
+from worker.agents.a2a import A2AAgent
+from worker.agents.builtin import OracleAgent
+from worker.sandbox import SandboxUnsupported
+from worker.sandbox.base import Sandbox, SandboxSpec
+from worker_acp.harness import make_sandbox, run_trial
+from worker_acp.purple_server import purple_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from docker_images import ensure_test_image
+
+# The test image has no useradd: the user is written into passwd/group by hand.
+DOCKERFILE = """\
+FROM python:3.11-slim
+RUN echo 'agent:x:1000:1000::/home/agent:/bin/sh' >> /etc/passwd \\
+ && echo 'agent:x:1000:' >> /etc/group && mkdir -p /home/agent && chown 1000:1000 /home/agent
+WORKDIR /home/agent
+"""
+# solve.sh and the purple agent both write answer.txt; the test checks who owns it.
+SOLVE = "#!/bin/sh\necho 42 > answer.txt\n"
+TEST_SH = """\
+#!/bin/sh
+[ "$(cat /home/agent/answer.txt 2>/dev/null)" = 42 ] && echo 1 > /logs/verifier/reward.txt \\
+  || echo 0 > /logs/verifier/reward.txt
+"""
+
+
+def user_task(root: Path, user: str | None = "agent", dockerfile: str = DOCKERFILE) -> Task:
+    folder = make_task(root, "as-agent", dockerfile=dockerfile, solve_sh=SOLVE, test_sh=TEST_SH)
+    toml = folder / "task.toml"
+    if user is not None:
+        toml.write_text(toml.read_text().replace("[agent]\n", f'[agent]\nuser = "{user}"\n'))
+    return load_task(folder)
+
+
+async def owner_of_answer(tmp_path: Path, agent: Any, **kw: Any) -> tuple[float | None, str]:
+    seen: dict[str, str] = {}
+
+    async def inspect(box: Sandbox) -> None:
+        shown = await box.exec(["stat", "-c", "%U", "/home/agent/answer.txt"])
+        seen["owner"] = shown.stdout.strip()
+
+    async def prepare(box: Sandbox) -> None:
+        await box.upload(box.spec.task.solution_dir, "/solution")  # as the trial does for oracle
+
+    result = await run_trial(
+        agent,
+        tmp_path,
+        the_task=user_task(tmp_path / "tasks", kw.pop("user", "agent")),
+        environment="docker",
+        prepare=prepare,
+        inspect=inspect,
+        **kw,
+    )
+    assert result.outcome.failure is None, result.outcome.message
+    return result.reward, seen["owner"]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("user", ["agent", None])
+async def test_oracle_runs_as_the_agent_user(tmp_path: Path, docker_client: Any, user: str) -> None:
+    ensure_test_image(docker_client, "python")
+    reward, owner = await owner_of_answer(tmp_path, OracleAgent("oracle"), user=user)
+    assert reward == 1.0
+    assert owner == (user or "root")
+
+
+@pytest.mark.docker
+async def test_bridge_actions_run_as_the_agent_user(tmp_path: Path, docker_client: Any) -> None:
+    """The purple agent's exec and finish files both land as the agent user."""
+    ensure_test_image(docker_client, "python")
+    with purple_server("exec") as url:
+        reward, owner = await owner_of_answer(tmp_path, A2AAgent(f"a2a:{url}"))
+    assert reward == 1.0
+    assert owner == "agent"
+
+
+async def test_local_sandbox_refuses_an_agent_user(tmp_path: Path) -> None:
+    the_task = user_task(tmp_path / "tasks", dockerfile="FROM python:3.11-slim\nWORKDIR /root\n")
+    with pytest.raises(SandboxUnsupported, match="runs everything as root"):
+        await run_trial(OracleAgent("oracle"), tmp_path, the_task=the_task)
+    with (
+        purple_server("exec") as url,
+        pytest.raises(SandboxUnsupported, match="runs everything as root"),
+    ):
+        await run_trial(A2AAgent(f"a2a:{url}"), tmp_path / "a2a", the_task=the_task)
+
+
+@pytest.mark.docker
+async def test_manifest_set_up_hands_files_to_the_agent_user(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """home_dirs are filled from /root and, like credential files and skill links, owned by the
+    agent user; the credential file is 0600."""
+    ensure_test_image(docker_client, "python")
+    manifest = AgentManifest(
+        contract_version="1.0",
+        name="x",
+        install_cmd="true",
+        launch_cmd="true",
+        home_dirs=[".tool"],
+        skill_paths=["$HOME/.agents/skills"],
+        credential_files=[CredentialFile(path="{home}/.tool/auth", env_source="KEY")],
+    )
+    the_task = user_task(tmp_path / "tasks")
+    spec = SandboxSpec(task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="p",
+                       state_dir=tmp_path / "box")  # fmt: skip
+    async with make_sandbox(spec, "docker") as box:
+        await box.exec("mkdir -p /root/.tool /tmp/sk/a && echo cfg > /root/.tool/config")
+        await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir="/tmp/sk")
+        shown = await box.exec(
+            "cd /home/agent && stat -c '%U %a %n' .tool .tool/config .tool/auth"
+            " && stat -c '%U %N' .agents .agents/skills && cat .tool/config .tool/auth"
+        )
+    assert shown.stdout.split("\n") == [
+        "agent 755 .tool",
+        "agent 644 .tool/config",
+        "agent 600 .tool/auth",
+        "agent .agents",
+        "agent '.agents/skills' -> '/tmp/sk'",
+        "cfg",
+        "s3cret",
+    ]
