@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from worker.failures import FailureKind
 
 CONNECT_TIMEOUT_SEC = 10.0
-POLL_INTERVAL_SEC = 0.5
+POLL_INTERVAL_SEC = 0.25  # at most this late to notice a finished turn
 FIRST_POLL_SEC = 0.005  # polls start fast and back off to POLL_INTERVAL_SEC
 CANCEL_TIMEOUT_SEC = 2.0  # the worker kills the bridge 3 s after its own cancel
 _FAILED_STATES = {
