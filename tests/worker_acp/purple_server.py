@@ -17,10 +17,15 @@ PURPLE = Path(__file__).parent / "purple"
 
 @contextlib.contextmanager
 def purple_server(
-    mode: str, *, python: Path | str = sys.executable, version: str = "v1", log: Path | None = None
+    mode: str,
+    *,
+    python: Path | str = sys.executable,
+    version: str = "v1",
+    log: Path | None = None,
+    streaming: bool = True,
 ) -> Iterator[str]:
     """A scripted purple agent (purple/server_<version>.py) answering in ``mode``."""
-    env = {"PATH": "/usr/bin:/bin"}
+    env = {"PATH": "/usr/bin:/bin", "PURPLE_STREAMING": "1" if streaming else "0"}
     if log is not None:
         env["PURPLE_LOG"] = str(log)
     with served(

@@ -280,9 +280,10 @@ def bridge_cancels(trial_dir: Path) -> list[str]:
     return [e["payload"]["result"] for e in bridge_events(trial_dir) if e["type"] == "a2a_cancel"]
 
 
-async def test_deadline_cancels_the_purple_task_still_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+async def test_deadline_cancels_the_purple_task_still_running(tmp_path: Path, streaming: bool) -> None:
     log = tmp_path / "purple.jsonl"
-    with purple_server("silent", log=log) as url:
+    with purple_server("silent", log=log, streaming=streaming) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=2)
     assert result.outcome.failure is FailureKind.PARTICIPANT_TIMEOUT
     contexts, cancelled = purple_cancels(log)
@@ -290,9 +291,10 @@ async def test_deadline_cancels_the_purple_task_still_running(tmp_path: Path) ->
     assert bridge_cancels(result.trial_dir) == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]
 
 
-async def test_deadline_cancels_the_task_waiting_for_input(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+async def test_deadline_cancels_the_task_waiting_for_input(tmp_path: Path, streaming: bool) -> None:
     log = tmp_path / "purple.jsonl"
-    with purple_server("ask-stall", log=log) as url:
+    with purple_server("ask-stall", log=log, streaming=streaming) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=3)
     assert result.outcome.failure is FailureKind.PARTICIPANT_TIMEOUT
     [first] = [e for e in bridge_events(result.trial_dir) if e["type"] == "a2a_response"]

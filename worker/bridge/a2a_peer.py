@@ -102,9 +102,11 @@ class Conversation:
         # The SDK's own client would time out after 5 s; a purple agent may think for minutes.
         timeout = max(self.remaining(), 1.0)
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
-        # polling (``return_immediately``): the task id comes back at once, so a turn still
-        # running when time runs out can be cancelled; agents that ignore it simply block.
-        config = ClientConfig(streaming=False, polling=True, httpx_client=self._http)
+        # The id of a running task must be known, so that a turn still running when time runs
+        # out can be cancelled: streamed sends carry it in their first event; without streaming,
+        # ``return_immediately`` brings it back at once and the task is polled (agents that
+        # ignore the flag simply block).
+        config = ClientConfig(streaming=True, polling=True, httpx_client=self._http)
         try:
             self._client = await asyncio.wait_for(
                 create_client(self.url, client_config=config),
@@ -169,17 +171,22 @@ class Conversation:
 
     async def _send(self, message: Message) -> Reply:
         self.open_task = message.task_id or None
-        last: Any = None
+        task: Task | None = None
+        reply: Message | None = None
         async for event in self._client.send_message(SendMessageRequest(message=message)):
-            last = event
-        if last is None:
-            raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
-        kind = last.WhichOneof("payload")
-        if kind == "message":
-            return self._from_message(last.message)
-        if kind == "task":
-            task = last.task
-            self.open_task = task.id
+            kind = event.WhichOneof("payload")
+            if kind == "message":
+                reply = event.message
+            elif kind == "task":
+                task = Task()
+                task.CopyFrom(event.task)
+                self.open_task = task.id
+            elif kind in ("status_update", "artifact_update"):
+                task = _apply_update(task, event)
+                self.open_task = task.id
+        if reply is not None:
+            return self._from_message(reply)
+        if task is not None:
             pause = FIRST_POLL_SEC
             while task.status.state in _PENDING_STATES or self._stale(task):
                 await asyncio.sleep(pause)
@@ -189,7 +196,7 @@ class Conversation:
             if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
                 self.open_task = None
             return self._from_task(task)
-        raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, f"unexpected reply kind {kind!r}")
+        raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
 
     def _stale(self, task: Task) -> bool:
         """A continued task may be returned before it processed our message (a2a-sdk answers a
@@ -222,6 +229,30 @@ class Conversation:
         for artifact in reversed(task.artifacts):  # newest first: it holds this turn's action
             parts.extend(artifact.parts)
         return Reply(get_text_parts(parts), get_data_parts(parts), TaskState.Name(state), raw)
+
+
+def _apply_update(task: Task | None, event: Any) -> Task:
+    """A streamed status or artifact update applied to the task it belongs to, as the agent's
+    task store applies it (so the turn needs no ``GetTask`` once the stream ends)."""
+    if event.HasField("status_update"):
+        update = event.status_update
+    else:
+        update = event.artifact_update
+    if task is None or task.id != update.task_id:
+        task = Task(id=update.task_id, context_id=update.context_id)
+    if event.HasField("status_update"):
+        task.status.CopyFrom(update.status)
+        return task
+    artifact = update.artifact
+    for existing in task.artifacts:
+        if existing.artifact_id == artifact.artifact_id:
+            if update.append:
+                existing.parts.extend(artifact.parts)
+            else:
+                existing.CopyFrom(artifact)
+            return task
+    task.artifacts.append(artifact)
+    return task
 
 
 def text_part(text: str) -> Any:

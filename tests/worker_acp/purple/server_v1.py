@@ -4,6 +4,7 @@ action. Usage: python server_v1.py PORT MODE"""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import uvicorn
@@ -64,7 +65,8 @@ card = AgentCard(
         AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url),
         AgentInterface(protocol_binding="JSONRPC", protocol_version="0.3", url=url),
     ],
-    capabilities=AgentCapabilities(streaming=True),
+    # PURPLE_STREAMING=0: a card without streaming (the bridge then polls GetTask)
+    capabilities=AgentCapabilities(streaming=os.environ.get("PURPLE_STREAMING", "1") == "1"),
     default_input_modes=["text/plain", "application/json"],
     default_output_modes=["text/plain", "application/json"],
     skills=[AgentSkill(id="shell", name="shell", description="solves tasks", tags=["test"])],
