@@ -234,13 +234,11 @@ class Conversation:
 def _apply_update(task: Task | None, event: Any) -> Task:
     """A streamed status or artifact update applied to the task it belongs to, as the agent's
     task store applies it (so the turn needs no ``GetTask`` once the stream ends)."""
-    if event.HasField("status_update"):
-        update = event.status_update
-    else:
-        update = event.artifact_update
+    status = event.HasField("status_update")
+    update = event.status_update if status else event.artifact_update
     if task is None or task.id != update.task_id:
         task = Task(id=update.task_id, context_id=update.context_id)
-    if event.HasField("status_update"):
+    if status:
         task.status.CopyFrom(update.status)
         return task
     artifact = update.artifact
