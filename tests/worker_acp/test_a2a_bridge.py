@@ -281,7 +281,9 @@ def bridge_cancels(trial_dir: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
-async def test_deadline_cancels_the_purple_task_still_running(tmp_path: Path, streaming: bool) -> None:
+async def test_deadline_cancels_the_purple_task_still_running(
+    tmp_path: Path, streaming: bool
+) -> None:
     log = tmp_path / "purple.jsonl"
     with purple_server("silent", log=log, streaming=streaming) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, timeout_sec=2)
