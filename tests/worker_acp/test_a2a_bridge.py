@@ -327,3 +327,24 @@ async def test_finished_conversation_sends_no_cancel(tmp_path: Path) -> None:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.reward == 1.0
     assert purple_cancels(log)[1] == [] and bridge_cancels(result.trial_dir) == []
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+@pytest.mark.parametrize("mode", ["ask-exec", "ask-art-exec"])
+async def test_each_input_required_turn_is_answered_once(
+    tmp_path: Path, streaming: bool, mode: str
+) -> None:
+    """A continued task comes back as it was until the agent takes up the message: its old
+    action must not be taken for the new one, wherever the action is (status message or a
+    bare input-required with the action in an artifact)."""
+    log = tmp_path / "purple.jsonl"
+    with purple_server(mode, log=log, streaming=streaming) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0
+    assert [c["title"] for c in result.tool_calls()] == [
+        "ls -la",
+        "echo 42 > answer.txt && echo wrote >&2",
+        "read answer.txt",
+    ]
+    assert len(purple_cancels(log)[0]) == 4  # context, then one result per action
