@@ -348,3 +348,18 @@ async def test_each_input_required_turn_is_answered_once(
         "read answer.txt",
     ]
     assert len(purple_cancels(log)[0]) == 4  # context, then one result per action
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+async def test_auth_required_is_participant_error_and_the_task_is_cancelled(
+    tmp_path: Path, streaming: bool
+) -> None:
+    """auth-required interrupts the task without ending it: the bridge gives up on it and says so."""
+    log = tmp_path / "purple.jsonl"
+    with purple_server("auth", log=log, streaming=streaming) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR
+    assert "auth-required: log in first" in (result.outcome.message or "")
+    cancelled = purple_cancels(log)[1]
+    assert len(cancelled) == 1
+    assert bridge_cancels(result.trial_dir) == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]

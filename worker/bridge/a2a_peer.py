@@ -38,6 +38,8 @@ _FAILED_STATES = {
     TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
 }
 _PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+# Waiting for the client, not ended: left behind, such a task is cancelled.
+_INTERRUPTED_STATES = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 
 
 class ParticipantFailure(Exception):
@@ -193,7 +195,7 @@ class Conversation:
                 pause = min(pause * 2, POLL_INTERVAL_SEC)
                 task = await self._client.get_task(GetTaskRequest(id=task.id))
             self._answered = (task.id, _turn_key(task))
-            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            if task.status.state not in _INTERRUPTED_STATES:
                 self.open_task = None
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")

@@ -40,6 +40,9 @@ class Scripted(AgentExecutor):
         if MODE == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("model quota exceeded")]))
             return
+        if MODE == "auth":  # an interrupted task, not a terminal one: it stays open
+            await updater.requires_auth(updater.new_agent_message([new_text_part("log in first")]))
+            return
         reply = next_reply(
             SCRIPT_MODE, task.context_id, get_data_parts(list(context.message.parts))
         )
