@@ -327,3 +327,39 @@ async def test_finished_conversation_sends_no_cancel(tmp_path: Path) -> None:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.reward == 1.0
     assert purple_cancels(log)[1] == [] and bridge_cancels(result.trial_dir) == []
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+@pytest.mark.parametrize("mode", ["ask-exec", "ask-art-exec"])
+async def test_each_input_required_turn_is_answered_once(
+    tmp_path: Path, streaming: bool, mode: str
+) -> None:
+    """A continued task comes back as it was until the agent takes up the message: its old
+    action must not be taken for the new one, wherever the action is (status message or a
+    bare input-required with the action in an artifact)."""
+    log = tmp_path / "purple.jsonl"
+    with purple_server(mode, log=log, streaming=streaming) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0
+    assert [c["title"] for c in result.tool_calls()] == [
+        "ls -la",
+        "echo 42 > answer.txt && echo wrote >&2",
+        "read answer.txt",
+    ]
+    assert len(purple_cancels(log)[0]) == 4  # context, then one result per action
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "polled"])
+async def test_auth_required_is_participant_error_and_the_task_is_cancelled(
+    tmp_path: Path, streaming: bool
+) -> None:
+    """auth-required interrupts the task without ending it: the bridge gives up on it and says so."""
+    log = tmp_path / "purple.jsonl"
+    with purple_server("auth", log=log, streaming=streaming) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR
+    assert "auth-required: log in first" in (result.outcome.message or "")
+    cancelled = purple_cancels(log)[1]
+    assert len(cancelled) == 1
+    assert bridge_cancels(result.trial_dir) == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]

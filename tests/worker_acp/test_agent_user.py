@@ -136,3 +136,41 @@ async def test_manifest_set_up_hands_files_to_the_agent_user(
         "cfg",
         "s3cret",
     ]
+
+
+@pytest.mark.docker
+async def test_credential_file_in_a_new_folder_is_readable_by_the_agent_user(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """The folders made for a credential file belong to the agent user, who must reach its
+    0600 file; outside the home they stay root's but can be traversed."""
+    ensure_test_image(docker_client, "python")
+    manifest = AgentManifest(
+        contract_version="1.0",
+        name="x",
+        install_cmd="true",
+        launch_cmd="true",
+        credential_files=[
+            CredentialFile(path="{home}/.cli/conf/auth.json", env_source="KEY"),
+            CredentialFile(path="/etc/cli-x/token", env_source="KEY"),
+        ],
+    )
+    the_task = user_task(tmp_path / "tasks")
+    spec = SandboxSpec(task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="c",
+                       state_dir=tmp_path / "box")  # fmt: skip
+    async with make_sandbox(spec, "docker") as box:
+        await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir=None)
+        shown = await box.exec(
+            "cat /home/agent/.cli/conf/auth.json /etc/cli-x/token && echo"
+            " && stat -c '%U %a %n' /home/agent/.cli /home/agent/.cli/conf /etc/cli-x"
+            " && touch /home/agent/.cli/conf/state",
+            user="agent",
+        )
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.split("\n")[:5] == [
+        "s3crets3cret",
+        "agent 755 /home/agent/.cli",
+        "agent 755 /home/agent/.cli/conf",
+        "root 755 /etc/cli-x",
+        "",
+    ]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.acp.sandbox_fs import CANONICAL
+from worker.acp.sandbox_fs import _WRITE, CANONICAL
 
 NO_M_REALPATH = """#!/bin/sh
 for a in "$@"; do [ "$a" = -m ] && { echo "realpath: unrecognized option: m" >&2; exit 1; }; done
@@ -92,3 +92,42 @@ def test_a_symlink_loop_is_an_error_not_a_hang(tree: Path, tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode != 0
+
+
+@pytest.mark.parametrize("realpath_m", [True, False], ids=["realpath-m", "walk"])
+@pytest.mark.parametrize(
+    ("link", "target", "asked"),
+    [
+        ("f", "{out}/pwned", "f\n"),  # the name asked for ends in a newline
+        ("a", "f\n", "a"),  # a planted link's target ends in a newline
+    ],
+    ids=["trailing-newline-name", "trailing-newline-target"],
+)
+def test_a_trailing_newline_does_not_redirect_a_write(
+    tmp_path: Path, realpath_m: bool, link: str, target: str, asked: str
+) -> None:
+    """Command substitution drops trailing newlines: the path checked must be the path written."""
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    ws.mkdir()
+    out.mkdir()
+    (ws / "f").symlink_to(out / "pwned")
+    if link != "f":
+        (ws / link).symlink_to(target.replace("{out}", str(out)))
+    env = dict(os.environ)
+    if not realpath_m:
+        real = shutil.which("realpath")
+        assert real is not None
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "realpath").write_text(NO_M_REALPATH.replace("{real}", real))
+        (tmp_path / "bin" / "realpath").chmod(0o755)
+        env["PATH"] = f"{tmp_path / 'bin'}:{env['PATH']}"
+    done = subprocess.run(
+        ["sh", "-c", _WRITE, "sh", str(ws / asked), str(ws)],
+        input=b"pwned",
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert not (out / "pwned").exists(), done
+    if done.returncode == 0:  # written: then under its own name, inside the workspace
+        assert (ws / asked).read_bytes() == b"pwned"

@@ -290,6 +290,7 @@ async def test_home_dirs_credential_files_and_skill_paths_are_set_up(
         'home_dirs = ["/etc"]',
         '[[credential_files]]\npath = "relative/auth.json"\nenv_source = "K"',
         '[[credential_files]]\npath = "{home}/x"\nenv_source = "K"\ntemplate = "{other}"',
+        '[[credential_files]]\npath = "{home}/x"\nenv_source = "K"\ntemplate = "{value.x}"',
     ],
 )
 def test_unsafe_provisioning_keys_are_refused(tmp_path: Path, extra: str) -> None:

@@ -51,7 +51,7 @@ class CredentialFile(BaseModel):
     def _template(cls, value: str) -> str:
         try:
             value.format(value="")
-        except (KeyError, IndexError, ValueError) as exc:
+        except (AttributeError, KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"template may only use {{value}}: {exc}") from None
         return value
 

@@ -4,7 +4,8 @@
   user is not root (what ``install_cmd``, run as root, put there), and owned by the user;
 - ``credential_files``: a file per entry whose ``env_source`` variable is set, written with that
   value (through ``template``'s ``{value}`` when given) at ``path`` (``{home}`` = the user's
-  home), mode 0600, owned by the user. The value travels on stdin, never in a command line;
+  home), mode 0600, owned by the user, like the folders made for it under the home (0755
+  elsewhere). The value travels on stdin, never in a command line;
 - ``skill_paths`` (``$HOME/…`` or ``$WORKSPACE/…``): a link to the task's skills folder, when
   the trial placed one, so the agent finds the skills where it looks by itself.
 
@@ -21,10 +22,12 @@ from worker.sandbox.base import Sandbox
 
 SETUP_TIMEOUT_SEC = 60.0
 
-# $1 = path, $2 = owner ("" = leave it); the content comes on stdin.
+# $1 = path, $2 = owner ("" = leave it), $3.. = the folders under the home to hand to the owner;
+# the content comes on stdin. Folders are made 0755 (the owner must reach its file), the file 0600.
 _WRITE_SECRET = (
-    'umask 077 && mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod 600 "$1"'
-    ' && { [ -z "$2" ] || chown "$2" "$1"; }'
+    'f=$1 o=$2 && shift 2 && d=${f%/*} && umask 022 && mkdir -p -- "${d:-/}"'
+    ' && { [ -z "$o" ] || [ "$#" -eq 0 ] || chown -h "$o" "$@"; }'
+    ' && umask 077 && cat > "$f" && chmod 600 "$f" && { [ -z "$o" ] || chown "$o" "$f"; }'
 )
 
 
@@ -79,8 +82,9 @@ async def provision(
             continue
         path = entry.path.replace("{home}", home)
         content = entry.template.format(value=value) if entry.template else value
+        folders = _between(home, path) if path.startswith(home + "/") else []
         result = await sandbox.exec(
-            ["sh", "-c", _WRITE_SECRET, "sh", path, owner],
+            ["sh", "-c", _WRITE_SECRET, "sh", path, owner, *folders],
             user="root",
             stdin=content.encode(),
             timeout_sec=SETUP_TIMEOUT_SEC,

@@ -24,10 +24,17 @@ class SandboxFileError(OSError):
 
 # `realpath -m` where the sandbox has it (coreutils); else the same walk in plain sh (busybox's
 # realpath has no -m): every existing symlink followed, missing components taken as they are.
+# Every command substitution ends in a sentinel ``x``: ``$(…)`` drops trailing newlines, and a
+# name or link target ending in one would otherwise be checked under a name it does not have.
 CANONICAL = r"""
+nl='
+'
 canon() {
-  if out=$(realpath -m -- "$1" 2>/dev/null); then printf '%s\n' "$out"; return 0; fi
-  case $1 in /*) rest=$1 ;; *) rest=$(pwd -P)/$1 ;; esac
+  if out=$(realpath -m -- "$1" 2>/dev/null && printf x); then
+    out=${out%x}; printf '%s' "${out%"$nl"}"; return 0
+  fi
+  case $1 in /*) rest=$1 ;; *) rest=$(pwd -P && printf x) || return 1
+    rest=${rest%x}; rest=${rest%"$nl"}/$1 ;; esac
   resolved=
   hops=0
   while :; do
@@ -42,7 +49,8 @@ canon() {
         if [ -L "$resolved/$comp" ]; then
           hops=$((hops + 1))
           [ "$hops" -le 40 ] || return 1
-          target=$(readlink -- "$resolved/$comp") || return 1
+          target=$(readlink -- "$resolved/$comp" && printf x) || return 1
+          target=${target%x}; target=${target%"$nl"}
           case $target in /*) resolved= ;; esac
           rest=$target${rest:+/$rest}
         else
@@ -50,7 +58,7 @@ canon() {
         fi ;;
     esac
   done
-  printf '%s\n' "${resolved:-/}"
+  printf '%s' "${resolved:-/}"
 }
 """
 
@@ -58,11 +66,13 @@ canon() {
 _RESOLVE = (
     CANONICAL
     + r"""
-p=$(canon "$1") || exit 4
+p=$(canon "$1" && printf x) || exit 4
+p=${p%x}
 shift
 [ "$#" -eq 0 ] && { printf '%s' "$p"; exit 0; }
 for root in "$@"; do
-  r=$(canon "$root") || continue
+  r=$(canon "$root" && printf x) || continue
+  r=${r%x}
   case "$p" in "$r"|"$r"/*) printf '%s' "$p"; exit 0;; esac
 done
 exit 3
@@ -71,7 +81,7 @@ exit 3
 
 _WRITE = _RESOLVE.replace(
     "printf '%s' \"$p\"; exit 0",
-    'mkdir -p -- "$(dirname -- "$p")" && cat > "$p"; exit $?',
+    'd=${p%/*}; mkdir -p -- "${d:-/}" && cat > "$p"; exit $?',
 )
 
 

@@ -38,6 +38,8 @@ _FAILED_STATES = {
     TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
 }
 _PENDING_STATES = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+# Waiting for the client, not ended: left behind, such a task is cancelled.
+_INTERRUPTED_STATES = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 
 
 class ParticipantFailure(Exception):
@@ -91,7 +93,7 @@ class Conversation:
         self.context_id: str | None = None
         self._task_id: str | None = None  # set while the purple task waits for input
         self.open_task: str | None = None  # the purple task not yet in a terminal state
-        self._seen_status: tuple[str, str] | None = None  # (task id, status message id) answered
+        self._answered: tuple[str, bytes] | None = None  # (task id, _turn_key) last answered
         self._http: httpx.AsyncClient | None = None
         self._client: Any = None
 
@@ -192,20 +194,22 @@ class Conversation:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, POLL_INTERVAL_SEC)
                 task = await self._client.get_task(GetTaskRequest(id=task.id))
-            self._seen_status = (task.id, task.status.message.message_id)
-            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            self._answered = (task.id, _turn_key(task))
+            if task.status.state not in _INTERRUPTED_STATES:
                 self.open_task = None
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
 
     def _stale(self, task: Task) -> bool:
         """A continued task may be returned before it processed our message (a2a-sdk answers a
-        blocking send to an ``input-required`` task with its current state): the status message
-        we already answered is still there."""
+        send to an ``input-required`` task with its current state): the status and artifacts
+        we already answered are still there, unchanged (a status message id alone is not
+        enough: a bare input-required status with the action in an artifact has none)."""
         return (
             task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            and bool(task.status.message.message_id)
-            and (task.id, task.status.message.message_id) == self._seen_status
+            and self._answered is not None
+            and task.id == self._answered[0]
+            and _turn_key(task) == self._answered[1]
         )
 
     def _from_message(self, message: Message) -> Reply:
@@ -229,6 +233,13 @@ class Conversation:
         for artifact in reversed(task.artifacts):  # newest first: it holds this turn's action
             parts.extend(artifact.parts)
         return Reply(get_text_parts(parts), get_data_parts(parts), TaskState.Name(state), raw)
+
+
+def _turn_key(task: Task) -> bytes:
+    """What a new turn of the task changes: its status (state, message, timestamp) and
+    artifacts."""
+    key = Task(status=task.status, artifacts=task.artifacts)
+    return key.SerializeToString(deterministic=True)
 
 
 def _apply_update(task: Task | None, event: Any) -> Task:

@@ -23,9 +23,11 @@ from starlette.routing import Route
 
 PORT, MODE = int(sys.argv[1]), sys.argv[2]
 # "ask-<mode>": keep one task open, asking for input (the action in its status message) until
-# the action is a finish.
+# the action is a finish; "ask-art-<mode>": the same with the action in an artifact and a bare
+# input-required status (no message).
 ASK = MODE.startswith("ask-")
-SCRIPT_MODE = MODE.removeprefix("ask-")
+ASK_ARTIFACT = MODE.startswith("ask-art-")
+SCRIPT_MODE = MODE.removeprefix("ask-").removeprefix("art-")
 
 
 class Scripted(AgentExecutor):
@@ -38,6 +40,9 @@ class Scripted(AgentExecutor):
         if MODE == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("model quota exceeded")]))
             return
+        if MODE == "auth":  # an interrupted task, not a terminal one: it stays open
+            await updater.requires_auth(updater.new_agent_message([new_text_part("log in first")]))
+            return
         reply = next_reply(
             SCRIPT_MODE, task.context_id, get_data_parts(list(context.message.parts))
         )
@@ -46,7 +51,11 @@ class Scripted(AgentExecutor):
             return
         part = new_text_part(reply) if isinstance(reply, str) else new_data_part(reply)
         if ASK and isinstance(reply, dict) and reply.get("action") != "finish":
-            await updater.requires_input(updater.new_agent_message([part]))
+            if ASK_ARTIFACT:
+                await updater.add_artifact([part], name="action")
+                await updater.requires_input()
+            else:
+                await updater.requires_input(updater.new_agent_message([part]))
             return
         await updater.add_artifact([part], name="action")
         await updater.complete()
