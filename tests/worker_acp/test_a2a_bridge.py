@@ -363,3 +363,43 @@ async def test_auth_required_is_participant_error_and_the_task_is_cancelled(
     cancelled = purple_cancels(log)[1]
     assert len(cancelled) == 1
     assert bridge_cancels(result.trial_dir) == [f"task {cancelled[0]} is now TASK_STATE_CANCELED"]
+
+
+def test_streamed_updates_build_this_turns_task_and_ignore_other_tasks() -> None:
+    """Status and artifact events fold into the task as an agent's task store folds them; an
+    event about another task (no SDK server sends one) cannot replace what was gathered."""
+    from a2a.types import (
+        Artifact,
+        StreamResponse,
+        TaskArtifactUpdateEvent,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+
+    from worker.bridge.a2a_peer import _apply_update, text_part
+
+    def artifact(task_id: str, text: str, append: bool = False) -> StreamResponse:
+        event = TaskArtifactUpdateEvent(
+            task_id=task_id, context_id="c", append=append, artifact=Artifact(artifact_id="a")
+        )
+        event.artifact.parts.append(text_part(text))
+        return StreamResponse(artifact_update=event)
+
+    def status(task_id: str, state: int) -> StreamResponse:
+        return StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task_id, context_id="c", status=TaskStatus(state=state)
+            )
+        )
+
+    task = _apply_update(None, artifact("t1", "one"))
+    task = _apply_update(task, artifact("t1", "two", append=True))
+    task = _apply_update(task, artifact("other", "foreign"))
+    task = _apply_update(task, status("other", TaskState.TASK_STATE_FAILED))
+    task = _apply_update(task, status("t1", TaskState.TASK_STATE_COMPLETED))
+    assert task.id == "t1" and task.status.state == TaskState.TASK_STATE_COMPLETED
+    [only] = task.artifacts
+    assert [part.text for part in only.parts] == ["one", "two"]
+    task = _apply_update(task, artifact("t1", "replaced"))
+    assert [part.text for part in task.artifacts[0].parts] == ["replaced"]

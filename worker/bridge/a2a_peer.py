@@ -247,8 +247,10 @@ def _apply_update(task: Task | None, event: Any) -> Task:
     task store applies it (so the turn needs no ``GetTask`` once the stream ends)."""
     status = event.HasField("status_update")
     update = event.status_update if status else event.artifact_update
-    if task is None or task.id != update.task_id:
+    if task is None:
         task = Task(id=update.task_id, context_id=update.context_id)
+    elif task.id != update.task_id:
+        return task  # not this turn's task (SDK servers never send it): keep what we have
     if status:
         task.status.CopyFrom(update.status)
         return task
