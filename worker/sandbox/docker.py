@@ -53,11 +53,15 @@ STREAM_LIMIT = 64 * 1024 * 1024
 _PID_WRAPPER = 'echo "$$" >&2 && exec "$@"'
 # The container's init (docker-init) keeps running only while its child, the keep-alive, does.
 _KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
-# Stop, then kill, every process but init, the keep-alive ($1) and this shell; stopped
-# processes cannot fork, so nothing escapes between the two passes.
+# Stop, then kill, every process but init, the keep-alive ($1) and this shell. `kill -STOP -1`
+# stops them all in one system call (a fork racing with it fails), so a process that forks and
+# exits over and over cannot slip between the pids listed and the pids signalled; the passes
+# over /proc then kill what is stopped (and stop what a shell without a kill builtin could not),
+# and the keep-alive runs on.
 _KILL_ALL = (
+    'if [ "$(command -v kill)" = kill ]; then kill -STOP -1 2>/dev/null; fi; '
     'for sig in STOP KILL; do for d in /proc/[0-9]*; do p=${d#/proc/}; case $p in 1|"$1"|$$) ;; '
-    "*) kill -s $sig $p 2>/dev/null;; esac; done; done; true"
+    '*) kill -s $sig $p 2>/dev/null;; esac; done; done; kill -s CONT "$1" 2>/dev/null; true'
 )
 # kill_upload_exec in one exec (args: keep-alive pid, target, stage, command; stdin: a tar of
 # files/ and stdin): kill everything as _KILL_ALL does, unpack into a fresh stage, report what of
