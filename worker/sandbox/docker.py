@@ -33,6 +33,8 @@ from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     ARTIFACTS_DIR,
     DEFAULT_WORKDIR,
+    ROOT_ENV,
+    ROOT_USER,
     VERIFIER_LOGS_DIR,
     ExecResult,
     Sandbox,
@@ -437,7 +439,9 @@ class DockerSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
-            await self.exec(["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], timeout_sec=30)
+            await self.exec(
+                ["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], user=ROOT_USER, timeout_sec=30
+            )
         await self._close_sessions()
 
     async def _close_sessions(self) -> None:
@@ -489,7 +493,12 @@ class DockerSandbox(Sandbox):
         ]
         try:
             result = await self.exec(
-                argv, cwd=cwd, env=env, user="root", timeout_sec=timeout_sec, stdin=archive
+                argv,
+                cwd=cwd,
+                env={**ROOT_ENV, **(env or {})},
+                user=ROOT_USER,
+                timeout_sec=timeout_sec,
+                stdin=archive,
             )
         finally:
             await self._close_sessions()
