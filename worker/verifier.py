@@ -117,10 +117,14 @@ def harden_input(snapshot: str, tests: list[str]) -> bytes:
 
 def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> str:
     """After the agent is stopped and tests/ uploaded (stdin: :func:`harden_input`): remove what
-    the agent planted, leave /tests holding exactly the task's tests, reset the verifier logs;
-    with ``then_test`` go on to run tests/test.sh in the same process."""
+    the agent planted, leave /tests holding exactly the task's tests, make the workdir again if
+    it is gone, reset the verifier logs; with ``then_test`` go on to run tests/test.sh in the
+    same process, from the workdir. Runs from ``/``: the workdir may be missing."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    tail = f"echo {HARDENED_MARK}\n" + (f"{TEST_COMMAND}\n" if then_test else "exit 0\n")
+    w = shlex.quote(workdir)
+    tail = f"echo {HARDENED_MARK}\n" + (
+        f"cd {w} 2>/dev/null || cd /\n{TEST_COMMAND}\n" if then_test else "exit 0\n"
+    )
     return (
         _scan_script(roots)
         + f"""
@@ -153,6 +157,12 @@ if [ -d "$t" ]; then
   done
 fi
 set +f
+# The workdir is where the tests run (and a later exec's cwd): one the agent removed is made
+# again, so that the verifier starts (an exec into a missing cwd fails before it runs).
+if [ ! -d {w} ]; then
+  if [ -e {w} ] || [ -L {w} ]; then rm -f {w} && echo "removed "{w}; fi
+  mkdir -p {w}
+fi
 v={VERIFIER_LOGS_DIR}
 if [ -L "$v" ]; then rm -f "$v"; fi
 [ -d "$v" ] || mkdir -p "$v"
@@ -270,6 +280,7 @@ async def harden(
         harden_command(sandbox.workdir, skills_dir),
         upload=tests_dir,
         target=TESTS_DIR,
+        cwd="/",
         timeout_sec=120,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),
     )
@@ -293,7 +304,7 @@ async def harden_and_test(
         harden_command(sandbox.workdir, skills_dir, then_test=True),
         upload=tests_dir,
         target=TESTS_DIR,
-        cwd=sandbox.workdir,
+        cwd="/",
         env=env,
         timeout_sec=timeout_sec,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),
