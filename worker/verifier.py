@@ -17,7 +17,14 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.sandbox.base import TESTS_DIR, VERIFIER_LOGS_DIR, ExecResult, Sandbox, SandboxError
+from worker.sandbox.base import (
+    LOGS_DIR,
+    TESTS_DIR,
+    VERIFIER_LOGS_DIR,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+)
 
 # Files that change how Python or pytest behave when merely present.
 _PLANTABLE_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth")
@@ -163,9 +170,16 @@ if [ ! -d {w} ]; then
   if [ -e {w} ] || [ -L {w} ]; then rm -f {w} && echo "removed "{w}; fi
   mkdir -p {w}
 fi
+# /logs and /logs/verifier are folders again (not links, files or locked away) and the latter
+# is empty: what the agent did to them must not keep test.sh from writing the reward nor the
+# worker from reading it.
+for d in {LOGS_DIR} {VERIFIER_LOGS_DIR}; do
+  if [ -L "$d" ] || {{ [ -e "$d" ] && [ ! -d "$d" ]; }}; then rm -f "$d"; fi
+  [ -d "$d" ] || mkdir "$d"
+done
+chmod 755 {LOGS_DIR}
 v={VERIFIER_LOGS_DIR}
-if [ -L "$v" ]; then rm -f "$v"; fi
-[ -d "$v" ] || mkdir -p "$v"
+chmod 777 "$v"
 for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
 """
         + tail

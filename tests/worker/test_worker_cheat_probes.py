@@ -224,6 +224,9 @@ async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Pat
 WRECKS = {
     "workdir-removed": "cd / && rm -rf /app",
     "workdir-a-file": "cd / && rm -rf /app && echo x > /app",
+    "logs-a-file": "rm -rf /logs; echo x > /logs",
+    "logs-a-link": "rm -rf /logs; ln -s /nowhere /logs",
+    "logs-locked": "chmod 700 /logs; chmod 500 /logs/verifier",
 }
 SCORED_TEST = "#!/bin/sh\npwd > /logs/verifier/cwd.txt\necho 0 > /logs/verifier/reward.txt\n"
 
