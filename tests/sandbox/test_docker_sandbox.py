@@ -256,3 +256,16 @@ async def test_kill_upload_exec_is_root_whatever_the_agent_made_of_etc_passwd(
             "id -u; id -g; echo $HOME", upload=upload, target="/tests", timeout_sec=60
         )
         assert (result.exit_code, result.stdout) == (0, "0\n0\n/root\n"), result
+
+
+async def test_an_image_with_a_non_root_user_starts_with_its_files(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The setup (folders, spec.files) is root's work whatever USER the image ends with; the
+    image's user is still who runs an exec that names none."""
+    instruction = tmp_path / "instruction.md"
+    instruction.write_text("Do it.\n")
+    task = make_task(DOCKERFILE + "USER nobody\n")
+    async with docker_sandbox(task, tmp_path / "s", files={"/instruction.md": instruction}) as sb:
+        seen = await sb.exec("id -u; cat /instruction.md; touch /logs/verifier/x && echo ok")
+        assert seen.stdout == "65534\nDo it.\nok\n", seen

@@ -389,6 +389,7 @@ class DockerSandbox(Sandbox):
         ready = await self.exec(
             f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID} && "
             f"if command -v tar >/dev/null 2>&1; then echo tar{unpack}; fi",
+            user=ROOT_USER,  # whatever USER the image ends with
             timeout_sec=60,
             stdin=files,
         )
