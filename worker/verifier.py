@@ -17,7 +17,14 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.sandbox.base import TESTS_DIR, VERIFIER_LOGS_DIR, ExecResult, Sandbox, SandboxError
+from worker.sandbox.base import (
+    LOGS_DIR,
+    TESTS_DIR,
+    VERIFIER_LOGS_DIR,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+)
 
 # Files that change how Python or pytest behave when merely present.
 _PLANTABLE_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth")
@@ -117,10 +124,14 @@ def harden_input(snapshot: str, tests: list[str]) -> bytes:
 
 def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> str:
     """After the agent is stopped and tests/ uploaded (stdin: :func:`harden_input`): remove what
-    the agent planted, leave /tests holding exactly the task's tests, reset the verifier logs;
-    with ``then_test`` go on to run tests/test.sh in the same process."""
+    the agent planted, leave /tests holding exactly the task's tests, make the workdir again if
+    it is gone, reset the verifier logs; with ``then_test`` go on to run tests/test.sh in the
+    same process, from the workdir. Runs from ``/``: the workdir may be missing."""
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    tail = f"echo {HARDENED_MARK}\n" + (f"{TEST_COMMAND}\n" if then_test else "exit 0\n")
+    w = shlex.quote(workdir)
+    tail = f"echo {HARDENED_MARK}\n" + (
+        f"cd {w} 2>/dev/null || cd /\n{TEST_COMMAND}\n" if then_test else "exit 0\n"
+    )
     return (
         _scan_script(roots)
         + f"""
@@ -153,9 +164,22 @@ if [ -d "$t" ]; then
   done
 fi
 set +f
+# The workdir is where the tests run (and a later exec's cwd): one the agent removed is made
+# again, so that the verifier starts (an exec into a missing cwd fails before it runs).
+if [ ! -d {w} ]; then
+  if [ -e {w} ] || [ -L {w} ]; then rm -f {w} && echo "removed "{w}; fi
+  mkdir -p {w}
+fi
+# /logs and /logs/verifier are folders again (not links, files or locked away) and the latter
+# is empty: what the agent did to them must not keep test.sh from writing the reward nor the
+# worker from reading it.
+for d in {LOGS_DIR} {VERIFIER_LOGS_DIR}; do
+  if [ -L "$d" ] || {{ [ -e "$d" ] && [ ! -d "$d" ]; }}; then rm -f "$d"; fi
+  [ -d "$d" ] || mkdir "$d"
+done
+chmod 755 {LOGS_DIR}
 v={VERIFIER_LOGS_DIR}
-if [ -L "$v" ]; then rm -f "$v"; fi
-[ -d "$v" ] || mkdir -p "$v"
+chmod 777 "$v"
 for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
 """
         + tail
@@ -270,6 +294,7 @@ async def harden(
         harden_command(sandbox.workdir, skills_dir),
         upload=tests_dir,
         target=TESTS_DIR,
+        cwd="/",
         timeout_sec=120,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),
     )
@@ -293,7 +318,7 @@ async def harden_and_test(
         harden_command(sandbox.workdir, skills_dir, then_test=True),
         upload=tests_dir,
         target=TESTS_DIR,
-        cwd=sandbox.workdir,
+        cwd="/",
         env=env,
         timeout_sec=timeout_sec,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),

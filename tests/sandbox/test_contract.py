@@ -272,6 +272,70 @@ async def test_kill_upload_exec_kills_then_places_files_then_runs(
         )
 
 
+# The forker keeps replacing a child that writes a heartbeat file; the waker keeps waking the
+# forker up (SIGCONT). Each stops for at most 20 s. See the test below.
+FORKER = """
+import os, sys, time
+start, child = time.time(), 0
+open(sys.argv[1] + ".pid", "w").write(str(os.getpid()))
+while time.time() - start < 20:
+    new = os.fork()
+    if new == 0:
+        while time.time() - start < 20:
+            open(sys.argv[1], "w").close()
+            time.sleep(0.05)
+        os._exit(0)
+    if child:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+    child = new
+"""
+WAKER = """
+import os, signal, sys, time
+start, pid = time.time(), int(open(sys.argv[1] + ".pid").read())
+while time.time() - start < 20:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.parametrize("kill", ["kill_processes", "kill_upload_exec"])
+async def test_a_process_woken_up_and_forking_does_not_escape_the_kill(
+    sandbox: Sandbox, tmp_path: Path, kill: str
+) -> None:
+    """Every process stops at once, not one pid at a time. A kill that lists /proc and signals
+    in that order stops the forker, then (sleepers later) the waker, which has woken the forker
+    up again by then; its kill pass reaches the forker only after the sleepers listed first,
+    time in which the forker forks a child that was in no listing."""
+    beat = f"/tmp/beat-{uuid.uuid4().hex}"
+    for name, text in (("forker.py", FORKER), ("waker.py", WAKER)):
+        (tmp_path / name).write_text(text)
+        await sandbox.upload(tmp_path / name, f"/tmp/{name}")
+    sleepers = "for i in $(seq 700); do setsid sleep 30 </dev/null >/dev/null 2>&1 & done"
+    started = await sandbox.exec(
+        # pids from 1000 on: /proc lists them in creation order
+        "until [ $(sh -c 'echo $$') -ge 1000 ]; do (:) & done; wait; "
+        f"{sleepers}; setsid python3 /tmp/forker.py {beat} </dev/null >/dev/null 2>&1 & "
+        f"i=0; until [ -e {beat} ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+        f"{sleepers}; setsid python3 /tmp/waker.py {beat} </dev/null >/dev/null 2>&1 & "
+        f"sleep 0.5; ls {beat}",
+        timeout_sec=60,
+    )
+    assert started.exit_code == 0, started
+    if kill == "kill_processes":
+        await sandbox.kill_processes()
+    else:
+        upload = tmp_path / "tests"
+        upload.mkdir()
+        (upload / "test.sh").write_text("true\n")
+        await sandbox.kill_upload_exec("true", upload=upload, target="/tests", timeout_sec=60)
+    await sandbox.exec(f"rm -f {beat}")
+    await asyncio.sleep(1)
+    assert (await sandbox.exec(f"ls {beat}")).exit_code != 0, "a process survived the kill"
+
+
 async def test_stop_kills_everything_and_is_idempotent(
     open_sandbox: Callable[..., Sandbox], make_task: MakeTask
 ) -> None:

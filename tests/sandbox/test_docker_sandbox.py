@@ -229,3 +229,43 @@ async def test_a_restart_removes_every_container_of_its_run_and_nothing_else(
     finally:
         for sb in sandboxes:
             await sb.stop()
+
+
+@pytest.mark.parametrize("tar", [True, False], ids=["one-exec", "no-tar-fallback"])
+@pytest.mark.parametrize(
+    "passwd",
+    [
+        "sed -i 's|^root:x:0:0:root:/root:|root:x:1000:1000:root:/tmp/home:|' /etc/passwd",
+        "sed -i '/^root:/d' /etc/passwd",
+    ],
+    ids=["root-renumbered", "root-removed"],
+)
+async def test_kill_upload_exec_is_root_whatever_the_agent_made_of_etc_passwd(
+    client: Any, make_task: MakeTask, tmp_path: Path, passwd: str, tar: bool
+) -> None:
+    """A root agent can rewrite /etc/passwd, which docker reads to resolve a user *name*: the
+    verifier is uid 0 with HOME=/root all the same (not uid 1000 that can kill nothing, nor an
+    exec that fails: an unscored row instead of a failed one)."""
+    upload = tmp_path / "tests"
+    upload.mkdir()
+    (upload / "test.sh").write_text("true\n")
+    async with docker_sandbox(make_task(), tmp_path / "s") as sb:
+        sb._has_tar = tar
+        await sb.exec(f"{passwd} && mkdir -p /tmp/home")
+        result = await sb.kill_upload_exec(
+            "id -u; id -g; echo $HOME", upload=upload, target="/tests", timeout_sec=60
+        )
+        assert (result.exit_code, result.stdout) == (0, "0\n0\n/root\n"), result
+
+
+async def test_an_image_with_a_non_root_user_starts_with_its_files(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The setup (folders, spec.files) is root's work whatever USER the image ends with; the
+    image's user is still who runs an exec that names none."""
+    instruction = tmp_path / "instruction.md"
+    instruction.write_text("Do it.\n")
+    task = make_task(DOCKERFILE + "USER nobody\n")
+    async with docker_sandbox(task, tmp_path / "s", files={"/instruction.md": instruction}) as sb:
+        seen = await sb.exec("id -u; cat /instruction.md; touch /logs/verifier/x && echo ok")
+        assert seen.stdout == "65534\nDo it.\nok\n", seen

@@ -84,3 +84,10 @@ FROM debian:${DISTRO:-bookworm}
 FROM python:3.11-slim
 """
     assert base_images(text) == ["python:3.11-slim", "debian:bookworm"]
+
+
+def test_base_images_match_stage_names_in_any_case() -> None:
+    # Docker matches stage names case-insensitively; "BUILD" is no image to look up (and the
+    # engine refuses an upper-case reference outright, which would fail the sandbox start).
+    text = "FROM python:3.11-slim AS Build\nFROM BUILD\nFROM build AS Second\nFROM second\n"
+    assert base_images(text) == ["python:3.11-slim"]

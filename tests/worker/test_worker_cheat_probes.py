@@ -21,6 +21,7 @@ from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
+from worker.verifier import snapshot_plantables
 
 PLANTED = (
     "/conftest.py /root/conftest.py /tmp/conftest.py /root/sitecustomize.py /pytest.ini "
@@ -216,3 +217,68 @@ async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Pat
             check=False,
         )
         assert done.returncode == 3 and NO_CHECKSUM in done.stderr.decode(), done
+
+
+# What the agent did to the sandbox, and a tests/test.sh that always leaves a reward (0 here:
+# the agent did no work), so the row is a scored failure unless the verifier cannot run.
+WRECKS = {
+    "workdir-removed": "cd / && rm -rf /app",
+    "workdir-a-file": "cd / && rm -rf /app && echo x > /app",
+    "logs-a-file": "rm -rf /logs; echo x > /logs",
+    "logs-a-link": "rm -rf /logs; ln -s /nowhere /logs",
+    "logs-locked": "chmod 700 /logs; chmod 500 /logs/verifier",
+}
+SCORED_TEST = "#!/bin/sh\npwd > /logs/verifier/cwd.txt\necho 0 > /logs/verifier/reward.txt\n"
+
+
+@pytest.mark.parametrize("root_verifier", [True, False], ids=["root", "as-nobody"])
+@pytest.mark.parametrize("wreck", list(WRECKS))
+@pytest.mark.parametrize("backend", ["local", "docker"])
+async def test_an_agent_cannot_make_the_verifier_fail_to_run(
+    tmp_path: Path, backend: str, wreck: str, root_verifier: bool, request: pytest.FixtureRequest
+) -> None:
+    """A verifier that cannot start is an infrastructure failure (retried, then unscored), not
+    a failed task: nothing the agent can do to its sandbox may cause one."""
+    from task_sets.task import load_task
+    from worker.sandbox.base import VERIFIER_LOGS_DIR, SandboxSpec, sandbox_class
+    from worker.verifier import TEST_COMMAND, harden, harden_and_test, read_reward
+
+    if backend == "docker":
+        from docker_images import ensure_test_image
+
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
+    elif not root_verifier:
+        pytest.skip("the local sandbox runs everything as root")
+    folder = make_task(
+        tmp_path / "tasks",
+        "wrecked",
+        test_sh=SCORED_TEST,
+        dockerfile="FROM python:3.11-slim\nWORKDIR /app\n",
+    )
+    spec = SandboxSpec(
+        task=load_task(folder),
+        run_id="wreck",
+        trial_id=f"wreck-{backend}-{wreck}-{root_verifier}",
+        state_dir=tmp_path / "sandbox",
+    )
+    sandbox = sandbox_class(backend)(spec)
+    await sandbox.start()
+    try:
+        assert sandbox.workdir == "/app"
+        snapshot = await snapshot_plantables(sandbox, None)
+        await sandbox.exec(WRECKS[wreck], cwd="/")
+        if root_verifier:
+            _, result = await harden_and_test(
+                sandbox, snapshot, None, folder / "tests", env={}, timeout_sec=60
+            )
+        else:
+            await harden(sandbox, snapshot, None, folder / "tests")
+            result = await sandbox.exec(
+                ["sh", "-c", TEST_COMMAND], cwd=sandbox.workdir, user="nobody", timeout_sec=60
+            )
+        assert result.exit_code == 0, result
+        await sandbox.download(VERIFIER_LOGS_DIR, tmp_path / "verifier")
+        assert read_reward(tmp_path / "verifier").value == 0.0
+        assert (tmp_path / "verifier" / "cwd.txt").read_text() == "/app\n"
+    finally:
+        await sandbox.stop()

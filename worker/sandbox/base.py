@@ -25,6 +25,11 @@ TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 INSTRUCTION_PATH = "/instruction.md"
 DEFAULT_WORKDIR = "/root"
+# Root by number: a user *name* is looked up in the sandbox's /etc/passwd, which a root agent can
+# rewrite (root renumbered to a uid that can kill nothing, or removed so the exec fails), and so
+# is the HOME that lookup gives (a python user site the hardening does not scan).
+ROOT_USER = "0:0"
+ROOT_ENV = {"HOME": "/root"}
 
 
 class SandboxError(RuntimeError):
@@ -174,8 +179,9 @@ class Sandbox(abc.ABC):
         timeout_sec: float | None = None,
     ) -> ExecResult:
         """:meth:`kill_processes`, :meth:`upload` of ``upload`` to ``target``, then :meth:`exec`
-        of ``command`` as root: the verifier's first step, in this order so that nothing the agent
-        left running can touch what is uploaded.
+        of ``command`` as root (uid 0, HOME=/root unless ``env`` says otherwise): the verifier's
+        first step, in this order so that nothing the agent left running can touch what is
+        uploaded.
 
         One call so that a backend with costly round trips can fuse the three. A fused upload
         may *replace* ``target`` instead of merging into it; then every entry of the old
@@ -185,7 +191,12 @@ class Sandbox(abc.ABC):
         await self.kill_processes()
         await self.upload(upload, target)
         return await self.exec(
-            command, cwd=cwd, env=env, user="root", timeout_sec=timeout_sec, stdin=stdin
+            command,
+            cwd=cwd,
+            env={**ROOT_ENV, **(env or {})},
+            user=ROOT_USER,
+            timeout_sec=timeout_sec,
+            stdin=stdin,
         )
 
     @abc.abstractmethod

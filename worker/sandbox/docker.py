@@ -33,6 +33,8 @@ from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     ARTIFACTS_DIR,
     DEFAULT_WORKDIR,
+    ROOT_ENV,
+    ROOT_USER,
     VERIFIER_LOGS_DIR,
     ExecResult,
     Sandbox,
@@ -53,11 +55,15 @@ STREAM_LIMIT = 64 * 1024 * 1024
 _PID_WRAPPER = 'echo "$$" >&2 && exec "$@"'
 # The container's init (docker-init) keeps running only while its child, the keep-alive, does.
 _KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
-# Stop, then kill, every process but init, the keep-alive ($1) and this shell; stopped
-# processes cannot fork, so nothing escapes between the two passes.
+# Stop, then kill, every process but init, the keep-alive ($1) and this shell. `kill -STOP -1`
+# stops them all in one system call (a fork racing with it fails), so a process that forks and
+# exits over and over cannot slip between the pids listed and the pids signalled; the passes
+# over /proc then kill what is stopped (and stop what a shell without a kill builtin could not),
+# and the keep-alive runs on.
 _KILL_ALL = (
+    'if [ "$(command -v kill)" = kill ]; then kill -STOP -1 2>/dev/null; fi; '
     'for sig in STOP KILL; do for d in /proc/[0-9]*; do p=${d#/proc/}; case $p in 1|"$1"|$$) ;; '
-    "*) kill -s $sig $p 2>/dev/null;; esac; done; done; true"
+    '*) kill -s $sig $p 2>/dev/null;; esac; done; done; kill -s CONT "$1" 2>/dev/null; true'
 )
 # kill_upload_exec in one exec (args: keep-alive pid, target, stage, command; stdin: a tar of
 # files/ and stdin): kill everything as _KILL_ALL does, unpack into a fresh stage, report what of
@@ -383,6 +389,7 @@ class DockerSandbox(Sandbox):
         ready = await self.exec(
             f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID} && "
             f"if command -v tar >/dev/null 2>&1; then echo tar{unpack}; fi",
+            user=ROOT_USER,  # whatever USER the image ends with
             timeout_sec=60,
             stdin=files,
         )
@@ -433,7 +440,9 @@ class DockerSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
-            await self.exec(["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], timeout_sec=30)
+            await self.exec(
+                ["sh", "-c", _KILL_ALL, "sh", str(self._keep_alive)], user=ROOT_USER, timeout_sec=30
+            )
         await self._close_sessions()
 
     async def _close_sessions(self) -> None:
@@ -485,7 +494,12 @@ class DockerSandbox(Sandbox):
         ]
         try:
             result = await self.exec(
-                argv, cwd=cwd, env=env, user="root", timeout_sec=timeout_sec, stdin=archive
+                argv,
+                cwd=cwd,
+                env={**ROOT_ENV, **(env or {})},
+                user=ROOT_USER,
+                timeout_sec=timeout_sec,
+                stdin=archive,
             )
         finally:
             await self._close_sessions()

@@ -287,8 +287,8 @@ def base_images(text: str) -> list[str]:
             if not words:
                 continue
             ref = substitute(words[0], global_args)
-            if ref.lower() != "scratch" and ref not in stages and ref not in refs:
+            if ref.lower() != "scratch" and ref.lower() not in stages and ref not in refs:
                 refs.append(ref)
             if len(words) >= 3 and words[1].lower() == "as":
-                stages.add(words[2])
+                stages.add(words[2].lower())  # stage names match in any case
     return refs
