@@ -74,6 +74,21 @@ elif command -v sha256sum >/dev/null 2>&1; then checksum=sha256sum
 elif command -v md5sum >/dev/null 2>&1; then checksum=md5sum
 else echo "{NO_CHECKSUM}" >&2; exit 3
 fi
+# Plantables whose paths hold a newline or a backslash cannot go through the line-based
+# signature list intact (and Python still loads such a .pth): hardening removes them outright.
+drop_odd_names() {{
+  set +f
+  find {roots} -xdev \\( {names} \\) \\( -path "*$nl*" -o -path '*\\\\*' \\) \\
+    \\( -type f -o -type l \\) -exec rm -f -- {{}} \\; \\
+    -exec echo "removed a plantable file with a newline or backslash in its path" \\; 2>/dev/null
+  for s in {sites}; do
+    for f in "$s"/*.pth; do
+      case $f in
+        *"$nl"*|*\\\\*) rm -f -- "$f" && echo "removed an odd-named .pth file in $s" ;;
+      esac
+    done
+  done
+}}
 scan() {{
   set +f  # callers may have globbing off; the site-dir patterns need it
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
@@ -137,6 +152,7 @@ def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = Fa
         + f"""
 nl='
 '
+drop_odd_names
 input=$(cat)
 before="${{input%%{TESTS_MARK}*}}"
 expected="$nl${{input#*{TESTS_MARK}$nl}}$nl"

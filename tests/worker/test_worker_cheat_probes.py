@@ -282,3 +282,49 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
         assert (tmp_path / "verifier" / "cwd.txt").read_text() == "/app\n"
     finally:
         await sandbox.stop()
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+async def test_plantables_with_newlines_or_backslashes_in_their_names_are_removed(
+    tmp_path: Path, tasks_dir: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A name with a newline splits in the line-based signature list (and sha256sum escapes
+    backslashes), yet Python loads such a .pth: hardening removes them outright."""
+    from task_sets.task import load_task
+    from worker.sandbox.base import SandboxSpec, sandbox_class
+    from worker.verifier import harden, snapshot_plantables
+
+    if backend == "docker":
+        from docker_images import ensure_test_image
+
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
+    spec = SandboxSpec(
+        task=load_task(tasks_dir / "secret-answer"),
+        run_id="odd-names",
+        trial_id=f"odd-names-{backend}",
+        state_dir=tmp_path / "sandbox",
+    )
+    sandbox = sandbox_class(backend)(spec)
+    await sandbox.start()
+    site = "/usr/local/lib/python3.11/site-packages"
+    try:
+        if backend == "docker":
+            await sandbox.exec(f"mkdir -p {site}")
+        snapshot = await snapshot_plantables(sandbox, None)
+        planted = ["/root/evil\nname.pth", "/tmp/back\\slash.pth", "/root/deep/x\n/conftest.py"]
+        if backend == "docker":
+            planted.append(f"{site}/zz\nprobe.pth")
+        for path in planted:
+            made = await sandbox.exec(
+                ["sh", "-c", 'mkdir -p "${1%/*}" && echo "import os" > "$1"', "sh", path]
+            )
+            assert made.exit_code == 0, made
+        removed = await harden(sandbox, snapshot, None, tasks_dir / "secret-answer" / "tests")
+        left = await sandbox.exec(
+            ["sh", "-c", 'for f in "$@"; do [ -e "$f" ] && echo "left: $f"; done; true', "sh"]
+            + planted
+        )
+        assert left.stdout == "", (left.stdout, removed)
+        assert removed  # reported, though not by their (unprintable) names
+    finally:
+        await sandbox.stop()
