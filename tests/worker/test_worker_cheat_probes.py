@@ -321,8 +321,13 @@ async def test_plantables_with_newlines_or_backslashes_in_their_names_are_remove
             assert made.exit_code == 0, made
         removed = await harden(sandbox, snapshot, None, tasks_dir / "secret-answer" / "tests")
         left = await sandbox.exec(
-            ["sh", "-c", 'for f in "$@"; do [ -e "$f" ] && echo "left: $f"; done; true', "sh"]
-            + planted
+            [
+                "sh",
+                "-c",
+                'for f in "$@"; do [ -e "$f" ] && echo "left: $f"; done; true',
+                "sh",
+                *planted,
+            ]
         )
         assert left.stdout == "", (left.stdout, removed)
         assert removed  # reported, though not by their (unprintable) names
