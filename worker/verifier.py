@@ -56,24 +56,17 @@ _SITE_GLOBS = (
 NO_CHECKSUM = "skillsbench: the sandbox has none of cksum, sha256sum, md5sum"
 
 
-def _scan_script(extra_roots: list[str]) -> str:
-    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
-    a symlink) per plantable file, sorted.
-
-    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
-    single checksum run (``cksum``, else ``sha256sum`` or ``md5sum``) for all files.
-    """
+def _find_args(extra_roots: list[str]) -> tuple[str, str]:
+    """Shell words for ``find``: the folders searched and the plantable ``-name`` tests."""
     roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
     names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
-    root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
+    return roots, names
+
+
+def _drop_odd_names_script(extra_roots: list[str]) -> str:
+    roots, names = _find_args(extra_roots)
     sites = " ".join(_SITE_GLOBS)
     return f"""
-# Fail closed: without a checksum tool every signature would be empty and nothing planted found.
-if command -v cksum >/dev/null 2>&1; then checksum=cksum
-elif command -v sha256sum >/dev/null 2>&1; then checksum=sha256sum
-elif command -v md5sum >/dev/null 2>&1; then checksum=md5sum
-else echo "{NO_CHECKSUM}" >&2; exit 3
-fi
 # Plantables whose paths hold a newline or a backslash cannot go through the line-based
 # signature list intact (and Python still loads such a .pth): hardening removes them outright.
 drop_odd_names() {{
@@ -89,6 +82,26 @@ drop_odd_names() {{
     done
   done
 }}
+"""
+
+
+def _scan_script(extra_roots: list[str]) -> str:
+    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
+    a symlink) per plantable file, sorted.
+
+    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
+    single checksum run (``cksum``, else ``sha256sum`` or ``md5sum``) for all files.
+    """
+    roots, names = _find_args(extra_roots)
+    root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
+    sites = " ".join(_SITE_GLOBS)
+    return f"""
+# Fail closed: without a checksum tool every signature would be empty and nothing planted found.
+if command -v cksum >/dev/null 2>&1; then checksum=cksum
+elif command -v sha256sum >/dev/null 2>&1; then checksum=sha256sum
+elif command -v md5sum >/dev/null 2>&1; then checksum=md5sum
+else echo "{NO_CHECKSUM}" >&2; exit 3
+fi
 scan() {{
   set +f  # callers may have globbing off; the site-dir patterns need it
   find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
@@ -149,6 +162,7 @@ def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = Fa
     )
     return (
         _scan_script(roots)
+        + _drop_odd_names_script(roots)
         + f"""
 nl='
 '

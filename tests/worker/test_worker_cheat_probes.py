@@ -8,6 +8,7 @@ writes nothing, so any reward a probe gets comes from the probe itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 from collections.abc import AsyncIterator
@@ -17,10 +18,12 @@ import httpx
 import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
+from task_sets.task import load_task
 from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
+from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
 from worker.verifier import snapshot_plantables
 
 PLANTED = (
@@ -79,6 +82,27 @@ rm -rf /logs/verifier 2>/dev/null && ln -s /tmp/fake /logs/verifier
 true
 """,
 }
+
+
+@contextlib.asynccontextmanager
+async def started_sandbox(
+    backend: str, folder: Path, state: Path, trial_id: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Sandbox]:
+    """A started sandbox of ``backend`` for the task in ``folder`` (docker: on the python test
+    image), stopped afterwards."""
+    if backend == "docker":
+        from docker_images import ensure_test_image
+
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
+    spec = SandboxSpec(
+        task=load_task(folder), run_id="hardening", trial_id=trial_id, state_dir=state
+    )
+    sandbox = sandbox_class(backend)(spec)
+    await sandbox.start()
+    try:
+        yield sandbox
+    finally:
+        await sandbox.stop()
 
 
 @pytest.fixture
@@ -152,23 +176,11 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
 ) -> None:
     """Both backends report the same removals (docker replaces /tests in one exec, local
     merges and the hardening script cleans up)."""
-    from task_sets.task import load_task
-    from worker.sandbox.base import SandboxSpec, sandbox_class
     from worker.verifier import harden, snapshot_plantables
 
-    if backend == "docker":
-        from docker_images import ensure_test_image
-
-        ensure_test_image(request.getfixturevalue("docker_client"), "python")
-    spec = SandboxSpec(
-        task=load_task(tasks_dir / "secret-answer"),
-        run_id="hardening",
-        trial_id=f"hardening-{backend}",
-        state_dir=tmp_path / "sandbox",
-    )
-    sandbox = sandbox_class(backend)(spec)
-    await sandbox.start()
-    try:
+    async with started_sandbox(
+        backend, tasks_dir / "secret-answer", tmp_path / "sandbox", f"keep-{backend}", request
+    ) as sandbox:
         await sandbox.exec("echo keep > /root/keep.pth; echo keep > /root/same.pth")
         snapshot = await snapshot_plantables(sandbox, None)
         assert "/root/keep.pth" in snapshot and "/root/same.pth" in snapshot
@@ -198,8 +210,6 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
         listing = await sandbox.exec("ls -A /root /logs/verifier /tests")
         assert "same.pth" in listing.stdout and "reward.txt" not in listing.stdout
         assert sorted(listing.stdout.split("/tests:")[1].split()) == expected
-    finally:
-        await sandbox.stop()
 
 
 async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Path) -> None:
@@ -239,15 +249,10 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
 ) -> None:
     """A verifier that cannot start is an infrastructure failure (retried, then unscored), not
     a failed task: nothing the agent can do to its sandbox may cause one."""
-    from task_sets.task import load_task
-    from worker.sandbox.base import VERIFIER_LOGS_DIR, SandboxSpec, sandbox_class
+    from worker.sandbox.base import VERIFIER_LOGS_DIR
     from worker.verifier import TEST_COMMAND, harden, harden_and_test, read_reward
 
-    if backend == "docker":
-        from docker_images import ensure_test_image
-
-        ensure_test_image(request.getfixturevalue("docker_client"), "python")
-    elif not root_verifier:
+    if backend == "local" and not root_verifier:
         pytest.skip("the local sandbox runs everything as root")
     folder = make_task(
         tmp_path / "tasks",
@@ -255,15 +260,8 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
         test_sh=SCORED_TEST,
         dockerfile="FROM python:3.11-slim\nWORKDIR /app\n",
     )
-    spec = SandboxSpec(
-        task=load_task(folder),
-        run_id="wreck",
-        trial_id=f"wreck-{backend}-{wreck}-{root_verifier}",
-        state_dir=tmp_path / "sandbox",
-    )
-    sandbox = sandbox_class(backend)(spec)
-    await sandbox.start()
-    try:
+    trial_id = f"wreck-{backend}-{wreck}-{root_verifier}"
+    async with started_sandbox(backend, folder, tmp_path / "sandbox", trial_id, request) as sandbox:
         assert sandbox.workdir == "/app"
         snapshot = await snapshot_plantables(sandbox, None)
         await sandbox.exec(WRECKS[wreck], cwd="/")
@@ -280,8 +278,6 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
         await sandbox.download(VERIFIER_LOGS_DIR, tmp_path / "verifier")
         assert read_reward(tmp_path / "verifier").value == 0.0
         assert (tmp_path / "verifier" / "cwd.txt").read_text() == "/app\n"
-    finally:
-        await sandbox.stop()
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])
@@ -290,24 +286,12 @@ async def test_plantables_with_newlines_or_backslashes_in_their_names_are_remove
 ) -> None:
     """A name with a newline splits in the line-based signature list (and sha256sum escapes
     backslashes), yet Python loads such a .pth: hardening removes them outright."""
-    from task_sets.task import load_task
-    from worker.sandbox.base import SandboxSpec, sandbox_class
     from worker.verifier import harden, snapshot_plantables
 
-    if backend == "docker":
-        from docker_images import ensure_test_image
-
-        ensure_test_image(request.getfixturevalue("docker_client"), "python")
-    spec = SandboxSpec(
-        task=load_task(tasks_dir / "secret-answer"),
-        run_id="odd-names",
-        trial_id=f"odd-names-{backend}",
-        state_dir=tmp_path / "sandbox",
-    )
-    sandbox = sandbox_class(backend)(spec)
-    await sandbox.start()
     site = "/usr/local/lib/python3.11/site-packages"
-    try:
+    async with started_sandbox(
+        backend, tasks_dir / "secret-answer", tmp_path / "sandbox", f"odd-{backend}", request
+    ) as sandbox:
         if backend == "docker":
             await sandbox.exec(f"mkdir -p {site}")
         snapshot = await snapshot_plantables(sandbox, None)
@@ -331,5 +315,3 @@ async def test_plantables_with_newlines_or_backslashes_in_their_names_are_remove
         )
         assert left.stdout == "", (left.stdout, removed)
         assert removed  # reported, though not by their (unprintable) names
-    finally:
-        await sandbox.stop()
