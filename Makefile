@@ -13,7 +13,7 @@ endif
 RUN := $(UV) run --frozen
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test lint typecheck sync clean
+.PHONY: demo test lint typecheck sync host-packages clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -34,7 +34,12 @@ sync: .venv/.synced .venv-a2a03/.synced
 demo: sync
 	$(RUN) python -m skillsbench_agentbeats.demo
 
-test: sync
+# Debian packages some tests need (Docker test images, headless Chromium): installed when root on
+# Debian/Ubuntu; elsewhere the tests that need a missing one skip, naming it.
+host-packages:
+	@sh tests/host-packages.sh
+
+test: sync host-packages
 	$(RUN) pytest -n $(PYTEST_WORKERS) -q
 
 lint: sync

@@ -8,8 +8,9 @@
 ``ensure_test_image(client, "python")`` returns the tag and also tags ``python:3.11-slim`` (and
 ``busybox:latest`` for busybox) when no such image exists, so task Dockerfiles that say
 ``FROM python:3.11-slim`` build offline. Images we make carry ``skillsbench.test-image=<name>``.
-Needs the apt packages listed in ``tests/images/setup.sh`` (busybox-static; python3.11 and bash
-come with Debian/Ubuntu hosts). Run ``python tests/docker_images.py`` to build them ahead of
+Needs Debian packages that ``make test`` installs where it can (``tests/host-packages.sh``:
+busybox-static; python3.11 and bash); where one is missing, the tests that need the image skip,
+naming it. Run ``python tests/docker_images.py`` to build them ahead of
 the test run.
 """
 
@@ -31,6 +32,7 @@ LABEL = "skillsbench.test-image"
 BUSYBOX = Path("/bin/busybox")
 PYTHON = Path("/usr/bin/python3.11")
 BASH = Path("/bin/bash")
+PACKAGE_OF = {BUSYBOX: "busybox-static", PYTHON: "python3.11", BASH: "bash"}
 ALIASES = {"python": ["python:3.11-slim"], "busybox": ["busybox:latest"]}
 # Loaded by binary wheels (pydantic-core, ...) and present on python:3.11-slim; ldd of the
 # interpreter alone does not pull them all in.
@@ -49,6 +51,10 @@ _LDD_LINE = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x")
 
 class ImageBuildError(RuntimeError):
     pass
+
+
+class MissingHostPackage(ImageBuildError):
+    """A host file the image is made from is absent: under pytest the test skips, naming it."""
 
 
 def ensure_test_image(client: Any, name: str) -> str:
@@ -75,7 +81,15 @@ def _fingerprint(name: str) -> str:
     digest = hashlib.sha256(RECIPE_VERSION.encode())
     for source in sources:
         if not source.exists():
-            raise ImageBuildError(f"{source} is missing: run tests/images/setup.sh")
+            reason = (
+                f"{source} is missing (Debian package {PACKAGE_OF[source]}; "
+                "`make test` installs it when run as root)"
+            )
+            if "pytest" in sys.modules:
+                import pytest
+
+                pytest.skip(reason)
+            raise MissingHostPackage(reason)
         info = source.stat()
         digest.update(f"{source}:{info.st_size}:{int(info.st_mtime)}".encode())
     return digest.hexdigest()[:12]

@@ -11,7 +11,7 @@ official image's (3.11.4 added tarfile extraction filters, which our code uses),
 interpreter running this is a CPython >= 3.11.4 built for this glibc (pyenv, the official
 installer) its standard library goes to /usr/local as in the official image; Debian's python3
 stays as the fallback and provides the shared libraries. Needs root and `debootstrap`
-(tests/images/setup.sh).
+(tests/host-packages.sh, run by `make test`).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def unavailable_reason() -> str | None:
     if os.geteuid() != 0:
         return "making the local Python base image needs root (debootstrap)"
     if shutil.which("debootstrap") is None:
-        return "debootstrap is not installed (run tests/images/setup.sh)"
+        return "debootstrap is not installed (Debian package debootstrap; `make test` installs it as root)"
     return None
 
 
