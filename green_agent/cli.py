@@ -140,6 +140,11 @@ def assess(
     if output is not None:
         output.write_text(text + "\n", encoding="utf-8")
         _progress(f"wrote {output}")
+        if result["status"] == "completed":
+            _progress(
+                f"next: skillsbench-agentbeats leaderboard aggregate {output} --agent UUID "
+                "--output results/NAME.json (one file per shard; then leaderboard validate)"
+            )
     else:
         click.echo(text)
     if result["status"] != "completed":

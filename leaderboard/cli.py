@@ -89,6 +89,63 @@ def validate(files: tuple[Path, ...], contract: bool) -> int:
 
 
 @leaderboard.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The submittable results file to write (e.g. results/<owner>-<date>.json).",
+)
+@click.option("--agent", metavar="UUID", help="The agent's AgentBeats id (participants.agent).")
+@click.option("--green", metavar="UUID", help="The green agent's AgentBeats id (optional).")
+@click.option(
+    "--scenario",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A scenario (json5) whose metadata.agentbeats_ids name the agent (and green).",
+)
+@click.option(
+    "--num-shards",
+    type=int,
+    help="How many shards the run had: fewer files given means shards are missing.",
+)
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Write a 'partial' file when shards failed or are missing (the leaderboard ignores it).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing, different output file.")
+def aggregate(
+    files: tuple[Path, ...],
+    output: Path,
+    agent: str | None,
+    green: str | None,
+    scenario: Path | None,
+    num_shards: int | None,
+    allow_partial: bool,
+    force: bool,
+) -> None:
+    """Merge shard results files (gateway exports, assess/run --output) into one submittable file."""
+    from leaderboard.aggregate import agent_ids_from_scenario, write_aggregate
+    from leaderboard.aggregate import aggregate as merge
+
+    if scenario is not None:
+        ids = agent_ids_from_scenario(scenario)
+        agent = agent or ids["agent"]
+        green = green or ids.get("green")
+    result = merge(
+        list(files), agent=agent, green=green, num_shards=num_shards, allow_partial=allow_partial
+    )
+    write_aggregate(result, output, force=force)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(
+        f"wrote {output}: status {result.status}, {result.shards} shard(s), {result.rows} row(s)"
+    )
+    click.echo(f"next: skillsbench-agentbeats leaderboard validate {output}")
+
+
+@leaderboard.command()
 @_results_option
 @click.option(
     "--output",

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from leaderboard.rows import AGENTBEATS_UUID_PATTERN
+
 Shape = Literal["published", "gateway_export", "envelope"]
 
 
@@ -96,12 +98,13 @@ def read_results_file(path: Path, participant: str | None = None) -> ResultsFile
     except ValueError as exc:
         raise ValueError(f"{path}: not a results file: {exc}") from None
     if shape == "published":
+        _require_agent_id(path, _agent_of(data))
         return ResultsFile(path, shape)
     status = data.get("status", "completed")
     if shape == "envelope":
         agent = participant or _agent_of(data)
-        if not agent:
-            raise ValueError(f"{path}: envelope has no participants.agent (pass --participant)")
+        _require_agent_id(path, agent)
+        assert agent is not None
         envelope = {**data, "participants": {"agent": agent}}
         doc = {"status": status, "participants": {"agent": agent}, "results": [envelope]}
         return ResultsFile(path, shape, (doc,))
@@ -109,16 +112,28 @@ def read_results_file(path: Path, participant: str | None = None) -> ResultsFile
     by_agent: dict[str, list[Any]] = {}
     for index, envelope in enumerate(data["results"]):
         agent = participant or _agent_of(envelope)
-        if not agent:
-            raise ValueError(
-                f"{path}: results[{index}] has no participants.agent (pass --participant)"
-            )
+        _require_agent_id(path, agent, f"results[{index}]")
+        assert agent is not None
         by_agent.setdefault(agent, []).append(envelope)
     docs = tuple(
         {"status": status, "participants": {"agent": agent}, "results": envelopes}
         for agent, envelopes in by_agent.items()
     )
     return ResultsFile(path, shape, docs)
+
+
+def _require_agent_id(path: Path, agent: str | None, where: str = "") -> None:
+    """Rows count for an agent only under its AgentBeats id: under Amber every agent is reached at
+    the same proxy URL, so a URL would merge different agents' runs into one leaderboard row."""
+    if agent is not None and AGENTBEATS_UUID_PATTERN.match(agent):
+        return
+    at = f" {where}" if where else ""
+    named = f"names the agent as {agent!r}, not" if agent else "names no agent by"
+    raise ValueError(
+        f"{path}{at}: {named} its AgentBeats id, so its rows cannot be told from other agents'"
+        f"; pass --participant UUID, or make a submittable file: skillsbench-agentbeats"
+        f" leaderboard aggregate {path} --agent UUID --output results/NAME.json"
+    )
 
 
 def _agent_of(data: Mapping[str, Any]) -> str | None:

@@ -67,10 +67,11 @@ def test_three_shapes_give_the_published_tables(tmp_path: Path) -> None:
     for name in ("export.json", "envelope.json"):
         got = run_queries([str(tmp_path / name)], participant=AGENT)
         assert got == expected, name
-    # Without --participant the envelope's own participant (a URL here) attributes the rows.
-    by_url = run_queries([str(tmp_path / "export.json")], ["overall"])["overall"]
-    assert by_url.rows[0][0] == "http://127.0.0.1:8080/agent"
-    assert by_url.rows[0][1:] == expected["overall"].rows[0][1:]
+    # Without --participant a URL (Amber's shared proxy address) names no agent: refused, with
+    # the command that fixes it, so two agents' runs never merge into one leaderboard row.
+    for name in ("export.json", "envelope.json"):
+        with pytest.raises(ValueError, match=r"not its AgentBeats id.*leaderboard aggregate"):
+            run_queries([str(tmp_path / name)], ["overall"])
 
 
 def test_mixed_shapes_load_together_with_original_filenames(tmp_path: Path) -> None:
@@ -90,14 +91,21 @@ def test_mixed_shapes_load_together_with_original_filenames(tmp_path: Path) -> N
 
 def test_gateway_export_with_two_agents_is_split(tmp_path: Path) -> None:
     published = _load(QUICK_SUBMIT)
-    env = published["results"][0]
+    env = {**published["results"][0], "participants": {"agent": AGENT}}
     other = {**env, "participants": {"agent": "019e5799-ca68-7b33-b1a5-c97b92b6fda1"}}
     write_json(tmp_path / "x.json", {"status": "completed", "results": [env, other]})
     overall = run_queries([str(tmp_path / "x.json")], ["overall"])["overall"]
-    assert {row[0] for row in overall.rows} == {
-        "http://127.0.0.1:8080/agent",
-        other["participants"]["agent"],
-    }
+    assert {row[0] for row in overall.rows} == {AGENT, other["participants"]["agent"]}
+
+
+def test_an_export_naming_agents_by_url_is_refused_not_merged(tmp_path: Path) -> None:
+    """Two agents behind Amber's one proxy URL would become one leaderboard row."""
+    published = _load(QUICK_SUBMIT)
+    env = published["results"][0]
+    assert env["participants"]["agent"].startswith("http://")
+    write_json(tmp_path / "x.json", {"status": "completed", "results": [env, env]})
+    with pytest.raises(ValueError, match=r"results\[0\]: names the agent as 'http://"):
+        run_queries([str(tmp_path / "x.json")], ["overall"])
 
 
 def test_names_with_glob_characters_name_only_themselves(tmp_path: Path) -> None:

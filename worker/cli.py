@@ -230,6 +230,11 @@ def run(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
+        click.echo(
+            f"next: skillsbench-agentbeats leaderboard aggregate {output}"
+            + ("" if participant_id else " --agent UUID")
+            + " --output results/NAME.json (a submittable file; then leaderboard validate)"
+        )
     if expect is not None:
         wanted = expect == "passed"
         wrong = [r["task_id"] for r in rows if r["passed"] != wanted]
