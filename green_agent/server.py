@@ -35,19 +35,21 @@ def build_app(
 ) -> Starlette:
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
 
     from green_agent.adapters import adapter_from_settings
     from green_agent.card import agent_card
     from green_agent.executor import AssessmentExecutor
+    from green_agent.request_guard import RequestGuard
+    from green_agent.task_store import BoundedTaskStore
 
     settings = settings or load_settings()
     worker = adapter or adapter_from_settings(settings)
     card = agent_card(card_url)
     executor = AssessmentExecutor(settings, worker)
     handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor, task_store=BoundedTaskStore(), agent_card=card
     )
 
     @contextlib.asynccontextmanager
@@ -64,8 +66,10 @@ def build_app(
             *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(RequestGuard)],
     )
     app.state.executor = executor
+    app.state.task_store = handler.task_store
     return app
 
 

@@ -128,11 +128,15 @@ def test_routing_with_proxies() -> None:
     )
 
 
-def test_request_roles_other_than_agent_are_kept() -> None:
-    request = parse_request(
-        json.dumps({"participants": {"agent": "http://a:1/", "helper": "http://b:2"}, "config": {}})
-    )
-    assert request.participants == {"agent": "http://a:1/", "helper": "http://b:2"}
+def test_request_roles_other_than_agent_are_refused_by_name() -> None:
+    """SkillsBench scores one participant: another role would reach the worker unread."""
+    with pytest.raises(RequestError) as info:
+        parse_request(
+            json.dumps(
+                {"participants": {"agent": "http://a:1/", "helper": "http://b:2"}, "config": {}}
+            )
+        )
+    assert info.value.field == "participants.helper"
 
 
 def test_request_error_names_the_field() -> None:

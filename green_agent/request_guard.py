@@ -1,0 +1,128 @@
+"""What every JSON-RPC request body must be before a2a-sdk parses it: small, UTF-8, shallow.
+
+The green agent has no authentication (AgentBeats reaches it inside a private network), so whoever
+reaches it must not be able to grow its memory with one large body, nor turn a malformed body
+into an internal error (-32603): a body that breaks these rules gets a JSON-RPC InvalidParams
+error (-32602) naming the problem, without being read past the limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from green_agent.request import json_depth_problem
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# An assessment request is a few KiB; 1 MiB leaves room for long task_ids lists.
+MAX_BODY_BYTES = 1 << 20
+INVALID_PARAMS = -32602
+# A refused body is read and dropped up to this size, then the connection is closed.
+DRAIN_BYTES = 64 << 20
+
+
+class RequestGuard:
+    """ASGI middleware for the JSON-RPC endpoint (POST); other requests pass untouched."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await _drain(receive)
+            await _refuse(send, 413, self._too_large(declared))
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                chunks.clear()
+                if message.get("more_body", False):
+                    await _drain(receive)
+                await _refuse(send, 413, self._too_large(None))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = _body_problem(body)
+        if problem is not None:
+            await _refuse(send, 400, problem)
+            return
+
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self, declared: int | None) -> str:
+        got = f"{declared} bytes" if declared is not None else "more"
+        return f"request body: {got} is over the limit of {self.max_body_bytes} bytes"
+
+
+async def _drain(receive: Receive) -> None:
+    """Read and drop the rest of a refused body (up to DRAIN_BYTES), so the client, still sending,
+    can read the answer instead of a reset connection. Nothing is kept."""
+    dropped = 0
+    while dropped < DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        dropped += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _body_problem(body: bytes) -> str | None:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"request body: not UTF-8 text (byte {exc.start} is not valid UTF-8)"
+    problem = json_depth_problem(text)
+    return f"request body: {problem}" if problem else None
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_PARAMS, "message": message}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
