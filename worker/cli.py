@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import os
@@ -16,16 +15,6 @@ import click
 from worker.failures import RetryPolicy
 
 ENVIRONMENTS = ("local", "docker")
-LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _concurrency(value: int | None) -> int:
@@ -34,15 +23,6 @@ def _concurrency(value: int | None) -> int:
     if value < 1:
         raise click.BadParameter("must be at least 1", param_hint="--concurrency")
     return value
-
-
-def _tasks_dir(value: Path | None) -> Path:
-    from worker.catalog import default_tasks_dir
-
-    tasks_dir = value or default_tasks_dir()
-    if not tasks_dir.is_dir():
-        raise ValueError(f"tasks dir {tasks_dir} does not exist (use --tasks-dir)")
-    return tasks_dir
 
 
 @click.command(help="Run the worker HTTP service.")
@@ -83,13 +63,15 @@ def worker(
 ) -> None:
     import uvicorn
 
+    from worker.api import is_loopback_host
     from worker.app import TOKEN_VAR, create_app
+    from worker.catalog import resolve_tasks_dir
     from worker.engine import Engine, EngineSettings
     from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.meta import ProofSettings
 
     token = os.environ.get(TOKEN_VAR) or None
-    if not is_loopback(host) and token is None:
+    if not is_loopback_host(host) and token is None:
         raise ValueError(
             f"refusing to listen on non-loopback address {host} without {TOKEN_VAR} set"
         )
@@ -98,7 +80,7 @@ def worker(
     )
     settings = EngineSettings(
         jobs_dir=jobs_dir,
-        tasks_dir=_tasks_dir(tasks_dir),
+        tasks_dir=resolve_tasks_dir(tasks_dir),
         environment=environment,
         concurrency=_concurrency(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
@@ -187,11 +169,12 @@ def run(
     agent_env: tuple[str, ...],
 ) -> None:
     from worker.api import RunRequest, RunTask, UsageSettings
+    from worker.catalog import resolve_tasks_dir, selected_manifest
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
-    folder = _tasks_dir(tasks_dir)
-    manifest = _manifest(folder, task_set, task_ids)
+    folder = resolve_tasks_dir(tasks_dir)
+    manifest = selected_manifest(folder, task_set, task_ids)
     config = {
         "task_set": manifest["task_set"],
         "condition": condition or manifest.get("condition", "with_skills"),
@@ -264,22 +247,6 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
         env[name.strip()] = value
     return env
-
-
-def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:
-    from task_sets.manifest import build_manifest, load_task_set
-
-    if task_set is None and not task_ids:
-        raise click.UsageError("give --task-set or --task-id")
-    if task_set is None:
-        return build_manifest(tasks_dir, "local", task_ids=list(task_ids)).document()
-    document = load_task_set(task_set).document()
-    if task_ids:
-        unknown = set(task_ids) - {entry["task_id"] for entry in document["tasks"]}
-        if unknown:
-            raise ValueError(f"task set {task_set!r} has no task {sorted(unknown)[0]!r}")
-        document["tasks"] = [e for e in document["tasks"] if e["task_id"] in task_ids]
-    return document
 
 
 async def _run_local(
