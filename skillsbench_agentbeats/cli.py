@@ -24,7 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "config": ("task_sets.cli", "config", "Validate an assessment config."),
     "worker": ("worker.cli", "worker", "Run the worker HTTP service."),
-    "run": ("worker.cli", "run", "Run a task set locally through the worker engine."),
+    "run": (
+        "skillsbench_agentbeats.run",
+        "run",
+        "Run a task set locally through the worker engine.",
+    ),
     "agents": ("worker.acp.cli", "agents", "List manifest agents, or show one."),
     "trials": ("worker.trials_cli", "trials", "Inspect trials of a jobs directory."),
     "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
