@@ -42,9 +42,11 @@ host-packages:
 test: sync host-packages
 	$(RUN) pytest -n $(PYTEST_WORKERS) -q
 
+# lint-imports: the "may import" rules of the component table (pyproject [tool.importlinter]).
 lint: sync
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
+	$(RUN) lint-imports
 
 typecheck: sync
 	$(RUN) mypy

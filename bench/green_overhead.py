@@ -9,8 +9,8 @@ on loopback:
    envelope parsed) minus the worker's own run time (its ``created_at`` -> ``updated_at`` at the
    end), for the ``examples`` task set. Target: under 100 ms median, i.e. no polling delay.
 
-The worker is ``--worker-url`` when given; else the real worker (``skillsbench-agentbeats worker``)
-when this build has it; else the small fake worker of the tests (trials of ``--trial-sec``).
+The worker is ``--worker-url`` when given; else the real worker (``skillsbench-agentbeats worker``);
+with ``--fake``, the small fake worker of the tests (trials of ``--trial-sec``).
 
     uv run --frozen python bench/green_overhead.py [--runs 10] [--starts 5] [--worker-url URL]
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import re
 import socket
@@ -37,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from green_agent.gateway import run_assessment  # noqa: E402
+from green_agent.settings import WORKER_URL  # noqa: E402
 
 CONFIG = {"task_set": "examples", "tasks": "all"}
 
@@ -110,7 +110,7 @@ def start_worker(
     if args.worker_url:
         return args.worker_url.rstrip("/"), None, "given"
     port = free_port()
-    if importlib.util.find_spec("worker.app") is not None and not args.fake:
+    if not args.fake:
         cmd = [
             sys.executable,
             "-m",
@@ -140,17 +140,9 @@ def start_worker(
     return url, proc, kind
 
 
-def start_purple() -> tuple[str, subprocess.Popen[bytes] | None]:
+def start_purple() -> tuple[str, subprocess.Popen[bytes]]:
     port = free_port()
-    if importlib.util.find_spec("purple_agent.placeholder") is not None:
-        proc = spawn([sys.executable, "-m", "purple_agent.placeholder", "--port", str(port)])
-    else:
-        code = (
-            "import sys,uvicorn;from tests.green.purple_stub import purple_app;"
-            f"uvicorn.run(purple_app('http://127.0.0.1:{port}/'),host='127.0.0.1',port={port},"
-            "log_level='warning')"
-        )
-        proc = spawn([sys.executable, "-c", code])
+    proc = spawn([sys.executable, "-m", "purple_agent.placeholder", "--port", str(port)])
     url = f"http://127.0.0.1:{port}/"
     wait_http(url + ".well-known/agent-card.json")
     return url, proc
@@ -200,7 +192,9 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--worker-url", default=None)
     parser.add_argument(
-        "--fake", action="store_true", help="use the fake worker even if a real one exists"
+        "--fake",
+        action="store_true",
+        help="use the fake worker of the tests instead of the real one",
     )
     parser.add_argument("--trial-sec", type=float, default=0.2)
     args = parser.parse_args()
@@ -222,7 +216,7 @@ def main() -> None:
         green_port = free_port()
         green = spawn(
             [sys.executable, "-m", "green_agent", "--port", str(green_port)],
-            env={"SKILLSBENCH_WORKER_URL": worker_url},
+            env={WORKER_URL: worker_url},
         )
         green_url = f"http://127.0.0.1:{green_port}/"
         try:

@@ -7,24 +7,16 @@ onto ``<proxy_url>/<role>`` (the gateway routes ``/<role>`` to that participant)
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from green_agent.settings import GreenSettings
-from worker.api import ParticipantEndpoint
-
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+from worker.api import ParticipantEndpoint, is_loopback_host
 
 
 def is_loopback_url(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
+    """The URL's host is this machine as seen from the sender (loopback, or the unspecified
+    address, which as a destination reaches this machine too)."""
+    return is_loopback_host(urlsplit(url).hostname or "", unspecified=True)
 
 
 def rebase(base_url: str, role: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from leaderboard.redaction import DIGEST_PATTERN, is_local_host
+from leaderboard.rows import DIGEST_PATTERN, is_local_host
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _PATH = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")

@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from leaderboard.redaction import is_public_artifact_ref, is_safe_label, public_url
 from leaderboard.rows import (
     AGENTBEATS_UUID_PATTERN,
     CONDITIONS,
@@ -26,7 +25,10 @@ from leaderboard.rows import (
     ROW_KEYS,
     Envelope,
     PublicRow,
+    is_public_artifact_ref,
+    is_safe_label,
     name_problem,
+    public_url,
     trial_id_problem,
 )
 

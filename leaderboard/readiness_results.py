@@ -12,8 +12,7 @@ from pydantic import ValidationError
 from leaderboard.evidence import RESULTS_FILE_KEYS
 from leaderboard.findings import Finding, child, json_path
 from leaderboard.query_check import QUERY_NAMES, QueryRunner
-from leaderboard.redaction import artifact_ref_problems
-from leaderboard.rows import ROW_KEYS, PublicRow
+from leaderboard.rows import ROW_KEYS, PublicRow, artifact_ref_problems
 
 
 def check_results_file(path: Path, purple_id: str | None, label: str) -> list[Finding]:

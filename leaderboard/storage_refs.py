@@ -3,7 +3,7 @@
 Private proof must live somewhere durable and access-controlled (``s3://``, ``gs://``, ``r2://``,
 ``https://``) and the recorded prefix must never carry a credential: no query strings, fragments,
 presigned signatures or user info. Public ``artifact_refs`` follow the public row contract
-instead (``leaderboard.redaction.artifact_ref_problems``).
+instead (``leaderboard.rows.artifact_ref_problems``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-from leaderboard.redaction import is_local_host
+from leaderboard.rows import is_local_host
 
 DURABLE_SCHEMES = ("s3", "gs", "r2", "https")
 _LOCAL_SCHEMES = {"file", "local", "sandbox", "worker", "jobs"}

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from purple_agent.config import AgentConfig
-from purple_agent.protocol import (
+from purple_agent.seeding import FolderFetch, chunk_size
+from purple_agent.server import Reply, Turn, TurnAgent
+from worker.bridge.protocol import (
     FileContent,
     FinishAction,
     ShellContext,
     find_action_result,
     find_context,
 )
-from purple_agent.seeding import FolderFetch, chunk_size
-from purple_agent.server import Reply, Turn, TurnAgent
 
 log = logging.getLogger("purple_agent.harness")
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from purple_agent.config import AgentConfig
-from purple_agent.protocol import (
+from purple_agent.server import Reply, Turn, TurnAgent
+from worker.bridge.protocol import (
     ActionResult,
     ExecAction,
     FinishAction,
@@ -31,7 +32,6 @@ from purple_agent.protocol import (
     find_action_result,
     find_context,
 )
-from purple_agent.server import Reply, Turn, TurnAgent
 
 log = logging.getLogger("purple_agent.minimal")
 

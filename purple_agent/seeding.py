@@ -26,7 +26,7 @@ import tarfile
 import uuid
 from pathlib import Path
 
-from purple_agent.protocol import ActionResult, ExecAction
+from worker.bridge.protocol import ActionResult, ExecAction
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024

@@ -33,7 +33,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
-from purple_agent.protocol import Action
+from worker.bridge.protocol import Action
 
 log = logging.getLogger("purple_agent")
 

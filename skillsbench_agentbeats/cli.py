@@ -2,7 +2,9 @@
 
 Sub-commands are imported lazily so that ``--help`` and light commands (``task-set digest``) do not
 pay for a2a-sdk, docker or litellm imports. Each component owns its commands in its own ``cli``
-module; this table is the only place that names them.
+module (commands made of several components' parts are grouped in
+:mod:`skillsbench_agentbeats.commands`); this table is the only place that names them. A module
+that fails to import fails the command loudly.
 """
 
 from __future__ import annotations
@@ -22,38 +24,46 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "config": ("task_sets.cli", "config", "Validate an assessment config."),
     "worker": ("worker.cli", "worker", "Run the worker HTTP service."),
-    "run": ("worker.cli", "run", "Run a task set locally through the worker engine."),
+    "run": (
+        "skillsbench_agentbeats.run",
+        "run",
+        "Run a task set locally through the worker engine.",
+    ),
     "agents": ("worker.acp.cli", "agents", "List manifest agents, or show one."),
     "trials": ("worker.trials_cli", "trials", "Inspect trials of a jobs directory."),
     "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
     "assess": (
-        "green_agent.cli",
+        "skillsbench_agentbeats.assess",
         "assess",
         "Run an assessment the way the AgentBeats gateway does.",
     ),
     "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
     "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
     "readiness": (
-        "leaderboard.readiness_cli",
+        "skillsbench_agentbeats.commands",
         "readiness",
         "Validate or assemble public-readiness evidence.",
     ),
     "images": (
-        "leaderboard.readiness_cli",
+        "skillsbench_agentbeats.commands",
         "images",
         "Image evidence and task environment images.",
     ),
     "deploy-bundle": (
-        "leaderboard.readiness_cli",
+        "integrations.agentbeats.cli",
         "deploy_bundle",
         "Write a validated deploy bundle.",
     ),
     "ghcr-preflight": (
-        "leaderboard.readiness_cli",
+        "integrations.agentbeats.cli",
         "ghcr_preflight",
         "Check a GHCR token's package scopes.",
     ),
-    "manifests": ("leaderboard.readiness_cli", "manifests", "Static checks of Amber manifests."),
+    "manifests": (
+        "integrations.agentbeats.cli",
+        "manifests",
+        "Static checks of Amber manifests.",
+    ),
 }
 
 
@@ -66,30 +76,16 @@ class _LazyGroup(click.Group):
         if entry is None:
             return None
         module_name, attr, _ = entry
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                return _missing(cmd_name, entry[2])
-            raise
-        command = getattr(module, attr, None)
-        if command is None:
-            return _missing(cmd_name, entry[2])
-        assert isinstance(command, click.Command)
+        # A missing module or attribute is a broken build: fail loudly, never hide it.
+        command = getattr(importlib.import_module(module_name), attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}.{attr} is not a click command")
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _missing(name: str, help_text: str) -> click.Command:
-    @click.command(name=name, help=help_text + " (not available in this build)")
-    def _cmd() -> None:
-        raise click.ClickException(f"'{name}' is not available in this build yet")
-
-    return _cmd
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -36,6 +36,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
+from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+
 DOCKER_SOCKET = "/var/run/docker.sock"
 DEFAULT_USER = "skillsbench"
 DEFAULT_WORKER_ARGS = (
@@ -131,13 +133,11 @@ def uses_embedded_worker(env: Mapping[str, str], embedded_url: str) -> bool:
 
     A second worker on the same Docker host would also reap the first one's containers at start.
     """
-    if (env.get("SKILLSBENCH_WORKER_SLOT_URL") or "").strip():
-        return "SKILLSBENCH_WORKER_URL" in env and _same_url(
-            env["SKILLSBENCH_WORKER_URL"], embedded_url
-        )
-    if "SKILLSBENCH_WORKER_URL" not in env:
+    if (env.get(WORKER_SLOT_URL) or "").strip():
+        return WORKER_URL in env and _same_url(env[WORKER_URL], embedded_url)
+    if WORKER_URL not in env:
         return True
-    return _same_url(env["SKILLSBENCH_WORKER_URL"], embedded_url)
+    return _same_url(env[WORKER_URL], embedded_url)
 
 
 def _same_url(a: str, b: str) -> bool:
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             worker.kill()
         return 1
     env = dict(os.environ)
-    env.setdefault("SKILLSBENCH_WORKER_URL", f"http://{host}:{port}")
+    env.setdefault(WORKER_URL, f"http://{host}:{port}")
     main_process = subprocess.Popen(command, env=env)
     return supervise([main_process, worker])
 

@@ -36,7 +36,7 @@ def main() -> int:
             if exc.code:
                 print(f"demo failed: not every task {expect} with {agent}", file=sys.stderr)
                 return int(exc.code) if isinstance(exc.code, int) else 1
-    from green_agent.demo import main as assessment
+    from skillsbench_agentbeats.assessment_demo import main as assessment
 
     if assessment([]) != 0:
         print("demo failed: the assessment did not complete", file=sys.stderr)

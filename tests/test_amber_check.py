@@ -16,7 +16,7 @@ import json5
 import pytest
 from testsupport import PUBLISHED_DATA, REPO_ROOT
 
-from leaderboard.amber import RULES, check_manifests, deny_lints
+from integrations.agentbeats.amber import RULES, check_manifests, deny_lints
 
 OURS = REPO_ROOT / "integrations" / "agentbeats"
 AMBER = PUBLISHED_DATA / "amber"

@@ -13,10 +13,10 @@ from cli_runner import run_cli
 from fake_registry import DOCKER_LIST, DOCKER_MANIFEST, FakeRegistry
 from loopback_server import serve
 
-from leaderboard.image_evidence import collect_image_evidence
+from integrations.agentbeats.image_evidence import collect_image_evidence
+from integrations.agentbeats.registry import RegistryClient, RegistryError
 from leaderboard.image_refs import parse_image_ref, public_image_problems
 from leaderboard.readiness_images import check_images_section
-from leaderboard.registry import RegistryClient, RegistryError
 
 AMD64_ARM64 = [("linux", "amd64"), ("linux", "arm64")]
 

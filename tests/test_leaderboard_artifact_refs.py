@@ -14,8 +14,7 @@ from testsupport import PUBLISHED_DATA
 
 from leaderboard.normalize import normalize_row
 from leaderboard.readiness_results import check_results_file
-from leaderboard.redaction import artifact_ref_problems, is_public_artifact_ref
-from leaderboard.rows import PublicRow
+from leaderboard.rows import PublicRow, artifact_ref_problems, is_public_artifact_ref
 
 PUBLIC = [
     "sha256:" + "ab" * 32,  # a content digest names bytes, not where they are stored

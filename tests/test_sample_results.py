@@ -7,10 +7,10 @@ from pathlib import Path
 
 from testsupport import REPO_ROOT
 
-from green_agent.sample_results import FILES, MOCK_ID, WORKER_BACKED_ID, regenerate
 from leaderboard.query import run_queries
 from leaderboard.rows import ROW_KEYS
 from leaderboard.validate import validate_results_file
+from skillsbench_agentbeats.sample_results import FILES, MOCK_ID, WORKER_BACKED_ID, regenerate
 
 RESULTS = REPO_ROOT / "leaderboard" / "results"
 

@@ -7,6 +7,7 @@ from the worker package. Routes: ``POST /runs``, ``GET /runs/{id}``, ``GET /runs
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -15,6 +16,25 @@ SCHEMA_VERSION: Final = "skillsbench.agentbeats.worker_api.v1"
 
 RunState = Literal["queued", "running", "completed", "failed", "cancelled"]
 TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+# Names that mean "this machine" (besides any ``*.localhost``): the worker listens without a token
+# only on a loopback host, and the green agent reroutes loopback participant URLs.
+LOOPBACK_NAMES: frozenset[str] = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str, *, unspecified: bool = False) -> bool:
+    """A loopback name or address (``[::1]`` brackets allowed). With ``unspecified``, the
+    unspecified address (``0.0.0.0``, ``::``) counts too: as a destination it reaches this machine
+    (as a listening address it means every interface, so it does not by default)."""
+    host = host.strip().strip("[]").lower()
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or (unspecified and address.is_unspecified)
 
 
 class ParticipantEndpoint(BaseModel):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from task_sets.task import Task, TaskError, discover_tasks, load_task
 
@@ -21,6 +23,34 @@ def default_tasks_dir() -> Path:
         return Path(env)
     repo_tasks = Path(__file__).resolve().parent.parent / "tasks"
     return repo_tasks if repo_tasks.is_dir() else Path("tasks")
+
+
+def resolve_tasks_dir(value: Path | None) -> Path:
+    """``value``, else :func:`default_tasks_dir`; it must exist."""
+    tasks_dir = value or default_tasks_dir()
+    if not tasks_dir.is_dir():
+        raise ValueError(f"tasks dir {tasks_dir} does not exist (use --tasks-dir)")
+    return tasks_dir
+
+
+def selected_manifest(
+    tasks_dir: Path, task_set: str | None, task_ids: Sequence[str]
+) -> dict[str, Any]:
+    """The task-set manifest document a command line selects: a packaged task set (or manifest
+    file), narrowed to ``task_ids`` when given; or a manifest built from ``task_ids`` alone."""
+    from task_sets.manifest import build_manifest, load_task_set
+
+    if task_set is None and not task_ids:
+        raise ValueError("give --task-set or --task-id")
+    if task_set is None:
+        return build_manifest(tasks_dir, "local", task_ids=list(task_ids)).document()
+    document = load_task_set(task_set).document()
+    if task_ids:
+        unknown = set(task_ids) - {entry["task_id"] for entry in document["tasks"]}
+        if unknown:
+            raise ValueError(f"task set {task_set!r} has no task {sorted(unknown)[0]!r}")
+        document["tasks"] = [e for e in document["tasks"] if e["task_id"] in task_ids]
+    return document
 
 
 class TaskCatalog:

@@ -1,48 +1,28 @@
-"""``skillsbench-agentbeats worker`` (the HTTP service) and ``run`` (the same engine, in-process)."""
+"""``skillsbench-agentbeats worker``: the HTTP service (also ``python -m worker``).
+
+``ENVIRONMENTS`` and :func:`concurrency_or_cores` are shared with ``run`` (the same engine
+in-process, wired in :mod:`skillsbench_agentbeats.run`).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import json
 import logging
 import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from worker.failures import RetryPolicy
 
 ENVIRONMENTS = ("local", "docker")
-LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
 
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _concurrency(value: int | None) -> int:
+def concurrency_or_cores(value: int | None) -> int:
     if value is None:
         return os.cpu_count() or 1
     if value < 1:
         raise click.BadParameter("must be at least 1", param_hint="--concurrency")
     return value
-
-
-def _tasks_dir(value: Path | None) -> Path:
-    from worker.catalog import default_tasks_dir
-
-    tasks_dir = value or default_tasks_dir()
-    if not tasks_dir.is_dir():
-        raise ValueError(f"tasks dir {tasks_dir} does not exist (use --tasks-dir)")
-    return tasks_dir
 
 
 @click.command(help="Run the worker HTTP service.")
@@ -83,13 +63,15 @@ def worker(
 ) -> None:
     import uvicorn
 
+    from worker.api import is_loopback_host
     from worker.app import TOKEN_VAR, create_app
+    from worker.catalog import resolve_tasks_dir
     from worker.engine import Engine, EngineSettings
     from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.meta import ProofSettings
 
     token = os.environ.get(TOKEN_VAR) or None
-    if not is_loopback(host) and token is None:
+    if not is_loopback_host(host) and token is None:
         raise ValueError(
             f"refusing to listen on non-loopback address {host} without {TOKEN_VAR} set"
         )
@@ -98,9 +80,9 @@ def worker(
     )
     settings = EngineSettings(
         jobs_dir=jobs_dir,
-        tasks_dir=_tasks_dir(tasks_dir),
+        tasks_dir=resolve_tasks_dir(tasks_dir),
         environment=environment,
-        concurrency=_concurrency(concurrency),
+        concurrency=concurrency_or_cores(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
         prebuilt=PrebuiltImages.from_env(),
@@ -108,217 +90,3 @@ def worker(
     )
     app = create_app(Engine(settings), token=token)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)
-
-
-@click.command(help="Run a task set locally through the worker engine (no HTTP).")
-@click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
-@click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
-@click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
-@click.option(
-    "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
-)
-@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
-@click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
-@click.option(
-    "--jobs-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("jobs/local"),
-    show_default=True,
-)
-@click.option("--condition", type=click.Choice(["with_skills", "without_skills"]), default=None)
-@click.option("--num-instances", type=int, default=1, show_default=True)
-@click.option(
-    "--output",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Write the result envelope (public rows) as JSON.",
-)
-@click.option(
-    "--participant-id",
-    default=None,
-    help="AgentBeats UUID to attribute the rows to in --output (default: the a2a URL, "
-    "else the agent spec, which marks the file as a local run, not a publishable one).",
-)
-@click.option(
-    "--expect",
-    type=click.Choice(["passed", "failed"]),
-    default=None,
-    help="Exit 1 unless every trial ended this way.",
-)
-@click.option("-m", "--model", default=None, help="Model for manifest agents (any litellm route).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per-trial token cap.")
-@click.option(
-    "--max-cost-usd",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Per-trial cost cap (needs a priced model).",
-)
-@click.option(
-    "--usage-tracking",
-    type=click.Choice(["auto", "required", "off"]),
-    default="auto",
-    show_default=True,
-    help="required: a trial without trusted usage is an error.",
-)
-@click.option(
-    "--agent-env",
-    "agent_env",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Extra variable for the agent's process (repeatable).",
-)
-def run(
-    tasks_dir: Path | None,
-    task_set: str | None,
-    task_ids: tuple[str, ...],
-    agent: str,
-    environment: str,
-    concurrency: int | None,
-    jobs_dir: Path,
-    condition: str | None,
-    num_instances: int,
-    output: Path | None,
-    participant_id: str | None,
-    expect: str | None,
-    model: str | None,
-    max_tokens: int | None,
-    max_cost_usd: float | None,
-    usage_tracking: str,
-    agent_env: tuple[str, ...],
-) -> None:
-    from worker.api import RunRequest, RunTask, UsageSettings
-
-    if num_instances < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--num-instances")
-    folder = _tasks_dir(tasks_dir)
-    manifest = _manifest(folder, task_set, task_ids)
-    config = {
-        "task_set": manifest["task_set"],
-        "condition": condition or manifest.get("condition", "with_skills"),
-        "num_instances": num_instances,
-    }
-    request = RunRequest(
-        config=config,
-        task_set=manifest["task_set"],
-        task_set_digest=manifest["task_set_digest"],
-        tasks=[RunTask.model_validate(entry) for entry in manifest["tasks"]],
-        agent=agent,
-        manifest=manifest,
-        usage=UsageSettings(
-            model=model,
-            max_tokens=max_tokens,
-            max_cost_usd=max_cost_usd,
-            usage_tracking=usage_tracking,
-            agent_env=_agent_env(agent_env),
-        ),
-    )
-    from worker.agents.registry import resolve_agent
-    from worker.usage.trial import check_model
-
-    check_model(resolve_agent(agent), model)
-    rows = asyncio.run(
-        _run_local(request, folder, jobs_dir, environment, _concurrency(concurrency))
-    )
-    from worker.progress import summary_table
-
-    click.echo(summary_table(rows))
-    from worker.usage.summary import cost_line, load_results
-
-    click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
-    if output is not None:
-        document = _output_envelope(rows, manifest, agent, participant_id)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        click.echo(f"rows written to {output}")
-        click.echo(
-            f"next: skillsbench-agentbeats leaderboard aggregate {output}"
-            + ("" if participant_id else " --agent UUID")
-            + " --output results/NAME.json (a submittable file; then leaderboard validate)"
-        )
-    if expect is not None:
-        wanted = expect == "passed"
-        wrong = [r["task_id"] for r in rows if r["passed"] != wanted]
-        if wrong:
-            click.echo(f"expected every trial {expect}, but not: {', '.join(wrong)}", err=True)
-            sys.exit(1)
-
-
-def _output_envelope(
-    rows: list[dict[str, Any]], manifest: dict[str, Any], agent: str, participant_id: str | None
-) -> dict[str, Any]:
-    """The envelope shape AgentBeats publishes; rows always go through the public normalizer."""
-    from leaderboard.normalize import RowContext, build_envelope, normalize_rows
-
-    context = RowContext.from_manifest(manifest)
-    attribution = participant_id or (agent[len("a2a:") :] if agent.startswith("a2a:") else None)
-    if attribution is not None:
-        return build_envelope({"agent": attribution}, rows, context).public_dict()
-    # A built-in agent has no AgentBeats identity: keep the spec, so the file reads as a local run.
-    return {
-        "status": "completed",
-        "participants": {"agent": agent},
-        "results": normalize_rows(rows, context),
-    }
-
-
-def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
-        env[name.strip()] = value
-    return env
-
-
-def _manifest(tasks_dir: Path, task_set: str | None, task_ids: tuple[str, ...]) -> dict[str, Any]:
-    from task_sets.manifest import build_manifest, load_task_set
-
-    if task_set is None and not task_ids:
-        raise click.UsageError("give --task-set or --task-id")
-    if task_set is None:
-        return build_manifest(tasks_dir, "local", task_ids=list(task_ids)).document()
-    document = load_task_set(task_set).document()
-    if task_ids:
-        unknown = set(task_ids) - {entry["task_id"] for entry in document["tasks"]}
-        if unknown:
-            raise ValueError(f"task set {task_set!r} has no task {sorted(unknown)[0]!r}")
-        document["tasks"] = [e for e in document["tasks"] if e["task_id"] in task_ids]
-    return document
-
-
-async def _run_local(
-    request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
-) -> list[dict[str, Any]]:
-    from worker.api import EVENT_END, EVENT_ROW, RunRequest
-    from worker.engine import Engine, EngineSettings
-    from worker.progress import ProgressView
-
-    assert isinstance(request, RunRequest)
-    from worker.environment import PrebuiltImages
-
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs_dir,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=concurrency,
-            prebuilt=PrebuiltImages.from_env(),
-        )
-    )
-    await engine.start(resume=False)
-    record = await engine.submit(request)
-    view = ProgressView(len(record.trials))
-    view.draw()
-    try:
-        async for name, data in engine.events(record.run_id):
-            if name == EVENT_ROW:
-                view.row(str(data["trial_key"]), data["row"])
-            elif name == EVENT_END:
-                break
-    except asyncio.CancelledError:
-        view.close()
-        await engine.cancel(record.run_id)
-        raise
-    view.close()
-    return engine.get(record.run_id).rows()

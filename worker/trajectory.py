@@ -8,11 +8,15 @@ Event shapes follow BenchFlow's capture: ``user_message``, ``agent_message``, ``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 TRAJECTORY_FILE = "trajectory/acp_trajectory.jsonl"
+
+# What agents and the ACP client call to append one event to the trajectory.
+Recorder = Callable[[dict[str, Any]], None]
 
 
 def utc_now() -> str:

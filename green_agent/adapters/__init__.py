@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from green_agent.adapters.base import WorkerAdapter
-from green_agent.settings import GreenSettings
+from green_agent.settings import WORKER_SLOT_URL, WORKER_URL, GreenSettings
 
 log = logging.getLogger(__name__)
 
@@ -17,13 +17,15 @@ def adapter_from_settings(settings: GreenSettings) -> WorkerAdapter:
         from green_agent.adapters.mock import MockWorkerAdapter
 
         log.warning(
-            "no worker configured (SKILLSBENCH_WORKER_URL / SKILLSBENCH_WORKER_SLOT_URL): "
-            "using the MOCK worker; its rows are never score-eligible"
+            "no worker configured (%s / %s): using the MOCK worker; its rows are never "
+            "score-eligible",
+            WORKER_URL,
+            WORKER_SLOT_URL,
         )
         return MockWorkerAdapter()
     from green_agent.adapters.http import HttpWorkerAdapter
 
-    source = "SKILLSBENCH_WORKER_URL" if settings.worker_url else "SKILLSBENCH_WORKER_SLOT_URL"
+    source = WORKER_URL if settings.worker_url else WORKER_SLOT_URL
     log.info("worker: %s (from %s)", url, source)
     return HttpWorkerAdapter(
         url,

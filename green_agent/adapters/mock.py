@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from green_agent.adapters.base import RowFinished, RunEnded, RunEvent
+from green_agent.settings import WORKER_URL
 from worker.api import RunRequest
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,11 @@ class MockWorkerAdapter:
         run = MockRun(request)
         log.warning(
             "MOCK WORKER: run %s of %d task(s) from %s is not executed; rows are marked "
-            "worker_error and are never score-eligible (set SKILLSBENCH_WORKER_URL)",
+            "worker_error and are never score-eligible (set %s)",
             run.run_id,
             len(request.tasks),
             request.task_set,
+            WORKER_URL,
         )
         return run
 

@@ -14,9 +14,9 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_part
 from a2a.types import Message, Role, SendMessageRequest, StreamResponse
 
-from green_agent.local import serve_app
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
+from skillsbench_agentbeats.in_process import serve_app
 from tests.green.fake_worker import FakeWorker
 
 PURPLE_URL = "http://127.0.0.1:9019/"

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from green_agent.adapters import adapter_from_settings
-from green_agent.local import serve_app
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from leaderboard.rows import Envelope
+from skillsbench_agentbeats.in_process import serve_app
 from tests.conftest import REPO_ROOT
 from tests.green.conftest import FIVE
 from tests.green.fake_worker import FakeWorker

@@ -14,12 +14,12 @@ import pytest
 from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import Task, TaskState, TaskStatus
 
-from green_agent.local import serve_app
 from green_agent.request import MAX_JSON_DEPTH, MAX_URL_LENGTH
 from green_agent.request_guard import MAX_BODY_BYTES
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from green_agent.task_store import BoundedTaskStore
+from skillsbench_agentbeats.in_process import serve_app
 from tests.green.conftest import PURPLE_URL, SMOKE, request_text
 
 

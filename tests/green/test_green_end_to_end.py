@@ -4,7 +4,6 @@ sandbox) -> a2a bridge -> the placeholder purple agent. Skipped where the build 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -12,25 +11,9 @@ from typing import Any
 import pytest
 
 from green_agent.gateway import run_assessment
-from green_agent.local import local_green, local_worker, serve_app
 from leaderboard.rows import Envelope
+from skillsbench_agentbeats.in_process import local_green, local_worker, serve_app
 from tests.green.conftest import request_text
-
-
-def _missing() -> str | None:
-    for module in ("worker.agents.a2a", "purple_agent.placeholder", "worker.sandbox.local"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not in this build"
-    try:
-        from worker.sandbox.base import sandbox_class
-
-        sandbox_class("local")
-    except (ImportError, ValueError) as exc:
-        return str(exc)
-    return None
-
-
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
 
 TWO = {"task_set": "examples", "task_ids": ["grid-path-count", "fix-interval-merge"]}
 
@@ -89,7 +72,7 @@ async def test_a2a03_gateway_client_end_to_end(tmp_path: Path, a2a03_python: Pat
 def test_demo_prints_the_leaderboard_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from green_agent.demo import DEMO_PARTICIPANT_ID, main
+    from skillsbench_agentbeats.assessment_demo import DEMO_PARTICIPANT_ID, main
 
     output = tmp_path / "results.json"
     code = main(

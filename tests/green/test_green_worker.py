@@ -33,13 +33,13 @@ from a2a.types import (
 from green_agent import results
 from green_agent.adapters import adapter_from_settings
 from green_agent.gateway import parse_parts, run_assessment
-from green_agent.local import serve_app
 from green_agent.results import row_context
 from green_agent.selection import Selection
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from leaderboard.normalize import RowContext
 from leaderboard.rows import Envelope
+from skillsbench_agentbeats.in_process import serve_app
 from tests.conftest import free_port
 from tests.green.conftest import FIVE, PURPLE_URL, agent_parts, request_text, stream_events
 from tests.green.fake_worker import FakeWorker

@@ -1,35 +1,15 @@
-"""The HTTP worker adapter against the REAL worker service (in-process, loopback, local sandbox).
-
-Skipped with a reason where this build's worker has no local sandbox yet.
-"""
+"""The HTTP worker adapter against the REAL worker service (in-process, loopback, local sandbox)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from green_agent.adapters.base import RowFinished, RunEnded
 from green_agent.adapters.http import HttpWorkerAdapter
-from green_agent.local import local_worker
 from green_agent.selection import select
+from skillsbench_agentbeats.in_process import local_worker
 from worker.api import RunRequest
-
-
-def _local_sandbox_missing() -> str | None:
-    try:
-        from worker.sandbox.base import sandbox_class
-
-        sandbox_class("local")
-    except (ImportError, ValueError) as exc:
-        return f"the worker has no local sandbox in this build: {exc}"
-    return None
-
-
-pytestmark = pytest.mark.skipif(
-    _local_sandbox_missing() is not None, reason=str(_local_sandbox_missing())
-)
 
 TWO = {"task_set": "examples", "task_ids": ["csv-sales-summary", "grid-path-count"]}
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from testsupport import REPO_ROOT, free_port
 
-from purple_agent.protocol import Action, find_action
+from worker.bridge.protocol import Action, find_action
 
 
 @contextlib.asynccontextmanager

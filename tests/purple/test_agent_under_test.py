@@ -13,8 +13,8 @@ import pytest
 from testsupport import REPO_ROOT
 
 from purple_agent.config import load_config
-from purple_agent.protocol import ActionResult, ActionResultMessage, ExecAction, ShellContext
 from purple_agent.redact import MASK, RedactingFilter, Redactor
+from worker.bridge.protocol import ActionResult, ActionResultMessage, ExecAction, ShellContext
 
 from .support import BridgeClient, FakeModel, serving, spawned
 

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from purple_agent.agent_under_test import create_app
 from purple_agent.config import AgentConfig
 from purple_agent.harnesses import HARNESSES, HarnessAgent
-from purple_agent.protocol import (
+from worker.bridge.protocol import (
     ActionResult,
     ActionResultMessage,
     ExecAction,

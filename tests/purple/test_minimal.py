@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from purple_agent.agent_under_test import create_app, make_agent
 from purple_agent.config import AgentConfig
-from purple_agent.protocol import (
+from worker.bridge.protocol import (
     PROTOCOL,
     ActionResult,
     ActionResultMessage,

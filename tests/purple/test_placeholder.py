@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 
 from purple_agent.placeholder import REPLY, PlaceholderAgent, card_for
-from purple_agent.protocol import ShellContext
 from purple_agent.server import build_app, public_url
+from worker.bridge.protocol import ShellContext
 
 from .support import BridgeClient, serving, spawned
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from a2a.helpers import get_data_parts, new_data_part
 
-from purple_agent.protocol import (
+from worker.bridge.protocol import (
     PROTOCOL,
     ActionResult,
     ActionResultMessage,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from purple_agent.protocol import ActionResult
 from purple_agent.seeding import FolderFetch
+from worker.bridge.protocol import ActionResult
 
 NO_T_TAR = """#!/bin/sh
 for a in "$@"; do case "$a" in -T|-T*) echo "tar: invalid option -- 'T'" >&2; exit 1;; esac; done

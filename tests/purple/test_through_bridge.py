@@ -1,7 +1,4 @@
-"""The agent under test solves an example task through the worker's a2a bridge and a real sandbox.
-
-Skipped until the bridge (``worker.agents.a2a``) and its trial test harness are in the tree.
-"""
+"""The agent under test solves an example task through the worker's a2a bridge and a real sandbox."""
 
 from __future__ import annotations
 
@@ -11,14 +8,13 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from worker_acp import harness
 
 from purple_agent.agent_under_test import create_app
 from purple_agent.config import AgentConfig
+from worker.agents import a2a
 
 from .support import FakeModel, serving
-
-a2a = pytest.importorskip("worker.agents.a2a", reason="the a2a bridge is not in this tree yet")
-harness = pytest.importorskip("worker_acp.harness", reason="the bridge's trial harness is absent")
 
 
 @pytest.mark.parametrize("kind", ["minimal", "cli-command", "cli-missing"])

@@ -239,3 +239,36 @@ def test_durable_proof_required_but_missing_refuses_to_start(tmp_path: Path) -> 
     )
     assert done.returncode == 2
     assert "not durable" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "listen", "destination"),
+    [
+        ("127.0.0.1", True, True),
+        ("127.8.9.10", True, True),
+        ("::1", True, True),
+        ("[::1]", True, True),
+        ("localhost", True, True),
+        ("LOCALHOST", True, True),
+        ("localhost.localdomain", True, True),
+        ("ip6-localhost", True, True),
+        ("worker.localhost", True, True),
+        ("0.0.0.0", False, True),  # every interface when listening; this machine as a destination
+        ("::", False, True),
+        ("10.0.0.5", False, False),
+        ("example.org", False, False),
+        ("", False, False),
+    ],
+)
+def test_one_loopback_rule_for_listening_and_routing(
+    host: str, listen: bool, destination: bool
+) -> None:
+    """The worker's token-less bind and the green agent's participant routing share one host list."""
+    from green_agent.routing import is_loopback_url
+    from worker.api import is_loopback_host
+
+    assert is_loopback_host(host) is listen
+    assert is_loopback_host(host, unspecified=True) is destination
+    if host:
+        netloc = f"[{host.strip('[]')}]" if ":" in host else host
+        assert is_loopback_url(f"http://{netloc}:9019/") is destination

@@ -13,8 +13,8 @@ import sys
 
 from worker.acp.extensions import OUTCOME_KEY
 from worker.acp.host_process import HostProcess
-from worker.acp.runner import run_process_session
 from worker.acp.session import SessionConfig, SessionResult
+from worker.agents.acp_session import run_process_session
 from worker.agents.base import (
     Agent,
     AgentContext,

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
 from worker.acp.provision import ProvisionError, provision
-from worker.acp.runner import outcome_of, run_process_session
 from worker.acp.session import SessionConfig
+from worker.agents.acp_session import outcome_of, run_process_session
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
 from worker.agents.registry import add_resolver
 from worker.failures import FailureKind

@@ -16,8 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from task_sets.task import Task
 from worker.failures import FailureKind
 from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
-
-Recorder = Callable[[dict[str, Any]], None]
+from worker.trajectory import Recorder
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from worker.agents.base import Agent, registered_kinds
 
-# Modules that register agent kinds when imported; missing ones are skipped.
+# Modules that register agent kinds when imported; one that fails to import fails loudly.
 PLUGIN_MODULES: tuple[str, ...] = (
     "worker.agents.builtin",
     "worker.agents.acp",  # acp/manifest agents (kind "acp")
@@ -37,11 +37,7 @@ def load_plugins() -> None:
     if _loaded:
         return
     for module in PLUGIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        importlib.import_module(module)
     _loaded = True
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+# One refusal for both checks: the bridge's lexical one here (absolute elsewhere, ``..``, empty,
+# NUL) and the worker's after resolving symlinks in the sandbox.
+from worker.acp.sandbox_fs import PathRefused
 
-class PathRefused(ValueError):
-    """A path outside the allowed folders (absolute elsewhere, ``..``, empty, NUL)."""
+__all__ = ["PathRefused", "resolve"]
 
 
 def resolve(path: str, workspace: str, allowed_roots: Sequence[str]) -> str:

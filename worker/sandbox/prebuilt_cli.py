@@ -38,12 +38,12 @@ def build_tasks(
     if registry and not push:
         raise click.UsageError("--registry is only used with --push")
     from task_sets.task import load_task
-    from worker.cli import _manifest, _tasks_dir
+    from worker.catalog import resolve_tasks_dir, selected_manifest
     from worker.sandbox.docker import docker_client
     from worker.sandbox.prebuilt import build_task_images, prebuilt_map
 
-    root = _tasks_dir(tasks_dir)
-    document = _manifest(root, task_set, task_ids)
+    root = resolve_tasks_dir(tasks_dir)
+    document = selected_manifest(root, task_set, task_ids)
     tasks = []
     for entry in document["tasks"]:
         folder = root / entry["task_id"]

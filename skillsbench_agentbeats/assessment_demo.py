@@ -2,8 +2,8 @@
 it (gateway-style client -> green agent -> worker -> a2a bridge -> purple agent), then the
 leaderboard table computed from the results file.
 
-``python -m green_agent.demo [--output F] [--jobs-dir D]``; the lead's demo calls
-:func:`placeholder_assessment`.
+``python -m skillsbench_agentbeats.assessment_demo [--output F] [--jobs-dir D]``; ``make demo``
+(:mod:`skillsbench_agentbeats.demo`) calls :func:`main`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from green_agent.settings import WORKER_URL
+
 # A fixed AgentBeats-style UUID, so the leaderboard table has an id (the gateway would echo a URL).
 DEMO_PARTICIPANT_ID = "019e4ed1-0000-7000-8000-000000000de0"
 DEMO_CONFIG: dict[str, Any] = {
@@ -24,7 +26,7 @@ DEMO_CONFIG: dict[str, Any] = {
 }
 
 
-def _placeholder_app(url: str) -> Any:
+def placeholder_app(url: str) -> Any:
     from purple_agent.placeholder import PlaceholderAgent, card_for
     from purple_agent.server import build_app
 
@@ -36,17 +38,15 @@ async def placeholder_assessment(
 ) -> dict[str, Any]:
     """The gateway-shaped export of one assessment of the placeholder, all in this process."""
     from green_agent.gateway import run_assessment, wait_for_cards
-    from green_agent.local import local_green, local_worker, serve_app
+    from skillsbench_agentbeats.in_process import local_green, local_worker, serve_app
 
     async with (
-        serve_app(_placeholder_app) as purple,
+        serve_app(placeholder_app) as purple,
         local_worker(jobs_dir) as worker_url,
+        local_green({WORKER_URL: worker_url}) as green,
     ):
-        if worker_url is None:
-            raise RuntimeError("this build has no worker")
-        async with local_green({"SKILLSBENCH_WORKER_URL": worker_url}) as green:
-            await wait_for_cards([green, purple])
-            return await run_assessment(green, {"agent": purple}, config or DEMO_CONFIG, progress)
+        await wait_for_cards([green, purple])
+        return await run_assessment(green, {"agent": purple}, config or DEMO_CONFIG, progress)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderboard.amber_manifest import Manifest, ManifestCheck, as_list, as_obj, binding_parts
+from integrations.agentbeats.amber_manifest import (
+    Manifest,
+    ManifestCheck,
+    as_list,
+    as_obj,
+    binding_parts,
+)
 from leaderboard.findings import child, json_path
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from leaderboard.amber_link import check_children
-from leaderboard.amber_lints import check_lints
-from leaderboard.amber_manifest import (
+from integrations.agentbeats.amber_link import check_children
+from integrations.agentbeats.amber_lints import check_lints
+from integrations.agentbeats.amber_manifest import (
     CAPABILITY_KINDS,
     EXPERIMENTAL_FEATURES,
     FRAMEWORK_CAPABILITIES,
@@ -33,7 +33,7 @@ from leaderboard.amber_manifest import (
     interpolations,
     walk_strings,
 )
-from leaderboard.amber_schema import check_config_schema, resolve_config_path
+from integrations.agentbeats.amber_schema import check_config_schema, resolve_config_path
 from leaderboard.findings import Finding, child, json_path
 
 __all__ = ["RULES", "check_manifests", "deny_lints"]

@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from integrations.agentbeats.registry import RegistryClient, RegistryError, ResolvedImage
 from leaderboard.evidence import IMAGE_ROLES
 from leaderboard.image_refs import REQUIRED_PLATFORM, parse_image_ref, public_image_problems
-from leaderboard.registry import RegistryClient, RegistryError, ResolvedImage
 
 IMAGE_EVIDENCE_SCHEMA_VERSION = "skillsbench.agentbeats.image_evidence.v1"
 

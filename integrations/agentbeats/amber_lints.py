@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from leaderboard.amber_manifest import ManifestCheck, Use, binding_parts
-from leaderboard.amber_schema import property_names
+from integrations.agentbeats.amber_manifest import ManifestCheck, Use, binding_parts
+from integrations.agentbeats.amber_schema import property_names
 from leaderboard.findings import json_path
 
 

@@ -1,4 +1,8 @@
-"""Start the green agent (and, when available, a worker) in-process on free loopback ports."""
+"""The green agent and the worker as services in this process, each on a free loopback port.
+
+In-process wiring of two components belongs to the composition root: the green agent itself
+reaches a worker only over HTTP.
+"""
 
 from __future__ import annotations
 
@@ -51,17 +55,12 @@ async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncIterator[str | None]:
-    """The real worker service in this process (imported lazily); None when this build lacks it."""
-    try:
-        from worker.app import create_app
-        from worker.catalog import default_tasks_dir
-        from worker.engine import Engine, EngineSettings
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("worker"):
-            raise
-        yield None
-        return
+async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncIterator[str]:
+    """The real worker service in this process; yields its base URL (no trailing slash)."""
+    from worker.app import create_app
+    from worker.catalog import default_tasks_dir
+    from worker.engine import Engine, EngineSettings
+
     settings = EngineSettings(
         jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
     )

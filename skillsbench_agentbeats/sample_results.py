@@ -1,6 +1,6 @@
 """Regenerate ``leaderboard/results/`` files from our own runs, not synthetic data.
 
-``python -m green_agent.sample_results [--output leaderboard/results]`` runs, all on loopback:
+``python -m skillsbench_agentbeats.sample_results [--output leaderboard/results]`` runs, all on loopback:
 
 - a worker-backed assessment of the placeholder purple agent on the ``examples`` task set
   (gateway-style client → green agent → real worker → a2a bridge → placeholder), and
@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from green_agent.demo import _placeholder_app, placeholder_assessment
+from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from skillsbench_agentbeats.assessment_demo import placeholder_app, placeholder_assessment
 
 WORKER_BACKED_ID = "019e5a00-0000-7000-8000-0000000000e1"
 MOCK_ID = "019e5a00-0000-7000-8000-0000000000e2"
@@ -38,11 +39,11 @@ async def _assess(mode: str, participant_id: str, jobs_dir: Path) -> dict[str, A
     if mode == "worker":
         return await placeholder_assessment(jobs_dir, _config(participant_id))
     from green_agent.gateway import run_assessment, wait_for_cards
-    from green_agent.local import local_green, serve_app
+    from skillsbench_agentbeats.in_process import local_green, serve_app
 
     # Mock mode: an empty worker URL is what a mock-mode Amber scenario passes.
-    env = {"SKILLSBENCH_WORKER_URL": "", "SKILLSBENCH_WORKER_SLOT_URL": ""}
-    async with serve_app(_placeholder_app) as purple, local_green(env) as green:
+    env = {WORKER_URL: "", WORKER_SLOT_URL: ""}
+    async with serve_app(placeholder_app) as purple, local_green(env) as green:
         await wait_for_cards([green, purple])
         return await run_assessment(green, {"agent": purple}, _config(participant_id))
 

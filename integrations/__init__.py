@@ -1,0 +1,1 @@
+"""Integrations with the platforms that run this product (AgentBeats)."""

@@ -1,0 +1,134 @@
+"""``skillsbench-agentbeats assess``: run an assessment the way the AgentBeats gateway does.
+
+With ``--green`` it is a gateway-style client of that green agent. Without, it wires the parts in
+this process (the composition root's job): a green agent, and the real worker unless
+``SKILLSBENCH_WORKER_URL`` / ``SKILLSBENCH_WORKER_SLOT_URL`` names one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
+from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from skillsbench_agentbeats.in_process import local_green, local_worker
+
+
+def _load_config(value: str) -> dict[str, Any]:
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(
+                f"--config: cannot read {value[1:]}: {exc.strerror}"
+            ) from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(
+            f"--config: not valid JSON: {exc.msg} at char {exc.pos}"
+        ) from None
+    if not isinstance(config, dict):
+        raise click.ClickException("--config: must be a JSON object")
+    return config
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+async def _assess(
+    participant: str,
+    config: dict[str, Any],
+    green_url: str | None,
+    jobs_dir: Path | None,
+    environment: str,
+) -> dict[str, Any]:
+    participants = {"agent": participant}
+    if green_url is not None:
+        await wait_for_cards([green_url, participant])
+        return await run_assessment(green_url, participants, config, _progress)
+    env: dict[str, str] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        if not (os.environ.get(WORKER_URL) or os.environ.get(WORKER_SLOT_URL)):
+            jobs = jobs_dir or Path(tempfile.mkdtemp(prefix="skillsbench-assess-"))
+            worker_url = await stack.enter_async_context(local_worker(jobs, environment))
+            _progress(f"started a local worker at {worker_url} (jobs dir {jobs})")
+            env[WORKER_URL] = worker_url
+        url = await stack.enter_async_context(local_green(env))
+        _progress(f"started a local green agent at {url}")
+        await wait_for_cards([url, participant])
+        return await run_assessment(url, participants, config, _progress)
+
+
+@click.command(name="assess")
+@click.option("--participant", required=True, help="A2A URL of the agent under test.")
+@click.option("--config", "config_arg", required=True, help="Assessment config: JSON or @file.")
+@click.option("--green", "green_url", default=None, help="Green agent URL (default: start one).")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the gateway-shaped results here (default: stdout).",
+)
+@click.option(
+    "--jobs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Jobs dir of the local worker (without --green; default: a new temporary dir).",
+)
+@click.option(
+    "--environment",
+    type=click.Choice(["local", "docker"]),
+    default="local",
+    show_default=True,
+    help="Sandbox of the local worker (without --green).",
+)
+def assess(
+    participant: str,
+    config_arg: str,
+    green_url: str | None,
+    output: Path | None,
+    jobs_dir: Path | None,
+    environment: str,
+) -> None:
+    """Run an assessment the way the AgentBeats gateway does and write its results file.
+
+    Without --green, a green agent starts in this process, with the worker named by
+    SKILLSBENCH_WORKER_URL, else a local worker in this process.
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    config = _load_config(config_arg)
+    try:
+        result = asyncio.run(_assess(participant, config, green_url, jobs_dir, environment))
+    except Exception as exc:  # the gateway exports any failure as status "failed"
+        message = str(exc) if isinstance(exc, AgentsNotReady) else f"{type(exc).__name__}: {exc}"
+        result = {"status": "failed", "results": [], "error": message}
+    text = json.dumps(result, indent=2)
+    if output is not None:
+        output.write_text(text + "\n", encoding="utf-8")
+        _progress(f"wrote {output}")
+        if result["status"] == "completed":
+            _progress(
+                f"next: skillsbench-agentbeats leaderboard aggregate {output} --agent UUID "
+                "--output results/NAME.json (one file per shard; then leaderboard validate)"
+            )
+    else:
+        click.echo(text)
+    if result["status"] != "completed":
+        click.echo(
+            f"error: assessment {result['status']}: {result.get('error', '')}".rstrip(": "),
+            err=True,
+        )
+        sys.exit(1)

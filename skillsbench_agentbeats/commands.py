@@ -1,0 +1,26 @@
+"""Command groups whose sub-commands come from more than one component.
+
+``readiness``: ``validate`` (the leaderboard's readiness validators) and ``assemble`` (AgentBeats
+evidence assembly). ``images``: ``evidence`` (AgentBeats image evidence) and ``build-tasks``
+(task environment images, built by the worker's docker sandbox).
+"""
+
+from __future__ import annotations
+
+import click
+
+from integrations.agentbeats.cli import assemble, evidence
+from leaderboard.readiness_cli import validate
+from worker.sandbox.prebuilt_cli import build_tasks
+
+readiness = click.Group(
+    "readiness",
+    commands=[validate, assemble],
+    help="Validate or assemble public-readiness evidence.",
+)
+
+images = click.Group(
+    "images",
+    commands=[evidence, build_tasks],
+    help="Image evidence and task environment images.",
+)
