@@ -81,6 +81,11 @@ def agent_under_test(host: str, port: int, card_url: str | None) -> None:
     agent = make_agent(config)
     if isinstance(agent, HarnessAgent) and (why := agent.missing_cli()) is not None:
         log.warning("%s; every task will fail until it is installed", why)
+    if (why := config.key_problem(os.environ)) is not None:
+        log.warning("%s; every model call will fail", why)
+    if isinstance(agent, MinimalAgent):
+        # Seconds of import at start-up, not counted against the first trial's time.
+        agent.load_model_library_in_background()
     log.info(
         "agent under test: harness=%s model=%s provider=%s base_url=%s key=%s (pid %d)",
         config.harness,

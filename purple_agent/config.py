@@ -70,6 +70,18 @@ class AgentConfig(BaseModel):
             return f"{self.provider}/{self.model}"
         return self.model
 
+    def key_problem(self, environ: Mapping[str, str]) -> str | None:
+        """Why no model key will reach the provider, or None (a key is set, or a base URL names
+        a gateway that may need none)."""
+        if self.api_key is not None or self.base_url is not None:
+            return None
+        names = PROVIDER_KEY_VARS.get(self.provider_name or "", ("OPENAI_API_KEY",))
+        if any(environ.get(name) for name in names):
+            return None
+        return f"no model key for {self.litellm_model}: set {ENV_PREFIX}API_KEY or " + " / ".join(
+            names
+        )
+
     def provider_env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """Provider key variables to add to a harness's environment (only those not already set)."""
         if self.api_key is None:

@@ -15,9 +15,11 @@ State lives in memory, one :class:`Conversation` per A2A context. litellm routes
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +79,7 @@ class MinimalAgent(TurnAgent):
         self._config = config
         self._conversations: dict[str, Conversation] = {}
         self._litellm: Any = None
+        self._import_lock = threading.Lock()
 
     async def respond(self, turn: Turn) -> Reply:
         context = find_context(turn.data)
@@ -138,7 +141,7 @@ class MinimalAgent(TurnAgent):
                 message = await self._complete(conv)
             except Exception as exc:
                 log.warning("model call failed: %s", exc)
-                return Reply(text=f"model call failed: {type(exc).__name__}", failed=True)
+                return Reply(text=f"model call failed: {_provider_error(exc)}", failed=True)
             conv.messages.append(message)
             conv.pending = list(message.get("tool_calls") or [])
             if not conv.pending:
@@ -179,7 +182,7 @@ class MinimalAgent(TurnAgent):
         return None
 
     async def _complete(self, conv: Conversation) -> dict[str, Any]:
-        litellm = self._import_litellm()
+        litellm = self._litellm or await asyncio.to_thread(self._import_litellm)
         response = await litellm.acompletion(
             model=self._config.litellm_model,
             messages=conv.messages,
@@ -203,8 +206,29 @@ class MinimalAgent(TurnAgent):
             ]
         return out
 
+    def load_model_library(self) -> float:
+        """Import litellm now (seconds it took): at start-up, not in a trial's first turn."""
+        started = time.monotonic()
+        self._import_litellm()
+        return time.monotonic() - started
+
+    def load_model_library_in_background(self) -> threading.Thread:
+        """Start the import beside the server, so the card is served at once; a turn that comes
+        before it is done waits for it (the import lock) instead of importing a second time."""
+
+        def load() -> None:
+            log.info("model library loaded in %.1f s", self.load_model_library())
+
+        thread = threading.Thread(target=load, name="load-litellm", daemon=True)
+        thread.start()
+        return thread
+
     def _import_litellm(self) -> Any:
-        """Import litellm on first use: it is slow to import and must not fetch its cost map."""
+        """Import litellm once: it is slow to import and must not fetch its cost map."""
+        with self._import_lock:
+            return self._import_litellm_locked()
+
+    def _import_litellm_locked(self) -> Any:
         if self._litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             import litellm
@@ -216,6 +240,21 @@ class MinimalAgent(TurnAgent):
                 logger.propagate = True
             self._litellm = litellm
         return self._litellm
+
+
+MAX_ERROR_CHARS = 300
+
+
+def _provider_error(exc: BaseException) -> str:
+    """The provider's own words (e.g. ``APIConnectionError: Connection error.``), one line,
+    clipped; replies are redacted on the way out, so a key quoted here never leaves."""
+    name = type(exc).__name__
+    text = " ".join(str(exc).split()).removeprefix("litellm.")
+    while text.startswith(f"{name}: "):  # litellm repeats the class name
+        text = text[len(name) + 2 :]
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 1] + "…"
+    return f"{name}: {text}" if text else name
 
 
 def _finish(message: str) -> Reply:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -151,3 +153,35 @@ async def test_secrets_stay_out_of_logs_card_and_replies(tmp_path: Path) -> None
     assert log.count(MASK) >= 2
     for text in (card, first.text, str(first.data), second.text, log):
         assert KEY not in text and OTHER_KEY not in text
+
+
+async def test_start_up_loads_the_model_library_and_warns_without_a_key(tmp_path: Path) -> None:
+    """No key: a warning at start naming the variables, not a silent start whose every task
+    fails later; and litellm is imported before the card is served, not in the first turn."""
+    keyless = {
+        name: "" for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "SKILLSBENCH_AGENT_API_KEY")
+    }
+    env = {**keyless, "SKILLSBENCH_AGENT_HARNESS": "minimal", "SKILLSBENCH_AGENT_MODEL": "gemini/x"}
+    with spawned("purple_agent.agent_under_test", env, tmp_path / "aut.log") as agent:
+        log = agent.log()  # the card is served: the warning is already out
+        assert "no model key for gemini/x: set SKILLSBENCH_AGENT_API_KEY or GEMINI_API_KEY" in log
+        assert "every model call will fail" in log
+        # The import runs beside the server, before any turn asks for it.
+        deadline = time.monotonic() + 600
+        while "model library loaded in" not in agent.log():
+            assert time.monotonic() < deadline, agent.log()
+            assert agent.proc.poll() is None, agent.log()
+            await asyncio.sleep(0.2)
+
+
+def test_a_key_or_a_gateway_url_is_enough() -> None:
+    from pydantic import SecretStr
+
+    from purple_agent.config import AgentConfig
+
+    config = AgentConfig(harness="minimal", model="anthropic/claude-x")
+    assert config.key_problem({}) is not None
+    assert config.key_problem({"ANTHROPIC_API_KEY": "k"}) is None
+    assert config.model_copy(update={"api_key": SecretStr("k")}).key_problem({}) is None
+    gateway = config.model_copy(update={"base_url": "http://127.0.0.1:4000/v1"})
+    assert gateway.key_problem({}) is None

@@ -54,12 +54,9 @@ async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         model_cm = serving(lambda _url: model.app())
         model_url = await model_cm.__aenter__()
         stack.append(model_cm)
+        settings: dict[str, Any] = {"base_url": f"{model_url}/v1", **config}
         cfg = AgentConfig(
-            harness="minimal",
-            model="openai/fake-model",
-            base_url=f"{model_url}/v1",
-            api_key=SecretStr(KEY),
-            **config,
+            harness="minimal", model="openai/fake-model", api_key=SecretStr(KEY), **settings
         )
         agent = make_agent(cfg)
         agent_cm = serving(lambda url: create_app(cfg, url, agent))
@@ -139,6 +136,18 @@ async def test_model_error_fails_the_task_without_leaking_the_key(agent_with: An
     assert reply.state == "TASK_STATE_FAILED"
     assert "model call failed" in reply.text and "AuthenticationError" in reply.text
     assert KEY not in reply.text
+
+
+async def test_an_unreachable_provider_is_named_in_the_reason(agent_with: Any) -> None:
+    """The trial's reason carries the provider's own words, not only an exception class."""
+    _, bridge = await agent_with([], base_url="http://127.0.0.1:9/v1")
+    reply = await bridge.send(INSTRUCTION, context())
+    assert reply.state == "TASK_STATE_FAILED"
+    # litellm's words for a refused connection: "InternalServerError: OpenAIException -
+    # Connection error." (the class alone said nothing about the cause)
+    assert reply.text.startswith("model call failed: InternalServerError: "), reply.text
+    assert reply.text.endswith("Connection error."), reply.text
+    assert reply.text.count("InternalServerError") == 1
 
 
 async def test_message_without_context_is_refused(agent_with: Any) -> None:
