@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from worker.agents import registry
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
-from worker.agents import registry
 from worker.agents.registry import resolve_agent, resolver_added
 from worker.api import RunRequest, RunTask
 from worker.records import RunRecord, TrialRecord
@@ -97,7 +97,7 @@ def test_fallback_resolver_hook_for_manifest_names() -> None:
         with pytest.raises(ValueError):
             resolve_agent("another-unknown-agent")
     # The registration ended with the block: the global registry is as it was.
-    assert registry._RESOLVERS == before
+    assert before == registry._RESOLVERS
     with pytest.raises(ValueError, match="unknown agent 'my-manifest-agent'"):
         resolve_agent("my-manifest-agent")
 
