@@ -23,18 +23,18 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 
-# (script, arguments, needs docker); the slowest first so that two at a time finish together.
+# (script, arguments, needs docker); the slowest first, so that two at a time end together.
 BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("proxy_overhead.py", [], False),
-    ("bridge_overhead.py", [], False),
     ("green_overhead.py", [], False),
-    ("trial_overhead.py", ["--environment", "local"], False),
-    ("host_capacity.py", ["--environment", "local"], False),
-    ("sandbox_primitives.py", ["--backend", "local"], False),
-    ("leaderboard_queries.py", [], False),
     ("trial_overhead.py", ["--environment", "docker"], True),
+    ("bridge_overhead.py", [], False),
     ("host_capacity.py", ["--environment", "docker"], True),
     ("sandbox_primitives.py", ["--backend", "docker"], True),
+    ("trial_overhead.py", ["--environment", "local"], False),
+    ("host_capacity.py", ["--environment", "local"], False),
+    ("leaderboard_queries.py", [], False),
+    ("sandbox_primitives.py", ["--backend", "local"], False),
 ]
 
 

@@ -135,10 +135,10 @@ async def main() -> None:
         help="Dockerfile text of the trivial task (default: python:3.11-slim for local, "
         "the busybox test image for docker)",
     )
-    parser.add_argument("--smoke", action="store_true", help="2 trials (make bench-smoke)")
+    parser.add_argument("--smoke", action="store_true", help="1 trial (make bench-smoke)")
     args = parser.parse_args()
     if args.smoke:
-        args.trials = 2
+        args.trials = 1
     dockerfile = args.dockerfile or (
         "FROM python:3.11-slim\nWORKDIR /root\n"
         if args.environment == "local"
