@@ -90,14 +90,14 @@ def _manifest_resolver(spec: str) -> Agent | None:
 
 def test_fallback_resolver_hook_for_manifest_names() -> None:
     registry.load_plugins()
-    before = list(registry._RESOLVERS)
+    before = registry.resolvers()
     with resolver_added(_manifest_resolver):
         agent = resolve_agent("my-manifest-agent")
         assert isinstance(agent, _Named) and agent.name == "my-manifest-agent"
         with pytest.raises(ValueError):
             resolve_agent("another-unknown-agent")
     # The registration ended with the block: the global registry is as it was.
-    assert before == registry._RESOLVERS
+    assert registry.resolvers() == before
     with pytest.raises(ValueError, match="unknown agent 'my-manifest-agent'"):
         resolve_agent("my-manifest-agent")
 
@@ -107,7 +107,7 @@ def test_scoped_resolver_keeps_one_added_before() -> None:
     try:
         with resolver_added(_manifest_resolver):
             pass
-        assert _manifest_resolver in registry._RESOLVERS
+        assert _manifest_resolver in registry.resolvers()
     finally:
         registry.remove_resolver(_manifest_resolver)
-    assert _manifest_resolver not in registry._RESOLVERS
+    assert _manifest_resolver not in registry.resolvers()

@@ -34,6 +34,11 @@ def add_resolver(resolver: Resolver) -> None:
         _RESOLVERS.append(resolver)
 
 
+def resolvers() -> tuple[Resolver, ...]:
+    """The fallback resolvers, in the order they are consulted."""
+    return tuple(_RESOLVERS)
+
+
 def remove_resolver(resolver: Resolver) -> None:
     """Undo :func:`add_resolver`; a resolver not added is ignored."""
     if resolver in _RESOLVERS:
