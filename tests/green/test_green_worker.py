@@ -302,7 +302,7 @@ async def test_heartbeat_updates_while_no_trial_finishes(tmp_path: Path) -> None
     assert len(parse_parts(agent_parts(events))) == 1
 
 
-async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
+async def _send_and_cancel_1x(green_url: str, purple_url: str = PURPLE_URL) -> tuple[int, int]:
     async with httpx.AsyncClient(timeout=60) as http:
         client = await create_client(
             green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
@@ -310,7 +310,7 @@ async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
         message = Message(
             role=Role.ROLE_USER,
             message_id=uuid.uuid4().hex,
-            parts=[new_text_part(request_text(FIVE))],
+            parts=[new_text_part(request_text(FIVE, purple_url))],
         )
         async with client:
             task_id = ""
@@ -325,16 +325,21 @@ async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
             return cancelled.status.state, got.status.state
 
 
-async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.3)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
-        returned, stored = await _send_and_cancel_1x(gurl)
+async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path, worker_kind: str) -> None:
+    async with (
+        worker_under_test(
+            worker_kind, tmp_path, config=FIVE, trial_sec=0.3, only_first_ends=True
+        ) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
+        returned, stored = await _send_and_cancel_1x(gurl, worker.purple_url)
         await asyncio.sleep(0.2)
     assert returned == TaskState.TASK_STATE_CANCELED
     assert stored == TaskState.TASK_STATE_CANCELED
-    (run,) = worker.runs()
-    assert run["cancelled_at"] is not None
-    assert run["cancelled_at"] - run["created"] < 1.5  # well before the 5 trials (1.5 s) end
+    assert worker.cancelled() == [True]
+    if worker.fake is not None:
+        (run,) = worker.fake.runs()
+        assert run["cancelled_at"] - run["created"] < 1.5  # well before the 5 trials (1.5 s) end
 
 
 async def test_tasks_cancel_03_cancels_the_worker_run(tmp_path: Path, a2a03_python: Path) -> None:

@@ -25,6 +25,7 @@ from tests.green.fake_worker import FakeWorker
 from tests.green.purple_stub import purple_app
 
 KINDS = ("fake", "real")
+NEVER_ENDS = "#!/bin/sh\nexec sleep 3600\n"
 
 
 @dataclass
@@ -46,6 +47,17 @@ class WorkerUnderTest:
         assert problems == []
         runs.sort(key=lambda run: run.created_at)
         return [run.request.model_dump(mode="json") for run in runs]
+
+    def cancelled(self) -> list[bool]:
+        """Per accepted run, oldest first: whether it was asked to cancel."""
+        if self.fake is not None:
+            runs = sorted(self.fake.runs(), key=lambda run: run["created"])
+            return [run["cancelled_at"] is not None for run in runs]
+        from worker.store import RunStore
+
+        records, _ = RunStore(self.jobs).load_all()
+        records.sort(key=lambda run: run.created_at)
+        return [run.cancel_requested for run in records]
 
     def expected_passed(self, count: int) -> list[bool]:
         """The fake passes every other trial; the purple stub solves nothing for the real one."""
@@ -75,8 +87,13 @@ async def worker_under_test(
     config: dict[str, Any],
     token: str | None = None,
     trial_sec: float = 0.05,
+    only_first_ends: bool = False,
 ) -> AsyncIterator[WorkerUnderTest]:
-    """A worker of ``kind`` able to run the tasks of ``config``, and a live purple agent."""
+    """A worker of ``kind`` able to run the tasks of ``config``, and a live purple agent.
+
+    ``only_first_ends``: on the real worker, the verifier of every task but the first never ends
+    (so a run can be cancelled while its other trials are surely unfinished); the fake's trials
+    end every ``trial_sec`` seconds anyway."""
     jobs = root / "jobs"
     async with serve_app(purple_app) as purple_url:
         if kind == "fake":
@@ -92,8 +109,11 @@ async def worker_under_test(
 
         tasks = root / "tasks"
         tasks.mkdir(parents=True)
-        for task in select(config).tasks:
-            make_task(tasks, task.task_id)
+        for index, task in enumerate(select(config).tasks):
+            if only_first_ends and index > 0:
+                make_task(tasks, task.task_id, test_sh=NEVER_ENDS, verifier_timeout=3600)
+            else:
+                make_task(tasks, task.task_id)
         engine = Engine(
             EngineSettings(
                 jobs_dir=jobs,
