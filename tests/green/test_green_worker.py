@@ -333,7 +333,7 @@ async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path, worker_kind
         green(GreenSettings(worker_url=worker.url)) as gurl,
     ):
         returned, stored = await _send_and_cancel_1x(gurl, worker.purple_url)
-        await asyncio.sleep(0.2)
+        await worker.wait_cancelled()
     assert returned == TaskState.TASK_STATE_CANCELED
     assert stored == TaskState.TASK_STATE_CANCELED
     assert worker.cancelled() == [True]
@@ -342,25 +342,31 @@ async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path, worker_kind
         assert run["cancelled_at"] - run["created"] < 1.5  # well before the 5 trials (1.5 s) end
 
 
-async def test_tasks_cancel_03_cancels_the_worker_run(tmp_path: Path, a2a03_python: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.5)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
+async def test_tasks_cancel_03_cancels_the_worker_run(
+    tmp_path: Path, a2a03_python: Path, worker_kind: str
+) -> None:
+    async with (
+        worker_under_test(
+            worker_kind, tmp_path, config=FIVE, trial_sec=0.5, only_first_ends=True
+        ) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
         proc = await asyncio.create_subprocess_exec(
             str(a2a03_python),
             str(HERE / "a2a03_gateway_client.py"),
             gurl,
-            request_text(FIVE),
+            request_text(FIVE, worker.purple_url),
             "--cancel-after-first-working",
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+        await worker.wait_cancelled()
     assert proc.returncode == 0, err.decode()[-2000:]
     report = json.loads(out.decode().strip().splitlines()[-1])
     assert report["cancel_returned"] == "canceled"
     assert report["final_state"] == "canceled"
-    (run,) = worker.runs()
-    assert run["cancelled_at"] is not None
+    assert worker.cancelled() == [True]
 
 
 def _start_worker_process(port: int, state: Path, trial_sec: float) -> subprocess.Popen[bytes]:

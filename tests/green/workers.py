@@ -11,6 +11,7 @@ scored, not passed).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -58,6 +59,12 @@ class WorkerUnderTest:
         records, _ = RunStore(self.jobs).load_all()
         records.sort(key=lambda run: run.created_at)
         return [run.cancel_requested for run in records]
+
+    async def wait_cancelled(self, guard_sec: float = 60) -> None:
+        """Until the one run accepted was asked to cancel (the green agent's cancel lands)."""
+        async with asyncio.timeout(guard_sec):
+            while self.cancelled() != [True]:
+                await asyncio.sleep(0.05)
 
     def expected_passed(self, count: int) -> list[bool]:
         """The fake passes every other trial; the purple stub solves nothing for the real one."""
