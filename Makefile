@@ -13,7 +13,7 @@ endif
 RUN := $(UV) run --frozen
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test lint typecheck sync host-packages clean
+.PHONY: demo test bench-smoke lint typecheck sync host-packages clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -41,6 +41,11 @@ host-packages:
 
 test: sync host-packages
 	$(RUN) pytest -n $(PYTEST_WORKERS) -q
+
+# Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
+# The docker modes run when a Docker engine answers and the test images can be built.
+bench-smoke: sync host-packages
+	$(RUN) python bench/smoke.py
 
 # lint-imports: the "may import" rules of the component table (pyproject [tool.importlinter]).
 lint: sync

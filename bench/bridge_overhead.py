@@ -9,7 +9,7 @@ Measures, in one run against the same scripted purple agent (a2a-sdk 1.x on loop
 The two are measured in alternating rounds so that a change of machine load hits both alike.
 Prints both medians and their ratio (target <= 1.5).
 
-    uv run --frozen python bench/bridge_overhead.py [--actions 20] [--rounds 3] [--environment local]
+    uv run --frozen python bench/bridge_overhead.py [--actions 20] [--rounds 3] [--environment local] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# Not bench/ itself (its leaderboard.py would shadow the package); tests/ for the purple agent.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
-sys.path.insert(0, str(REPO / "tests"))
+# The project's packages and the test helpers, whatever the cwd.
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import httpx  # noqa: E402
 from a2a.client import ClientConfig, create_client  # noqa: E402
@@ -117,7 +116,12 @@ async def main() -> None:
     parser.add_argument("--actions", type=int, default=20, help="exec actions per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--environment", default="local")
+    parser.add_argument(
+        "--smoke", action="store_true", help="3 actions, 1 round (make bench-smoke)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.actions, args.rounds = 3, 1
     with tempfile.TemporaryDirectory() as tmp, purple_server("loop") as url:
         root = Path(tmp)
         sandbox = make_sandbox(args.environment, root / "box")

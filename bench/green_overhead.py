@@ -12,7 +12,7 @@ on loopback:
 The worker is ``--worker-url`` when given; else the real worker (``skillsbench-agentbeats worker``);
 with ``--fake``, the small fake worker of the tests (trials of ``--trial-sec``).
 
-    uv run --frozen python bench/green_overhead.py [--runs 10] [--starts 5] [--worker-url URL]
+    uv run --frozen python bench/green_overhead.py [--runs 10] [--starts 5] [--worker-url URL] [--smoke]
 """
 
 from __future__ import annotations
@@ -197,7 +197,15 @@ def main() -> None:
         help="use the fake worker of the tests instead of the real one",
     )
     parser.add_argument("--trial-sec", type=float, default=0.2)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="1 start, 1 run, on the fake worker with short trials (make bench-smoke)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.starts, args.runs, args.trial_sec = 1, 1, 0.05
+        args.fake = args.worker_url is None
 
     cards = card_start_times(args.starts)
     bare = card_start_times(args.starts, bare=True)

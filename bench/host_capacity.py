@@ -7,7 +7,7 @@ them. Figures for docs/scaling.md (what the trial lifecycle itself costs on this
 task's agent and verifier time comes on top).
 
     uv run --frozen python bench/host_capacity.py --environment docker [--trials 8] \
-        [--concurrency 1,2,4] [--idle 8]
+        [--concurrency 1,2,4] [--idle 8] [--smoke]
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))
+# The project's packages, the test helpers and bench/ itself, whatever the cwd.
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
 from trial_overhead import engine_run, make_task  # noqa: E402
 
@@ -71,7 +70,12 @@ async def main() -> None:
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--concurrency", default="1,2,4")
     parser.add_argument("--idle", type=int, default=8)
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 trials at 1,2 and 2 idle (make bench-smoke)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.concurrency, args.idle = 2, "1,2", 2
     levels = [int(x) for x in args.concurrency.split(",")]
     dockerfile = (
         docker_base_dockerfile()

@@ -21,11 +21,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+# The project's packages and the test helpers, whatever the cwd.
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import httpx  # noqa: E402
+from testsupport import serve  # noqa: E402
 from worker_usage.fake_provider import FakeProvider  # noqa: E402
-from worker_usage.harness import serve  # noqa: E402
 
 from worker.usage.proxy import Limits, ModelProxy, ModelRoute  # noqa: E402
 
@@ -85,5 +86,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a few calls only (make bench-smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.rounds = 3, 1
     asyncio.run(main(args.calls, args.rounds))

@@ -1,6 +1,6 @@
 """Median cost of the sandbox primitives a trial uses: start, one exec, stop.
 
-    uv run --frozen python bench/sandbox_primitives.py [--repeat N] [--backend local|docker ...]
+    uv run --frozen python bench/sandbox_primitives.py [--repeat N] [--backend local|docker ...] [--smoke]
 
 For docker it also times the bare SDK floor in the same run: containers.create + start +
 exec_run + remove on the same image, with no sandbox code around it. Backends that cannot
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+# The project's packages and the test helpers, whatever the cwd.
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from task_sets.task import Task, load_task  # noqa: E402
@@ -157,7 +158,14 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--backend", action="append", choices=["local", "docker"])
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="1 repeat; a backend that cannot run is an error, not a skip (make bench-smoke)",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
     backends = args.backend or ["local", "docker"]
     with tempfile.TemporaryDirectory(prefix="sb-bench-") as tmp:
         root = Path(tmp)
@@ -173,6 +181,8 @@ async def main() -> int:
                     client.ping()
                     image = ensure_test_image(client, "python")
                 except Exception as exc:
+                    if args.smoke:
+                        raise
                     print(f"docker: skipped ({exc})")
                     continue
             try:
@@ -180,6 +190,8 @@ async def main() -> int:
                     f"{backend} sandbox", await measure(backend, task, args.repeat, root / "state")
                 )
             except SandboxError as exc:
+                if args.smoke:
+                    raise
                 print(f"{backend}: skipped ({exc})")
                 continue
             if backend == "docker":

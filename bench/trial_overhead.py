@@ -5,7 +5,7 @@ With the ``nop`` agent and a trivial verifier, runs N trials through the worker 
 median of each, their ratio (target: <= 2.0 local, <= 1.5 docker), and trials per second at
 concurrency 1 and 2.
 
-    uv run --frozen python bench/trial_overhead.py --environment local [--trials 20]
+    uv run --frozen python bench/trial_overhead.py --environment local|docker [--trials 20] [--smoke]
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+# The project's packages and the test helpers, whatever the cwd.
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from task_sets.task import load_task  # noqa: E402
 from worker.api import RunRequest, RunTask  # noqa: E402
@@ -134,7 +135,10 @@ async def main() -> None:
         help="Dockerfile text of the trivial task (default: python:3.11-slim for local, "
         "the busybox test image for docker)",
     )
+    parser.add_argument("--smoke", action="store_true", help="1 trial (make bench-smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.trials = 1
     dockerfile = args.dockerfile or (
         "FROM python:3.11-slim\nWORKDIR /root\n"
         if args.environment == "local"
@@ -172,7 +176,6 @@ async def main() -> None:
 
 def docker_base_dockerfile() -> str:
     """No registry here: the busybox test image, built locally from the host's busybox-static."""
-    sys.path.insert(0, str(REPO / "tests"))
     from docker_images import ensure_test_image
 
     from worker.sandbox.docker import docker_client

@@ -119,8 +119,15 @@ class AssessmentExecutor(AgentExecutor):
     async def _run(
         self, assessment: _Assessment, run_request: RunRequest, results: PublicResults
     ) -> tuple[list[dict[str, Any]], EndState]:
+        start = asyncio.ensure_future(self.adapter.start(run_request))
         try:
-            run = await self.adapter.start(run_request)
+            run = await asyncio.shield(start)
+        except asyncio.CancelledError:
+            # The A2A task was cancelled while the run was being created: the worker may have
+            # made it, so cancel it once it exists rather than leave it running unowned.
+            with contextlib.suppress(Exception):
+                await asyncio.shield((await start).cancel())
+            raise
         except WorkerError as exc:
             log.error("worker could not start the run: %s", exc)
             return results.missing_rows([], "worker_error"), "failed"

@@ -43,6 +43,9 @@ from skillsbench_agentbeats.in_process import serve_app
 from tests.conftest import free_port
 from tests.green.conftest import FIVE, PURPLE_URL, agent_parts, request_text, stream_events
 from tests.green.fake_worker import FakeWorker
+from tests.green.workers import worker_kind, worker_under_test
+
+__all__ = ["worker_kind"]  # the fixture: fake and real worker
 
 HERE = Path(__file__).parent
 
@@ -69,7 +72,7 @@ async def assess(green_url: str, config: dict[str, Any], agent: str = PURPLE_URL
 
 
 async def test_rows_follow_the_event_stream_and_leave_only_public_keys(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_kind: str
 ) -> None:
     contexts: list[RowContext] = []
 
@@ -78,24 +81,26 @@ async def test_rows_follow_the_event_stream_and_leave_only_public_keys(
         return contexts[-1]
 
     monkeypatch.setattr(results, "row_context", counted_row_context)
-    worker = FakeWorker(tmp_path, trial_sec=0.05)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
-        events = await stream_events(gurl, request_text(FIVE))
+    async with (
+        worker_under_test(worker_kind, tmp_path, config=FIVE) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
+        events = await stream_events(gurl, request_text(FIVE, worker.purple_url))
     parts = agent_parts(events)
     found = parse_parts(parts)
     assert len(found) == 1
     envelope = Envelope.model_validate(found[0])
-    assert [r.score_eligible for r in envelope.results] == [True] * 5
-    assert [r.passed for r in envelope.results] == [True, False, True, False, True]
+    assert [r.score_eligible for r in envelope.results] == [True] * 5, envelope.results
+    assert [r.passed for r in envelope.results] == worker.expected_passed(5)
     text = json.dumps(found[0])
     for secret in ("_private", "local://", "s3://", "/var/jobs", "worker_log_path", "revision"):
         assert secret not in text
     assert all(r.artifact_refs == [] for r in envelope.results)
     summaries = [p.text for p in parts if p.WhichOneof("content") == "text"]
     assert sum("finished: task" in s for s in summaries) == 5
-    (run,) = worker.runs()
-    assert run["request"]["participants"] == {"agent": {"url": PURPLE_URL, "sandbox_url": None}}
-    assert [t["task_id"] for t in run["request"]["tasks"]] == [r.task_id for r in envelope.results]
+    (request,) = worker.requests()
+    assert request["participants"] == {"agent": {"url": worker.purple_url, "sandbox_url": None}}
+    assert [t["task_id"] for t in request["tasks"]] == [r.task_id for r in envelope.results]
     assert len(contexts) == 1  # built once per assessment, not once per streamed row
 
 
@@ -111,17 +116,26 @@ async def test_polling_fallback_with_bearer_token(tmp_path: Path) -> None:
 
 
 async def test_worker_refusing_the_run_gives_worker_error_rows_in_a_completed_task(
-    tmp_path: Path,
+    tmp_path: Path, worker_kind: str
 ) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.05, token="s3cret")
     async with (
-        fake_worker(worker) as wurl,
-        green(GreenSettings(worker_url=wurl, worker_token="wrong")) as gurl,
+        worker_under_test(worker_kind, tmp_path, config=FIVE, token="s3cret") as worker,
+        green(GreenSettings(worker_url=worker.url, worker_token="wrong")) as gurl,
     ):
-        envelope = await assess(gurl, FIVE)
+        envelope = await assess(gurl, FIVE, worker.purple_url)
     assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
     assert len(envelope.results) == 5
-    assert worker.runs() == []
+    assert worker.requests() == []
+
+
+async def test_the_right_bearer_token_is_accepted(tmp_path: Path, worker_kind: str) -> None:
+    async with (
+        worker_under_test(worker_kind, tmp_path, config=FIVE, token="s3cret") as worker,
+        green(GreenSettings(worker_url=worker.url, worker_token="s3cret")) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE, worker.purple_url)
+    assert [r.score_eligible for r in envelope.results] == [True] * 5, envelope.results
+    assert len(worker.requests()) == 1
 
 
 async def test_a_failed_run_keeps_its_rows_and_marks_the_rest_worker_error(
@@ -243,11 +257,13 @@ async def test_a_stream_that_breaks_after_a_healthy_stretch_is_resumed(tmp_path:
     assert len({r.trial_id for r in envelope.results}) == 5
 
 
-async def test_slot_url_is_the_fallback(tmp_path: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.01)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_slot_url=wurl)) as gurl:
-        envelope = await assess(gurl, FIVE)
-    assert len(worker.runs()) == 1
+async def test_slot_url_is_the_fallback(tmp_path: Path, worker_kind: str) -> None:
+    async with (
+        worker_under_test(worker_kind, tmp_path, config=FIVE, trial_sec=0.01) as worker,
+        green(GreenSettings(worker_slot_url=worker.url)) as gurl,
+    ):
+        envelope = await assess(gurl, FIVE, worker.purple_url)
+    assert len(worker.requests()) == 1
     assert all(r.score_eligible for r in envelope.results)
 
 
@@ -286,7 +302,7 @@ async def test_heartbeat_updates_while_no_trial_finishes(tmp_path: Path) -> None
     assert len(parse_parts(agent_parts(events))) == 1
 
 
-async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
+async def _send_and_cancel_1x(green_url: str, purple_url: str = PURPLE_URL) -> tuple[int, int]:
     async with httpx.AsyncClient(timeout=60) as http:
         client = await create_client(
             green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
@@ -294,7 +310,7 @@ async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
         message = Message(
             role=Role.ROLE_USER,
             message_id=uuid.uuid4().hex,
-            parts=[new_text_part(request_text(FIVE))],
+            parts=[new_text_part(request_text(FIVE, purple_url))],
         )
         async with client:
             task_id = ""
@@ -309,37 +325,48 @@ async def _send_and_cancel_1x(green_url: str) -> tuple[int, int]:
             return cancelled.status.state, got.status.state
 
 
-async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.3)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
-        returned, stored = await _send_and_cancel_1x(gurl)
-        await asyncio.sleep(0.2)
+async def test_cancel_task_1x_cancels_the_worker_run(tmp_path: Path, worker_kind: str) -> None:
+    async with (
+        worker_under_test(
+            worker_kind, tmp_path, config=FIVE, trial_sec=0.3, only_first_ends=True
+        ) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
+        returned, stored = await _send_and_cancel_1x(gurl, worker.purple_url)
+        await worker.wait_cancelled()
     assert returned == TaskState.TASK_STATE_CANCELED
     assert stored == TaskState.TASK_STATE_CANCELED
-    (run,) = worker.runs()
-    assert run["cancelled_at"] is not None
-    assert run["cancelled_at"] - run["created"] < 1.5  # well before the 5 trials (1.5 s) end
+    assert worker.cancelled() == [True]
+    if worker.fake is not None:
+        (run,) = worker.fake.runs()
+        assert run["cancelled_at"] - run["created"] < 1.5  # well before the 5 trials (1.5 s) end
 
 
-async def test_tasks_cancel_03_cancels_the_worker_run(tmp_path: Path, a2a03_python: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.5)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
+async def test_tasks_cancel_03_cancels_the_worker_run(
+    tmp_path: Path, a2a03_python: Path, worker_kind: str
+) -> None:
+    async with (
+        worker_under_test(
+            worker_kind, tmp_path, config=FIVE, trial_sec=0.5, only_first_ends=True
+        ) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
         proc = await asyncio.create_subprocess_exec(
             str(a2a03_python),
             str(HERE / "a2a03_gateway_client.py"),
             gurl,
-            request_text(FIVE),
+            request_text(FIVE, worker.purple_url),
             "--cancel-after-first-working",
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+        await worker.wait_cancelled()
     assert proc.returncode == 0, err.decode()[-2000:]
     report = json.loads(out.decode().strip().splitlines()[-1])
     assert report["cancel_returned"] == "canceled"
     assert report["final_state"] == "canceled"
-    (run,) = worker.runs()
-    assert run["cancelled_at"] is not None
+    assert worker.cancelled() == [True]
 
 
 def _start_worker_process(port: int, state: Path, trial_sec: float) -> subprocess.Popen[bytes]:
@@ -422,15 +449,20 @@ async def test_loopback_participant_is_rebased_onto_the_proxy(tmp_path: Path) ->
     assert envelope.participants == {"agent": "http://127.0.0.1:8080/agent"}
 
 
-async def test_twenty_concurrent_assessments_all_complete(tmp_path: Path) -> None:
-    worker = FakeWorker(tmp_path, trial_sec=0.02)
-    async with fake_worker(worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
-        envelopes = await asyncio.gather(*(assess(gurl, FIVE) for _ in range(20)))
-    assert len(envelopes) == 20
+async def test_concurrent_assessments_all_complete(tmp_path: Path, worker_kind: str) -> None:
+    count = 20 if worker_kind == "fake" else 2  # the real worker runs every trial for real
+    async with (
+        worker_under_test(worker_kind, tmp_path, config=FIVE, trial_sec=0.02) as worker,
+        green(GreenSettings(worker_url=worker.url)) as gurl,
+    ):
+        envelopes = await asyncio.gather(
+            *(assess(gurl, FIVE, worker.purple_url) for _ in range(count))
+        )
+    assert len(envelopes) == count
     assert all(len(e.results) == 5 and all(r.score_eligible for r in e.results) for e in envelopes)
-    assert len(worker.runs()) == 20
+    assert len(worker.requests()) == count
     trial_ids = {r.trial_id for e in envelopes for r in e.results}
-    assert len(trial_ids) == 100
+    assert len(trial_ids) == 5 * count
 
 
 async def test_mock_mode_rows_are_never_score_eligible(caplog: pytest.LogCaptureFixture) -> None:

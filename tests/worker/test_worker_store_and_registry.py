@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from worker.agents import registry
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
-from worker.agents.registry import add_resolver, resolve_agent
+from worker.agents.registry import resolve_agent, resolver_added
 from worker.api import RunRequest, RunTask
 from worker.records import RunRecord, TrialRecord
 from worker.store import RunStore, write_atomic
@@ -76,18 +77,37 @@ def test_bad_specs_name_the_problem(spec: str, reason: str) -> None:
         resolve_agent(spec)
 
 
+class _Named(Agent):
+    kind = "acp"
+
+    async def run(self, ctx: AgentContext) -> AgentOutcome:
+        return AgentOutcome()
+
+
+def _manifest_resolver(spec: str) -> Agent | None:
+    return _Named(spec) if spec == "my-manifest-agent" else None
+
+
 def test_fallback_resolver_hook_for_manifest_names() -> None:
-    class Named(Agent):
-        kind = "acp"
+    registry.load_plugins()
+    before = registry.resolvers()
+    with resolver_added(_manifest_resolver):
+        agent = resolve_agent("my-manifest-agent")
+        assert isinstance(agent, _Named) and agent.name == "my-manifest-agent"
+        with pytest.raises(ValueError):
+            resolve_agent("another-unknown-agent")
+    # The registration ended with the block: the global registry is as it was.
+    assert registry.resolvers() == before
+    with pytest.raises(ValueError, match="unknown agent 'my-manifest-agent'"):
+        resolve_agent("my-manifest-agent")
 
-        async def run(self, ctx: AgentContext) -> AgentOutcome:
-            return AgentOutcome()
 
-    def resolver(spec: str) -> Agent | None:
-        return Named(spec) if spec == "my-manifest-agent" else None
-
-    add_resolver(resolver)
-    agent = resolve_agent("my-manifest-agent")
-    assert isinstance(agent, Named) and agent.name == "my-manifest-agent"
-    with pytest.raises(ValueError):
-        resolve_agent("another-unknown-agent")
+def test_scoped_resolver_keeps_one_added_before() -> None:
+    registry.add_resolver(_manifest_resolver)
+    try:
+        with resolver_added(_manifest_resolver):
+            pass
+        assert _manifest_resolver in registry.resolvers()
+    finally:
+        registry.remove_resolver(_manifest_resolver)
+    assert _manifest_resolver not in registry.resolvers()

@@ -4,13 +4,15 @@ Specs are ``kind`` or ``kind:<arg>`` (``oracle``, ``nop``, ``script:<file>``, ``
 ``acp:<manifest>``). Kinds come from the registry in :mod:`worker.agents.base`; plug-in modules
 listed in ``PLUGIN_MODULES`` are imported on first use so they can register theirs. A spec whose
 kind is not registered (e.g. a bare manifest name such as ``claude-agent-acp``) is offered to the
-fallback resolvers added with :func:`add_resolver`, in order.
+fallback resolvers added with :func:`add_resolver`, in order (:func:`resolver_added` for a
+registration that ends with a ``with`` block, e.g. in a test).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from worker.agents.base import Agent, registered_kinds
 
@@ -30,6 +32,29 @@ def add_resolver(resolver: Resolver) -> None:
     """Hook for specs without a registered kind (manifest agent names); first non-None wins."""
     if resolver not in _RESOLVERS:
         _RESOLVERS.append(resolver)
+
+
+def resolvers() -> tuple[Resolver, ...]:
+    """The fallback resolvers, in the order they are consulted."""
+    return tuple(_RESOLVERS)
+
+
+def remove_resolver(resolver: Resolver) -> None:
+    """Undo :func:`add_resolver`; a resolver not added is ignored."""
+    if resolver in _RESOLVERS:
+        _RESOLVERS.remove(resolver)
+
+
+@contextmanager
+def resolver_added(resolver: Resolver) -> Iterator[Resolver]:
+    """``resolver`` is consulted inside the ``with`` block only (unless it was added before)."""
+    added = resolver not in _RESOLVERS
+    add_resolver(resolver)
+    try:
+        yield resolver
+    finally:
+        if added:
+            remove_resolver(resolver)
 
 
 def load_plugins() -> None:

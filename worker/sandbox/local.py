@@ -461,8 +461,11 @@ class LocalSandbox(Sandbox):
 
     async def _kill_all(self) -> None:
         if self._init is not None and self._init.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self._init_pid, signal.SIGKILL)
+            # 0 until bwrap reported its child: a stop during start must not kill(0), which
+            # would kill the worker's own process group.
+            if self._init_pid > 0:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self._init_pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._init.pid, signal.SIGKILL)
             await asyncio.to_thread(self._init.wait)

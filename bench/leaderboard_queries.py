@@ -6,7 +6,7 @@ Writes N generated results files (default 10,000) and times, for each query, our
 query) in the same process, alternating the order. Target: runner / bare <= 1.5.
 A second pass makes 10% of the files gateway exports or bare envelopes, which the runner rewrites.
 
-    uv run --frozen python bench/leaderboard.py [--files 10000] [--repeat 3]
+    uv run --frozen python bench/leaderboard_queries.py [--files 10000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -21,14 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# This file's name would shadow the `leaderboard` package when run as a script.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the project's packages, whatever the cwd
 
-import duckdb
+import duckdb  # noqa: E402
 
-from leaderboard.query import QUERY_NAMES, connect, load_results, query_sql, run_query
-from leaderboard.rows import FAILURE_CATEGORIES
+from leaderboard.query import (  # noqa: E402
+    QUERY_NAMES,
+    connect,
+    load_results,
+    query_sql,
+    run_query,
+)
+from leaderboard.rows import FAILURE_CATEGORIES  # noqa: E402
 
 CATEGORIES = ("office-white-collar", "software-engineering", "natural-science", "finance-economics")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -159,7 +164,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="50 files, once (make bench-smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.files, args.repeat = 50, 1
     with tempfile.TemporaryDirectory(prefix="bench-leaderboard-") as tmp:
         published = Path(tmp, "published")
         mixed = Path(tmp, "mixed")
