@@ -8,6 +8,11 @@ from typing import Any
 
 from worker.acp.extensions import OUTCOME_KEY
 from worker.failures import FailureKind
+from worker.limits import OutputCaps
+
+# The caps (worker.limits.OutputCaps fields) the bridge applies to its own logs; the worker passes
+# its values as ``--cap-<name>`` flags.
+CAPS = ("trajectory_event_bytes", "trajectory_bytes", "agent_log_bytes")
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class BridgeConfig:
     max_file_bytes: int = 5 << 20
     max_files: int = 100
     max_total_file_bytes: int = 20 << 20
+    caps: OutputCaps = field(default_factory=OutputCaps)  # of its own logs
 
 
 @dataclass
