@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from worker.limits import MARKER_RESERVE, OutputCaps
+from worker.limits import ESSENTIAL_EVENT_BYTES, ESSENTIAL_RESERVE, MARKER_RESERVE, OutputCaps
 
 STREAM_SLACK: Final = 1 << 30  # seconds of a local docker stream (more under load)
 TRUNCATED_KEY: Final = "skillsbench_truncated"
@@ -34,18 +34,34 @@ class CappedFile:
         self.dropped_bytes = 0
         self.dropped_writes = 0
         self._marker_at: int | None = None
+        self.reserve = 0  # kept back from ordinary appends for :meth:`append_essential`
+
+    def append_essential(self, data: bytes) -> bool:
+        """Append ``data`` whole, into the reserve if need be, before the marker if there is
+        one already (records the worker relies on, such as the usage a turn reported)."""
+        if self.written + len(data) > self.cap - MARKER_RESERVE:
+            return self.append(data, whole=True)
+        with self.path.open("r+b" if self.path.exists() else "w+b") as out:
+            out.seek(self.written)
+            out.write(data)
+            self.written += len(data)
+            if self._marker_at is not None:
+                self._marker_at = self.written
+                out.truncate()
+                out.write(self.marker())
+        return True
 
     @property
     def truncated(self) -> bool:
         return self._marker_at is not None
 
-    def room(self) -> int:
-        return 0 if self.truncated else max(0, self.cap - MARKER_RESERVE - self.written)
+    def room(self, reserve: int = 0) -> int:
+        return 0 if self.truncated else max(0, self.cap - MARKER_RESERVE - reserve - self.written)
 
     def append(self, data: bytes, *, whole: bool = False) -> bool:
         """Append ``data``; past the cap keep what fits (nothing when ``whole``: a record is
         kept entirely or not at all). True when all of it was written."""
-        room = self.room()
+        room = self.room(self.reserve)
         if len(data) <= room:
             if data:
                 with self.path.open("ab") as out:
@@ -85,13 +101,18 @@ class CappedJsonl(CappedFile):
         super().__init__(path, cap)
         self.event_cap = event_cap
         self.shortened_events = 0
+        self.reserve = ESSENTIAL_RESERVE
 
-    def write(self, record: dict[str, Any]) -> bool:
+    def write(self, record: dict[str, Any], *, essential: bool = False) -> bool:
+        """One event; an ``essential`` one (few and small, written by the worker itself: the
+        end of a prompt with its usage, a cancel, a timeout) may use the reserve kept back
+        from the others, so a flood of events can never push it out."""
+        event_cap = min(self.event_cap, ESSENTIAL_EVENT_BYTES) if essential else self.event_cap
         data = _line(record)
-        if len(data) > self.event_cap:
-            data = shorten(record, len(data), self.event_cap)
+        if len(data) > event_cap:
+            data = shorten(record, len(data), event_cap)
             self.shortened_events += 1
-        return self.append(data, whole=True)
+        return self.append_essential(data) if essential else self.append(data, whole=True)
 
     def marker(self) -> bytes:
         return _line(

@@ -23,6 +23,10 @@ MIB: Final = 1 << 20
 ENV_PREFIX: Final = "SKILLSBENCH_CAP_"
 # Room every capped file keeps for its own truncation marker (counted inside its cap).
 MARKER_RESERVE: Final = 1 * KIB
+# Room each trajectory keeps for the few events the worker itself relies on (a prompt's end with
+# its usage, cancels, timeouts), each at most ESSENTIAL_EVENT_BYTES: no flood can push them out.
+ESSENTIAL_RESERVE: Final = 64 * KIB
+ESSENTIAL_EVENT_BYTES: Final = 8 * KIB
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class OutputCaps:
             value = getattr(self, f.name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{f.name} must be a non-negative number of bytes, not {value!r}")
-        if self.trajectory_event_bytes + MARKER_RESERVE > self.trajectory_bytes:
+        if self.trajectory_event_bytes + MARKER_RESERVE + ESSENTIAL_RESERVE > self.trajectory_bytes:
             raise ValueError("trajectory_bytes must leave room for one event and the marker")
 
     @classmethod

@@ -18,6 +18,8 @@ from worker.capped import CappedJsonl
 from worker.limits import OutputCaps
 
 TRAJECTORY_FILE = "trajectory/acp_trajectory.jsonl"
+# Events the worker writes itself and reads back (usage from prompt_end): kept past the cap.
+ESSENTIAL_TYPES = frozenset({"prompt_end", "cancel_sent", "agent_timeout"})
 
 
 def utc_now() -> str:
@@ -44,5 +46,5 @@ class TrajectoryRecorder:
             if call_id not in self._tool_call_ids:
                 self._tool_call_ids.add(call_id)
                 self.n_tool_calls += 1
-        self.file.write(line)
+        self.file.write(line, essential=line.get("type") in ESSENTIAL_TYPES)
         self.n_events += 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from worker.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY, CappedFile, CappedJsonl
-from worker.limits import KIB, MIB, OutputCaps
+from worker.limits import ESSENTIAL_RESERVE, KIB, MIB, OutputCaps
 
 
 def read(path: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -19,7 +19,7 @@ def test_jsonl_shortens_events_and_stops_at_its_cap_with_a_counting_marker(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "t.jsonl"
-    out = CappedJsonl(path, cap=16 * KIB, event_cap=2 * KIB)
+    out = CappedJsonl(path, cap=96 * KIB, event_cap=2 * KIB)  # 64 KiB of it kept back
     assert out.write({"type": "small", "text": "hello"})
     out.write({"type": "big", "turn": 3, "text": "é" * 10_000, "nested": {"k": ["x" * 5000]}})
     for n in range(40):
@@ -31,7 +31,7 @@ def test_jsonl_shortens_events_and_stops_at_its_cap_with_a_counting_marker(
     assert big[TRUNCATED_KEY]["original_bytes"] > 20_000
     assert big["text"].endswith("more bytes dropped]")
     assert len(json.dumps(big, ensure_ascii=False).encode()) <= 2 * KIB
-    assert path.stat().st_size <= 16 * KIB
+    assert path.stat().st_size <= 96 * KIB - ESSENTIAL_RESERVE
     marker = events[-1]
     assert marker["type"] == TRAJECTORY_TRUNCATED
     kept = [e for e in events if e["type"] == "filler"]
@@ -43,9 +43,25 @@ def test_jsonl_shortens_events_and_stops_at_its_cap_with_a_counting_marker(
     assert again[-1]["dropped_events"] == marker["dropped_events"] + 1
 
 
+def test_the_worker_s_own_events_survive_a_flood(tmp_path: Path) -> None:
+    """``prompt_end`` carries the usage the worker reads back: a flood cannot push it out."""
+    from worker.trajectory import TrajectoryRecorder
+
+    caps = OutputCaps(trajectory_event_bytes=8 * KIB, trajectory_bytes=128 * KIB)
+    record = TrajectoryRecorder(tmp_path, caps)
+    for n in range(100):
+        record({"type": "agent_message", "text": "m" * 6000, "n": n})
+    record({"type": "prompt_end", "stop_reason": "end_turn", "usage": {"input_tokens": 7}})
+    events = read(record.path)
+    assert record.path.stat().st_size <= 128 * KIB
+    assert events[-2]["type"] == "prompt_end" and events[-2]["usage"] == {"input_tokens": 7}
+    assert events[-1]["type"] == TRAJECTORY_TRUNCATED and events[-1]["dropped_events"] > 0
+    assert record.n_events == 101
+
+
 def test_an_event_that_clipping_cannot_shrink_keeps_a_preview(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    out = CappedJsonl(path, cap=64 * KIB, event_cap=4 * KIB)
+    out = CappedJsonl(path, cap=80 * KIB, event_cap=4 * KIB)
     out.write({"type": "many", "tool_call_id": "c1", "items": list(range(100_000))})
     [event] = read(path)
     assert event["type"] == "many" and event["tool_call_id"] == "c1"
@@ -75,4 +91,4 @@ def test_caps_come_from_the_environment() -> None:
     with pytest.raises(ValueError, match="SKILLSBENCH_CAP_LOGS_BYTES"):
         OutputCaps.from_env({"SKILLSBENCH_CAP_LOGS_BYTES": "lots"})
     with pytest.raises(ValueError, match="room"):
-        OutputCaps(trajectory_bytes=1 * KIB)
+        OutputCaps(trajectory_bytes=300 * KIB)
