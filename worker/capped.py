@@ -151,13 +151,18 @@ def shorten(record: dict[str, Any], size: int, cap: int) -> bytes:
         keep = max(0, keep - (len(data) - cap) - 16)
 
 
+def clip_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` bytes (UTF-8), ending with a marker counting the rest."""
+    encoded = text.encode("utf-8", errors="replace")
+    if len(encoded) <= limit:
+        return text
+    kept = encoded[:limit].decode("utf-8", errors="ignore")
+    return f"{kept}[skillsbench: {len(encoded) - limit} more bytes dropped]"
+
+
 def _clip(value: Any, limit: int) -> Any:
     if isinstance(value, str):
-        encoded = value.encode("utf-8", errors="replace")
-        if len(encoded) <= limit:
-            return value
-        kept = encoded[:limit].decode("utf-8", errors="ignore")
-        return f"{kept}[skillsbench: {len(encoded) - limit} more bytes dropped]"
+        return clip_text(value, limit)
     if isinstance(value, dict):
         return {str(k)[:limit]: _clip(v, limit) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -92,3 +92,20 @@ def test_caps_come_from_the_environment() -> None:
         OutputCaps.from_env({"SKILLSBENCH_CAP_LOGS_BYTES": "lots"})
     with pytest.raises(ValueError, match="room"):
         OutputCaps(trajectory_bytes=300 * KIB)
+
+
+def test_the_bridge_outcome_clips_what_the_participant_said() -> None:
+    """A failed participant task's detail reaches result.json, the run document and the proof."""
+    from worker.acp.extensions import OUTCOME_KEY
+    from worker.bridge.config import Outcome
+    from worker.limits import MESSAGE_BYTES
+
+    outcome = Outcome(
+        "participant_failure",
+        message="x" * 100_000,
+        refused_files=[{"path": "p" * 5000, "error": "e"}],
+    )
+    meta = outcome.meta()[OUTCOME_KEY]
+    assert len(meta["message"]) < MESSAGE_BYTES + 100
+    assert meta["message"].endswith(f"[skillsbench: {100_000 - MESSAGE_BYTES} more bytes dropped]")
+    assert len(meta["refused_files"][0]["path"]) < 1200
