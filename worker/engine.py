@@ -36,6 +36,7 @@ from worker.api import (
 from worker.catalog import TaskCatalog
 from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, RetryPolicy
+from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
 from worker.public_rows import build_row, new_trial_id
@@ -65,6 +66,7 @@ class EngineSettings:
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
     prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # docker environment only
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
+    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
 
 
 Event = tuple[str, dict[str, Any]]
@@ -402,6 +404,7 @@ class Engine:
             environment=self.settings.environment,
             prebuilt=self.settings.prebuilt if self.settings.environment == "docker" else None,
             proxies=self.settings.proxies,
+            caps=self.settings.caps,
         )
         outcome = await run_trial(plan)
         current = trial.current

@@ -1,14 +1,19 @@
 """The private proof bundle of a run (``skillsbench.agentbeats.private_proof.v1``).
 
-Per run: ``<proof dir>/<run_id>/proof.json`` plus, per trial, copies of ``result.json``, the
-trajectory and the verifier's reward (or an ``infra_failure.json`` when the trial has none).
+Per run: ``<proof dir>/<run_id>/proof.json`` plus, per trial, ``result.json``, the trajectories
+and the verifier's reward (or an ``infra_failure.json`` when the trial has none). Those files are
+hard links to the trial's own files when the proof dir is on the jobs dir's filesystem (no second
+copy of the same bytes on the worker's disk), copies otherwise; ``copied_artifacts`` records each
+one's sha256 and size, so a later change to the trial's files cannot pass for the proven ones.
 The worker payload points at it with ``_private_proof_refs`` / ``_private_proof_manifest``;
 those keys are worker-private and never reach public rows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Final
@@ -52,8 +57,13 @@ def write_proof(run: RunRecord, jobs_dir: Path, settings: ProofSettings) -> dict
             if src.is_file() and not src.is_symlink():
                 dst = target / name
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-                copied.append({"task_id": trial.task_id, "relative_path": f"{rel_dir}/{name}"})
+                copied.append(
+                    {
+                        "task_id": trial.task_id,
+                        "relative_path": f"{rel_dir}/{name}",
+                        **_store(src, dst),
+                    }
+                )
                 has_reward = has_reward or name.startswith("verifier/reward")
         if not has_reward or not trial.row["score_eligible"]:
             doc = {
@@ -92,3 +102,23 @@ def write_proof(run: RunRecord, jobs_dir: Path, settings: ProofSettings) -> dict
     }
     write_atomic(bundle / "proof.json", json.dumps(proof, indent=2, default=str).encode())
     return {"_private_proof_refs": refs, "_private_proof_manifest": f"{run_uri}/proof.json"}
+
+
+def _store(src: Path, dst: Path) -> dict[str, Any]:
+    """``src`` at ``dst`` without a second copy of its bytes where the filesystem allows it (a
+    hard link); a copy otherwise (another filesystem). The digest pins what the proof holds."""
+    if dst.exists() or dst.is_symlink():
+        dst.unlink()
+    try:
+        os.link(src, dst)
+        stored = "hardlink"
+    except OSError:
+        shutil.copyfile(src, dst)
+        stored = "copy"
+    digest = hashlib.sha256()
+    size = 0
+    with dst.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"sha256": digest.hexdigest(), "bytes": size, "stored": stored}

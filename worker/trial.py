@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -21,8 +22,10 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
+from worker.capped import CopyBudget
 from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, semantics
+from worker.limits import OutputCaps
 from worker.public_rows import build_row
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
@@ -72,6 +75,7 @@ class TrialPlan:
     environment: str
     prebuilt: PrebuiltImages | None = None
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
+    caps: OutputCaps = field(default_factory=OutputCaps)
 
     @property
     def with_skills(self) -> bool:
@@ -146,6 +150,8 @@ class _TrialState:
     removed_files: list[str] = field(default_factory=list)
     verifier: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
+    record: TrajectoryRecorder | None = None
+    logs_budget: CopyBudget | None = None
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -201,7 +207,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
     cfg = task.config
     skills_dir = state.skills_dir
     phases = state.phases
-    record = TrajectoryRecorder(plan.trial_dir)
+    record = TrajectoryRecorder(plan.trial_dir, plan.caps)
+    state.record = record
     reward: float | None = None
     reward_source: str | None = None
     failure: FailureKind | None = None
@@ -343,6 +350,7 @@ async def _run_agent(
         participant_url=participant_url,
         participant_sandbox_url=participant_sandbox_url,
         skills_dir=skills_dir,
+        caps=plan.caps,
     )
     record({"type": "user_message", "text": prompt})
     with phases.phase("agent_execution"):
@@ -410,14 +418,15 @@ async def _verify(
             )
         state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
         host_dir = plan.trial_dir / "verifier"
-        # Both at once (a round trip each on docker); the agent's logs are best effort.
-        verifier_logs, _ = await asyncio.gather(
-            sandbox.download(VERIFIER_LOGS_DIR, host_dir),
-            sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs"),
-            return_exceptions=True,
+        # One budget for both (the caps are per trial), the verifier's first: the agent's logs
+        # are best effort and must not crowd out the reward.
+        caps = plan.caps
+        state.logs_budget = budget = CopyBudget(
+            caps.log_file_bytes, caps.logs_bytes, caps.logs_files
         )
-        if isinstance(verifier_logs, BaseException):
-            raise verifier_logs
+        await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
+        with contextlib.suppress(Exception):
+            await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget)
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
@@ -512,6 +521,7 @@ def _finish(
         "verifier": {**state.verifier, "removed_files": state.removed_files},
         "time_used": time_used,
         "timing": timing,
+        "output_caps": _caps_report(plan, state),
         "started_at": state.started_at,
         "finished_at": utc_now(),
     }
@@ -520,6 +530,22 @@ def _finish(
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
     return TrialOutcome(failure=failure, error=error, row=row)
+
+
+def _caps_report(plan: TrialPlan, state: _TrialState) -> dict[str, Any]:
+    """What the output caps (worker.limits) cut in this trial."""
+    report: dict[str, Any] = {"limits": dataclasses.asdict(plan.caps)}
+    if state.record is not None:
+        file = state.record.file
+        report["acp_trajectory"] = {
+            "truncated": file.truncated,
+            "dropped_events": file.dropped_writes,
+            "dropped_bytes": file.dropped_bytes,
+            "shortened_events": file.shortened_events,
+        }
+    if state.logs_budget is not None:
+        report["logs"] = state.logs_budget.report()
+    return report
 
 
 def _config_doc(plan: TrialPlan, skills_dir: str | None, started_at: str) -> dict[str, Any]:

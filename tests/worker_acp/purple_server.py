@@ -23,9 +23,10 @@ def purple_server(
     version: str = "v1",
     log: Path | None = None,
     streaming: bool = True,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """A scripted purple agent (purple/server_<version>.py) answering in ``mode``."""
-    env = {"PATH": "/usr/bin:/bin", "PURPLE_STREAMING": "1" if streaming else "0"}
+    env = {"PATH": "/usr/bin:/bin", "PURPLE_STREAMING": "1" if streaming else "0", **(env or {})}
     if log is not None:
         env["PURPLE_LOG"] = str(log)
     with served(

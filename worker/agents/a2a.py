@@ -23,6 +23,7 @@ from worker.agents.base import (
     agent_kind,
     agent_user_problem,
 )
+from worker.bridge.config import CAPS as BRIDGE_CAPS
 from worker.failures import FailureKind
 
 BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
@@ -72,6 +73,8 @@ class A2AAgent(Agent):
             "--max-turns", str(self.max_turns),
             "--max-files", str(self.max_files),
         ]  # fmt: skip
+        for name in BRIDGE_CAPS:
+            argv += [f"--cap-{name.replace('_', '-')}", str(getattr(ctx.caps, name))]
         if ctx.skills_dir:
             argv += ["--skills-dir", ctx.skills_dir]
         env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}

@@ -64,6 +64,7 @@ class ManifestAgent(Agent):
                 user="root",
                 env=env,
                 timeout_sec=manifest.install_timeout,
+                max_output_bytes=ctx.caps.agent_log_bytes // 2,  # each stream; the log holds both
             )
         except (SandboxError, OSError) as exc:
             return AgentOutcome(

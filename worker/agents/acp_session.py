@@ -1,8 +1,8 @@
 """Run one ACP agent process through a session and turn the result into an :class:`AgentOutcome`.
 
 Shared by manifest agents (process inside the sandbox) and the a2a bridge (process on the host).
-The agent's stderr is drained into ``agent/<name>.txt`` as it comes: an undrained pipe deadlocks a
-chatty agent.
+The agent's stderr is drained into ``agent/<name>.txt`` as it comes (an undrained pipe deadlocks a
+chatty agent), up to ``OutputCaps.agent_log_bytes``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from worker.acp.client import SandboxClient
 from worker.acp.session import SessionConfig, SessionResult, run_session
 from worker.agents.base import AgentContext, AgentOutcome
+from worker.capped import CappedFile
 from worker.failures import FailureKind
 from worker.sandbox.base import SandboxProcess
 
@@ -25,19 +26,22 @@ def agent_log_path(trial_dir: Path, name: str) -> Path:
     return trial_dir / "agent" / f"{safe}.txt"
 
 
-async def drain(stream: asyncio.StreamReader, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as out:
-        while chunk := await stream.read(65536):
-            out.write(chunk)
-            out.flush()
+async def drain(stream: asyncio.StreamReader, path: Path, cap: int) -> None:
+    """Everything the stream says is read (the agent never blocks on it); at most ``cap`` bytes
+    are kept, then a marker counts the rest."""
+    out = CappedFile(path, cap)
+    path.touch()
+    while chunk := await stream.read(65536):
+        out.append(chunk)
 
 
 async def run_process_session(
     process: SandboxProcess, ctx: AgentContext, config: SessionConfig, log_name: str
 ) -> SessionResult:
     """The session, with stderr drained and the process stopped afterwards whatever happens."""
-    drainer = asyncio.create_task(drain(process.stderr, agent_log_path(ctx.trial_dir, log_name)))
+    drainer = asyncio.create_task(
+        drain(process.stderr, agent_log_path(ctx.trial_dir, log_name), ctx.caps.agent_log_bytes)
+    )
     client = SandboxClient(ctx.sandbox, ctx.record, user=ctx.task.config.agent.user)
     try:
         return await run_session(process, client, config)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from task_sets.task import Task
 from worker.failures import FailureKind
+from worker.limits import OutputCaps
 from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
 from worker.trajectory import Recorder
 
@@ -37,6 +38,7 @@ class AgentContext:
     skills_dir: str | None = None  # sandbox path of the skills, when placed
     # Argv put before an in-sandbox agent's launch command (the model proxy's forwarder).
     launch_prefix: list[str] = field(default_factory=list)
+    caps: OutputCaps = field(default_factory=OutputCaps)  # what the agent's outputs may fill
 
 
 async def agent_user_problem(ctx: AgentContext) -> str | None:

@@ -48,6 +48,7 @@ async def run_recorded(
             env=dict(ctx.env),
             user=ctx.task.config.agent.user,
             timeout_sec=timeout_sec,
+            max_output_bytes=ctx.caps.agent_log_bytes // 2,  # each stream: the log holds both
         )
     except SandboxUnsupported:
         ctx.record({"type": "tool_call_update", "tool_call_id": call_id, "status": "failed"})

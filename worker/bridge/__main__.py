@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from acp import run_agent
 
 from worker.bridge.agent import BridgeAgent
-from worker.bridge.config import BridgeConfig
+from worker.bridge.config import CAPS, BridgeConfig
+from worker.limits import OutputCaps
 
 
 def parse(argv: list[str] | None = None) -> BridgeConfig:
@@ -26,7 +28,11 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
     parser.add_argument("--max-turns", type=int, default=100)
     parser.add_argument("--max-output-bytes", type=int, default=64 << 10)
     parser.add_argument("--max-files", type=int, default=100, help="files[] of a finish")
+    for name in CAPS:
+        parser.add_argument(f"--cap-{name.replace('_', '-')}", type=int, default=None)
     args = parser.parse_args(argv)
+    given = {name: getattr(args, f"cap_{name}") for name in CAPS}
+    caps = replace(OutputCaps(), **{k: v for k, v in given.items() if v is not None})
     return BridgeConfig(
         url=args.url,
         task_id=args.task_id,
@@ -37,6 +43,7 @@ def parse(argv: list[str] | None = None) -> BridgeConfig:
         max_turns=args.max_turns,
         max_output_bytes=args.max_output_bytes,
         max_files=args.max_files,
+        caps=caps,
     )
 
 

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from worker.acp.extensions import OUTCOME_KEY
+from worker.capped import clip_text
 from worker.failures import FailureKind
+from worker.limits import MESSAGE_BYTES, OutputCaps
+
+# The caps (worker.limits.OutputCaps fields) the bridge applies to its own logs; the worker passes
+# its values as ``--cap-<name>`` flags.
+CAPS = ("trajectory_event_bytes", "trajectory_bytes", "agent_log_bytes")
+_PATH_BYTES = 1024  # a participant's path, as the outcome reports it
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,7 @@ class BridgeConfig:
     max_file_bytes: int = 5 << 20
     max_files: int = 100
     max_total_file_bytes: int = 20 << 20
+    caps: OutputCaps = field(default_factory=OutputCaps)  # of its own logs
 
 
 @dataclass
@@ -41,9 +49,12 @@ class Outcome:
             OUTCOME_KEY: {
                 "status": self.status,
                 "failure": self.failure.value if self.failure else None,
-                "message": self.message,
+                "message": None if self.message is None else clip_text(self.message, MESSAGE_BYTES),
                 "turns": self.turns,
-                "written_files": self.written_files,
-                "refused_files": self.refused_files,
+                "written_files": [clip_text(f, _PATH_BYTES) for f in self.written_files],
+                "refused_files": [
+                    {k: clip_text(v, _PATH_BYTES) for k, v in refused.items()}
+                    for refused in self.refused_files
+                ],
             }
         }

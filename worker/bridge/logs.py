@@ -1,22 +1,34 @@
 """The bridge's own record: ``trajectory/a2a_trajectory.jsonl`` (every A2A exchange and sandbox
-observation) and ``agent/agentbeats_a2a.txt`` (``[agentbeats-a2a]`` lines for humans)."""
+observation) and ``agent/agentbeats_a2a.txt`` (``[agentbeats-a2a]`` lines for humans).
+
+Both are capped (the participant decides how long its replies are): an event past
+``event_cap`` bytes is shortened, events past ``trajectory_cap`` are dropped and counted in a last
+``trajectory_truncated`` event; the text log stops at ``text_cap`` with a marker."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from worker.bridge.protocol import PROTOCOL
+from worker.capped import CappedFile, CappedJsonl
+from worker.limits import OutputCaps
+
+_LINE_CHARS = 2000
 
 
 class BridgeLog:
-    def __init__(self, trial_dir: Path, task_id: str, participant: str) -> None:
+    def __init__(
+        self, trial_dir: Path, task_id: str, participant: str, caps: OutputCaps | None = None
+    ) -> None:
+        caps = caps or OutputCaps()
         self.jsonl = trial_dir / "trajectory" / "a2a_trajectory.jsonl"
         self.text = trial_dir / "agent" / "agentbeats_a2a.txt"
-        self.jsonl.parent.mkdir(parents=True, exist_ok=True)
-        self.text.parent.mkdir(parents=True, exist_ok=True)
+        self.trajectory = CappedJsonl(
+            self.jsonl, caps.trajectory_bytes, caps.trajectory_event_bytes
+        )
+        self.text_log = CappedFile(self.text, caps.agent_log_bytes)
         self.task_id = task_id
         self.participant = participant
 
@@ -30,9 +42,9 @@ class BridgeLog:
             "turn": turn,
             "payload": payload,
         }
-        with self.jsonl.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, default=str) + "\n")
+        self.trajectory.write(record)
 
     def line(self, text: str) -> None:
-        with self.text.open("a", encoding="utf-8") as out:
-            out.write(f"[agentbeats-a2a] {text}\n")
+        if len(text) > _LINE_CHARS:
+            text = f"{text[:_LINE_CHARS]}... [{len(text) - _LINE_CHARS} more characters]"
+        self.text_log.append(f"[agentbeats-a2a] {text}\n".encode())

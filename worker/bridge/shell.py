@@ -33,7 +33,7 @@ class ShellSession:
         self.conn = conn
         self.sid = session_id
         self.turn = 0
-        self.log = BridgeLog(config.trial_dir, config.task_id, config.url)
+        self.log = BridgeLog(config.trial_dir, config.task_id, config.url, config.caps)
         self.deadline = time.monotonic() + config.deadline_sec
         self.actions = SandboxActions(config, conn, session_id, self.log, self.deadline)
 

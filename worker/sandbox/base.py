@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from task_sets.task import Task
+from worker.capped import CopyBudget
 
 # Where things live inside every sandbox, whatever the backend.
 LOGS_DIR = "/logs"
@@ -152,12 +153,16 @@ class Sandbox(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def download(self, sandbox_path: str, host_path: Path) -> None:
+    async def download(
+        self, sandbox_path: str, host_path: Path, *, budget: CopyBudget | None = None
+    ) -> None:
         """Copy a sandbox file or folder to ``host_path``.
 
         Only regular files and folders are copied: symbolic links (and devices, FIFOs) are
         skipped, and a ``sandbox_path`` that is itself a link raises SandboxError, so a planted
-        link can never make the host read one of its own files.
+        link can never make the host read one of its own files. Files go through ``budget``
+        (default: the default caps of :class:`worker.limits.OutputCaps`): never more than its
+        caps are read or written, whatever the files' apparent sizes (sparse files too).
         """
 
     @abc.abstractmethod

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worker.capped import ChunkReader, CopyBudget, StreamTooLong
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
@@ -669,13 +670,16 @@ class DockerSandbox(Sandbox):
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(_put, client, container, host_path, target)
 
-    async def download(self, sandbox_path: str, host_path: Path) -> None:
+    async def download(
+        self, sandbox_path: str, host_path: Path, *, budget: CopyBudget | None = None
+    ) -> None:
         container = self._container()
         if not sandbox_path.startswith("/"):
             raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
         client = await asyncio.to_thread(docker_client)
+        budget = budget or CopyBudget.default()
         await asyncio.to_thread(
-            _get, client, container, posixpath.normpath(sandbox_path), host_path
+            _get, client, container, posixpath.normpath(sandbox_path), host_path, budget
         )
 
 
@@ -816,7 +820,7 @@ _GO_MODE_SYMLINK = 1 << 27
 _GO_MODE_DIR = 1 << 31
 
 
-def _get(client: Any, container: str, path: str, host_path: Path) -> None:
+def _get(client: Any, container: str, path: str, host_path: Path, budget: CopyBudget) -> None:
     errors = _errors()
     try:
         chunks, info = client.api.get_archive(container, path)
@@ -827,15 +831,22 @@ def _get(client: Any, container: str, path: str, host_path: Path) -> None:
     mode = int(info.get("mode", 0))
     if info.get("linkTarget") or mode & _GO_MODE_SYMLINK:
         raise SandboxError(f"download: {path} is a symbolic link; not followed")
-    with tempfile.TemporaryFile() as buffer:
-        for chunk in chunks:
-            buffer.write(chunk)
-        buffer.seek(0)
-        with tarfile.open(fileobj=buffer, mode="r|") as tar:
-            _extract(tar, posixpath.basename(path.rstrip("/")) or ".", host_path)
+    # Streamed, never spooled: the archive holds sparse files expanded.
+    stream = ChunkReader(chunks, budget.stream_limit())
+    try:
+        with tarfile.open(fileobj=stream, mode="r|", bufsize=1 << 20) as tar:
+            _extract(tar, posixpath.basename(path.rstrip("/")) or ".", host_path, path, budget)
+    except StreamTooLong:
+        budget.skip(path, f"the rest: the archive ran past {stream.limit} bytes")
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
 
 
-def _extract(tar: tarfile.TarFile, top: str, host_path: Path) -> None:
+def _extract(
+    tar: tarfile.TarFile, top: str, host_path: Path, shown: str, budget: CopyBudget
+) -> None:
     """Regular files and folders only; links, devices and odd names are skipped."""
     for member in tar:
         name = posixpath.normpath(member.name)
@@ -848,17 +859,24 @@ def _extract(tar: tarfile.TarFile, top: str, host_path: Path) -> None:
         if rel.startswith("../") or rel.startswith("/") or "/../" in f"/{rel}/":
             continue
         dest = host_path / rel if rel else host_path
+        shown_here = posixpath.join(posixpath.dirname(shown), name)
         if member.isdir():
+            if rel and not budget.admit_entry(shown_here):
+                continue  # its files are refused too: their folder does not exist
             dest.mkdir(parents=True, exist_ok=True)
         elif member.isreg():
             if any(p.is_symlink() for p in [dest, *dest.parents][: rel.count("/") + 1]):
                 continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not rel:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            elif not dest.parent.is_dir():
+                budget.skip(shown_here, "its folder was not collected")
+                continue
             source = tar.extractfile(member)
             if source is None:
                 continue
-            with source, open(dest, "wb") as handle:
-                shutil.copyfileobj(source, handle)
+            with source:
+                budget.copy_file(source, member.size, dest, shown_here)
 
 
 # -- reaper ---------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from worker.capped import CopyBudget
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
 from worker.sandbox.base import (
     DEFAULT_WORKDIR,
@@ -720,11 +721,14 @@ class LocalSandbox(Sandbox):
         target = self._writable_target(sandbox_path, create=True)
         await asyncio.to_thread(_copy_in, host_path, target)
 
-    async def download(self, sandbox_path: str, host_path: Path) -> None:
+    async def download(
+        self, sandbox_path: str, host_path: Path, *, budget: CopyBudget | None = None
+    ) -> None:
         if self._stopped:
             raise SandboxError("the sandbox is stopped")
         source = self._writable_target(sandbox_path, create=False)
-        await asyncio.to_thread(_copy_out, source, host_path, sandbox_path)
+        budget = budget or CopyBudget.default()
+        await asyncio.to_thread(_copy_out, source, host_path, sandbox_path, budget)
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -870,7 +874,7 @@ def _copy_in(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def _copy_out(source: Path, target: Path, shown: str) -> None:
+def _copy_out(source: Path, target: Path, shown: str, budget: CopyBudget) -> None:
     """Sandbox -> host, regular files and folders only: links never reach the host."""
     try:
         info = source.lstat()
@@ -880,7 +884,7 @@ def _copy_out(source: Path, target: Path, shown: str) -> None:
         raise SandboxError(f"download: {shown} is a symbolic link; not followed")
     if stat.S_ISREG(info.st_mode):
         target.parent.mkdir(parents=True, exist_ok=True)
-        _copy_regular(source, target)
+        _copy_regular(source, target, shown, budget)
         return
     if not stat.S_ISDIR(info.st_mode):
         raise SandboxError(f"download: {shown} is not a regular file or folder")
@@ -888,24 +892,22 @@ def _copy_out(source: Path, target: Path, shown: str) -> None:
     for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
         here = Path(dirpath)
         dest = target / here.relative_to(source)
+        shown_here = posixpath.normpath(posixpath.join(shown, str(here.relative_to(source))))
         for name in list(dirnames):
-            if (here / name).is_symlink():
+            if (here / name).is_symlink() or not budget.admit_entry(f"{shown_here}/{name}"):
                 dirnames.remove(name)
             else:
                 (dest / name).mkdir(exist_ok=True)
         for name in filenames:
             path = here / name
             if stat.S_ISREG(path.lstat().st_mode):
-                _copy_regular(path, dest / name)
+                _copy_regular(path, dest / name, f"{shown_here}/{name}", budget)
 
 
-def _copy_regular(source: Path, target: Path) -> None:
+def _copy_regular(source: Path, target: Path, shown: str, budget: CopyBudget) -> None:
     fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as src:
-        if target.is_symlink():
-            target.unlink()
-        with open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        budget.copy_file(src, os.fstat(fd).st_size, target, posixpath.normpath(shown))
 
 
 def _remove_tree(path: Path) -> None:

@@ -92,6 +92,11 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
         return None
     if mode == "stall":  # one action, then never another answer
         return {"action": "exec", "command": "true"} if turn == 1 else None
+    if mode == "flood":  # hostile: $PURPLE_FLOOD_BYTES of junk per reply, $PURPLE_FLOOD_TURNS turns
+        size = int(os.environ.get("PURPLE_FLOOD_BYTES", str(4 << 20)))
+        if turn >= int(os.environ.get("PURPLE_FLOOD_TURNS", "10")):
+            return {"action": "finish", "message": "x" * size}
+        return {"action": "exec", "command": "true #" + "y" * 100_000, "notes": "z" * size}
     if mode == "loop":
         return {"action": "exec", "command": "true"}
     raise ValueError(f"unknown mode {mode}")
