@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from green_agent.local import serve_app
 from green_agent.selection import select
+from skillsbench_agentbeats.in_process import serve_app
 from tests.green.fake_worker import FakeWorker
 from tests.green.purple_stub import purple_app
 
