@@ -446,6 +446,8 @@ async def test_cancel_completes_at_every_moment_under_load(sandbox: Sandbox) -> 
             await _cancel_after(sandbox, f"{marker}-p{steps}", steps, 0, process=True)
         for delay in (0.05, 0.2, 0.8):
             await _cancel_after(sandbox, f"{marker}-pd{delay}", 0, delay, process=True)
+        # A command whose start went on after the cancel would show up only now.
+        assert await wait_gone(marker, timeout=30) == []
     finally:
         for burner in burners:
             burner.kill()
