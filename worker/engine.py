@@ -135,8 +135,9 @@ class Engine:
                     identity = ProcessIdentity(process.pid, process.start_ticks, process.boot_id)
                     if kill_if_same(identity):
                         log.info("killed pid %d left by attempt %s", process.pid, attempt.trial_id)
-                sandbox = self.settings.jobs_dir / attempt.trial_dir / "sandbox"
-                if sandbox.is_dir():
+                sandbox = (self.settings.jobs_dir / attempt.trial_dir / "sandbox").resolve()
+                inside = sandbox.is_relative_to(self.store.run_dir(run.run_id).resolve())
+                if inside and sandbox.is_dir():
                     _remove_tree(sandbox)
 
     def _save_soon(self, run: RunRecord) -> None:
