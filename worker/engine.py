@@ -8,6 +8,8 @@ every trial has its row (failed trials included), or ``cancelled``.
 
 Crash safety: the run document is saved on every state change. On start, runs that were not
 finished are resumed: finished trials keep their rows, trials that were running are re-run.
+What the crashed attempts left is removed first: the host processes they recorded (killed only
+if pid, start time and boot still match) and their sandbox folders.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
 from worker.agents.base import Agent
 from worker.agents.registry import resolve_agent
 from worker.api import (
@@ -40,7 +44,13 @@ from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
 from worker.public_rows import build_row, new_trial_id
-from worker.records import AttemptRecord, RunRecord, TrialRecord, trial_key
+from worker.records import (
+    AttemptRecord,
+    HostProcessRecord,
+    RunRecord,
+    TrialRecord,
+    trial_key,
+)
 from worker.store import RunStore
 from worker.trajectory import utc_now
 from worker.trial import TrialOutcome, TrialPlan, run_trial
@@ -86,6 +96,7 @@ class Engine:
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
         self._closing = False
+        self._saves: set[asyncio.Task[None]] = set()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -110,9 +121,31 @@ class Engine:
                         trial.current.error = "the worker stopped during this attempt"
             run.updated_at = utc_now()
             await self.store.save(run)
+            await asyncio.to_thread(self._clean_abandoned, run)
             await self._reap(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
+
+    def _clean_abandoned(self, run: RunRecord) -> None:
+        """Kill the host processes of the run's abandoned attempts that still run, and remove
+        those attempts' sandbox folders (their logs stay)."""
+        for trial in run.trials.values():
+            for attempt in trial.attempts:
+                if attempt.outcome != "abandoned":
+                    continue
+                for process in attempt.host_processes:
+                    identity = ProcessIdentity(process.pid, process.start_ticks, process.boot_id)
+                    if kill_if_same(identity):
+                        log.info("killed pid %d left by attempt %s", process.pid, attempt.trial_id)
+                sandbox = (self.settings.jobs_dir / attempt.trial_dir / "sandbox").resolve()
+                inside = sandbox.is_relative_to(self.store.run_dir(run.run_id).resolve())
+                if inside and sandbox.is_dir():
+                    _remove_tree(sandbox)
+
+    def _save_soon(self, run: RunRecord) -> None:
+        task = asyncio.ensure_future(self.store.save(run))
+        self._saves.add(task)
+        task.add_done_callback(self._saves.discard)
 
     async def _reap(self, run_id: str) -> None:
         """Remove what a killed worker left of ``run_id`` in the docker engine (the local
@@ -406,7 +439,21 @@ class Engine:
             proxies=self.settings.proxies,
             caps=self.settings.caps,
         )
-        outcome = await run_trial(plan)
+        attempt = trial.attempts[-1]
+
+        def started(identity: ProcessIdentity) -> None:
+            attempt.host_processes.append(
+                HostProcessRecord(
+                    pid=identity.pid, start_ticks=identity.start_ticks, boot_id=identity.boot_id
+                )
+            )
+            self._save_soon(run)
+
+        token = started_hook.set(started)
+        try:
+            outcome = await run_trial(plan)
+        finally:
+            started_hook.reset(token)
         current = trial.current
         assert current is not None
         current.finished_at = utc_now()
@@ -468,6 +515,24 @@ class Engine:
             failure=kind,
             time_used=None,
         )
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove ``path``, making read-only folders (a sandbox's layer) writable on the way."""
+
+    def retry(_func: object, failed: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed), 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+
+    try:
+        shutil.rmtree(path, onerror=retry)
+    except OSError as exc:
+        log.warning("could not remove %s: %s", path, exc)
 
 
 def _transport(spec: str) -> str:

@@ -22,6 +22,17 @@ def trial_key(task_id: str, instance: int) -> str:
     return f"{task_id}#{instance}"
 
 
+class HostProcessRecord(BaseModel):
+    """A process the attempt started on the worker host (the a2a bridge): a restarted worker
+    kills it if it still runs, after checking it is the same process (start time, boot)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pid: int
+    start_ticks: int
+    boot_id: str
+
+
 class AttemptRecord(BaseModel):
     """One try at a trial; kept so retries and crash-abandoned attempts stay visible."""
 
@@ -34,6 +45,7 @@ class AttemptRecord(BaseModel):
     outcome: Literal["running", "finished", "retried", "abandoned", "cancelled"] = "running"
     failure: str | None = None  # FailureKind value
     error: str | None = None
+    host_processes: list[HostProcessRecord] = Field(default_factory=list)
 
 
 class TrialRecord(BaseModel):

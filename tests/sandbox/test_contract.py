@@ -397,3 +397,58 @@ async def test_cancelled_exec_kills_its_command(sandbox: Sandbox) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await running
     assert await wait_gone(marker) == []
+
+
+async def _run_process(sandbox: Sandbox, marker: str) -> None:
+    """What an agent session does with its process: open it, wait, kill it when stopped."""
+    process = await sandbox.open_process(["sh", "-c", "while :; do sleep 1; done", marker])
+    try:
+        await process.wait()
+    finally:
+        await process.kill()
+
+
+async def _cancel_after(
+    sandbox: Sandbox, marker: str, steps: int, delay: float, *, process: bool = False
+) -> None:
+    """Start an endless exec (or process), cancel it after ``steps`` event-loop iterations
+    (then ``delay`` seconds), and require the cancellation to complete and the command to be
+    gone."""
+    work = _run_process(sandbox, marker) if process else sandbox.exec(loop_cmd(marker))
+    running = asyncio.create_task(work)
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    if delay:
+        await asyncio.sleep(delay)
+    running.cancel()
+    done, _ = await asyncio.wait({running}, timeout=60)
+    assert running in done, f"cancel after {steps} loop iterations (+{delay}s) never completed"
+    assert await wait_gone(marker, timeout=30) == []
+
+
+@pytest.mark.timeout(900)
+async def test_cancel_completes_at_every_moment_under_load(sandbox: Sandbox) -> None:
+    """Cancelling an exec or an agent's process before it started, while starting, running or
+    exiting always ends, also with CPU-bound processes competing for the cores."""
+    burners = [
+        await asyncio.create_subprocess_exec(
+            "python3", "-c", "import time\nend = time.time() + 600\nwhile time.time() < end: pass"
+        )
+        for _ in range(2)
+    ]
+    try:
+        marker = f"marker-{uuid.uuid4().hex}"
+        for steps in range(40):
+            await _cancel_after(sandbox, f"{marker}-{steps}", steps, 0)
+        for delay in (0.01, 0.05, 0.1, 0.2, 0.4, 0.8):
+            await _cancel_after(sandbox, f"{marker}-d{delay}", 0, delay)
+        for steps in range(20):
+            await _cancel_after(sandbox, f"{marker}-p{steps}", steps, 0, process=True)
+        for delay in (0.05, 0.2, 0.8):
+            await _cancel_after(sandbox, f"{marker}-pd{delay}", 0, delay, process=True)
+        # A command whose start went on after the cancel would show up only now.
+        assert await wait_gone(marker, timeout=30) == []
+    finally:
+        for burner in burners:
+            burner.kill()
+            await burner.wait()

@@ -137,3 +137,111 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
         left = client.containers.list(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
         client.close()
         assert left == []
+
+
+def _identity(pid: int) -> dict[str, Any]:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return {"pid": pid, "start_ticks": ticks, "boot_id": boot}
+
+
+def _wait_until(condition: Any, bound: float) -> bool:
+    deadline = time.monotonic() + bound
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
+    tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """The bridges and the agents' commands die with the worker; the restart kills the host
+    processes its crashed attempts recorded (only if still the same process), removes their
+    sandbox folders, and finishes the run with one row per trial."""
+    from worker_acp.purple_server import purple_server
+
+    tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
+    tasks.mkdir()
+    task_ids = [f"answer-{i}" for i in range(3)]
+    for task_id in task_ids:
+        make_task(tasks, task_id)
+    marker = f"2.{int(time.time() * 1000) % 100000:05d}"
+    with purple_server(f"slow-{marker}") as url:
+        bridges = f"worker.bridge --url {url}"
+        first = WorkerProcess(jobs, tasks)
+        workers.append(first)
+        response = httpx.post(
+            f"{first.url}/runs", json=run_payload(task_ids, agent=f"a2a:{url}"), timeout=10
+        )
+        assert response.status_code == 201, response.text
+        run_id = response.json()["run_id"]
+        run_file = jobs / "runs" / run_id / "run.json"
+
+        def running() -> bool:
+            doc = json.loads(run_file.read_text())
+            recorded = any(
+                t["attempts"] and t["attempts"][-1]["host_processes"]
+                for t in doc["trials"].values()
+                if t["state"] == "running"
+            )
+            return recorded and bool(process_cmdlines_containing(f"sleep {marker}"))
+
+        assert _wait_until(running, 90), "never saw a2a trials running"
+        assert process_cmdlines_containing(bridges)
+        first.kill()
+
+        def left() -> list[str]:
+            return process_cmdlines_containing(bridges) + process_cmdlines_containing(
+                f"sleep {marker}"
+            )
+
+        assert _wait_until(lambda: not left(), 30), left()
+        before = json.loads(run_file.read_text())
+        interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
+        assert interrupted
+        sandboxes = [
+            jobs / before["trials"][k]["attempts"][-1]["trial_dir"] / "sandbox" for k in interrupted
+        ]
+        assert any(path.is_dir() for path in sandboxes)
+
+        # Stand-ins for processes a crash left running (had their parent-death signal not
+        # fired): one recorded as it is, one recorded with another start time (as if its pid
+        # had been reused by an unrelated process: it must live).
+        leftover = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        unrelated = subprocess.Popen(["sleep", "301"], start_new_session=True)
+        try:
+            other = _identity(unrelated.pid)
+            other["start_ticks"] -= 1
+            attempt = before["trials"][interrupted[0]]["attempts"][-1]
+            attempt["host_processes"] += [_identity(leftover.pid), other]
+            tmp = run_file.with_suffix(".edit")
+            tmp.write_text(json.dumps(before))
+            os.replace(tmp, run_file)
+
+            second = WorkerProcess(jobs, tasks)
+            workers.append(second)
+            assert leftover.wait(30) == -signal.SIGKILL
+            assert unrelated.poll() is None
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                status = second.get(f"/runs/{run_id}")
+                if status["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.2)
+        finally:
+            for proc in (leftover, unrelated):
+                proc.kill()
+                proc.wait()
+    assert status["status"] == "completed", status
+    rows = status["rows"]
+    assert len(rows) == 3 and len({row["trial_id"] for row in rows}) == 3
+    assert all(row["passed"] for row in rows), rows
+    after = json.loads(run_file.read_text())
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+    assert not any(path.exists() for path in sandboxes)
+    assert left() == []

@@ -403,3 +403,28 @@ def test_streamed_updates_build_this_turns_task_and_ignore_other_tasks() -> None
     assert [part.text for part in only.parts] == ["one", "two"]
     task = _apply_update(task, artifact("t1", "replaced"))
     assert [part.text for part in task.artifacts[0].parts] == ["replaced"]
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_reply_with_another_requests_id_is_participant_error(
+    tmp_path: Path, streaming: bool
+) -> None:
+    """A purple agent that would solve the task, but whose JSON-RPC replies (streamed events,
+    or plain replies and GetTask polls) carry an id that is not the request's: nothing it says
+    is read, the trial is a participant error with reward 0."""
+    with purple_server("wrong-id-exec", streaming=streaming) as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR, result.outcome.message
+    assert "JSON-RPC reply has id" in (result.outcome.message or "")
+    assert result.reward == 0.0
+    assert result.tool_calls() == []
+
+
+async def test_reply_about_another_context_is_participant_error(tmp_path: Path) -> None:
+    """From turn 2 on, the purple's replies name a context that is not the conversation's."""
+    with purple_server("wrong-context-exec") as url:
+        result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
+    assert result.outcome.failure is FailureKind.PARTICIPANT_ERROR, result.outcome.message
+    assert "replied about another context" in (result.outcome.message or "")
+    assert result.reward == 0.0
+    assert len(result.tool_calls()) == 1  # the first action only

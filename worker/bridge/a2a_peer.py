@@ -25,6 +25,7 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
+from worker.bridge.rpc_check import checked_client
 from worker.failures import FailureKind
 
 CONNECT_TIMEOUT_SEC = 10.0
@@ -103,7 +104,8 @@ class Conversation:
     async def __aenter__(self) -> Conversation:
         # The SDK's own client would time out after 5 s; a purple agent may think for minutes.
         timeout = max(self.remaining(), 1.0)
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
+        # Replies whose JSON-RPC id is not the request's are refused (a participant error).
+        self._http = checked_client(httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
         # The id of a running task must be known, so that a turn still running when time runs
         # out can be cancelled: streamed sends carry it in their first event; without streaming,
         # ``return_immediately`` brings it back at once and the task is polled (agents that
@@ -178,12 +180,16 @@ class Conversation:
         async for event in self._client.send_message(SendMessageRequest(message=message)):
             kind = event.WhichOneof("payload")
             if kind == "message":
+                self._check_about(event.message.task_id, event.message.context_id, message)
                 reply = event.message
             elif kind == "task":
+                self._check_about(event.task.id, event.task.context_id, message, task)
                 task = Task()
                 task.CopyFrom(event.task)
                 self.open_task = task.id
             elif kind in ("status_update", "artifact_update"):
+                update = getattr(event, kind)
+                self._check_about(update.task_id, update.context_id, message, task)
                 task = _apply_update(task, event)
                 self.open_task = task.id
         if reply is not None:
@@ -193,12 +199,33 @@ class Conversation:
             while task.status.state in _PENDING_STATES or self._stale(task):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, POLL_INTERVAL_SEC)
-                task = await self._client.get_task(GetTaskRequest(id=task.id))
+                polled = await self._client.get_task(GetTaskRequest(id=task.id))
+                self._check_about(polled.id or task.id, polled.context_id, message, task)
+                task = polled
             self._answered = (task.id, _turn_key(task))
             if task.status.state not in _INTERRUPTED_STATES:
                 self.open_task = None
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
+
+    def _check_about(
+        self, task_id: str, context_id: str, sent: Message, task: Task | None = None
+    ) -> None:
+        """A reply must be about this conversation: its context (once known), the task the
+        message continues, and the task this turn already runs; an empty id says nothing."""
+        problem = None
+        if context_id and self.context_id and context_id != self.context_id:
+            problem = f"context {context_id!r}, not this conversation's {self.context_id!r}"
+        elif task_id and sent.task_id and task_id != sent.task_id:
+            problem = f"task {task_id!r}, not the continued task {sent.task_id!r}"
+        elif task_id and task is not None and task.id and task_id != task.id:
+            problem = f"task {task_id!r}, not this turn's task {task.id!r}"
+        elif context_id and task is not None and task.context_id and context_id != task.context_id:
+            problem = f"context {context_id!r}, not this turn's {task.context_id!r}"
+        if problem:
+            raise ParticipantFailure(
+                FailureKind.PARTICIPANT_ERROR, f"the participant replied about another {problem}"
+            )
 
     def _stale(self, task: Task) -> bool:
         """A continued task may be returned before it processed our message (a2a-sdk answers a
@@ -250,7 +277,7 @@ def _apply_update(task: Task | None, event: Any) -> Task:
     if task is None:
         task = Task(id=update.task_id, context_id=update.context_id)
     elif task.id != update.task_id:
-        return task  # not this turn's task (SDK servers never send it): keep what we have
+        return task  # not this turn's task (the conversation refuses such a reply first)
     if status:
         task.status.CopyFrom(update.status)
         return task

@@ -23,10 +23,10 @@ import socket
 import tarfile
 import tempfile
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from worker.capped import ChunkReader, CopyBudget, StreamTooLong
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
@@ -52,6 +52,9 @@ LABEL_TRIAL = "skillsbench.trial"
 LABEL_BUILT = "skillsbench.built"  # on images we built (prebuilt images never carry it)
 IMAGE_REPOSITORY = "skillsbench-env"
 STREAM_LIMIT = 64 * 1024 * 1024
+# How long a kill waits for the pid the exec's wrapper reports (its start may lag under load).
+PID_WAIT_SEC = 30.0
+T = TypeVar("T")
 # Prints the shell's pid (the exec's process group) on stderr, then becomes the command.
 _PID_WRAPPER = 'echo "$$" >&2 && exec "$@"'
 # The container's init (docker-init) keeps running only while its child, the keep-alive, does.
@@ -243,6 +246,19 @@ class _Session:
     def close(self) -> None:
         self.pump.cancel()
         self.writer.transport.close()
+
+
+async def _finish(awaitable: Awaitable[T]) -> tuple[asyncio.Future[T], bool]:
+    """Run ``awaitable`` to its end even if the caller is cancelled meanwhile; its future (done)
+    and whether a cancel arrived (the caller then cleans up and raises ``CancelledError``)."""
+    future = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait({future})
+        except asyncio.CancelledError:
+            cancelled = True
+    return future, cancelled
 
 
 async def _pump(reader: asyncio.StreamReader, session: _Session) -> None:
@@ -560,16 +576,31 @@ class DockerSandbox(Sandbox):
             )
             return created["Id"], client.api.exec_start(created["Id"], socket=True)
 
+        # A cancel while the exec starts must not leave its command running unseen: the start
+        # is finished first (the command may already run), then the command is killed.
+        started, cancelled = await _finish(asyncio.to_thread(start))
         try:
-            exec_id, raw = await asyncio.to_thread(start)
+            exec_id, raw = started.result()
         except _errors().DockerException as exc:
+            if cancelled:
+                raise asyncio.CancelledError from None
             raise SandboxError(f"exec failed: {exc}") from None
         sock: socket.socket = getattr(raw, "_sock", raw)
         sock.setblocking(False)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=STREAM_LIMIT)
         protocol = asyncio.StreamReaderProtocol(reader)
-        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+        connected, cancelled_now = await _finish(
+            loop.create_connection(lambda: protocol, sock=sock)
+        )
+        cancelled = cancelled or cancelled_now
+        try:
+            transport, _ = connected.result()
+        except BaseException:
+            sock.close()
+            if cancelled:
+                raise asyncio.CancelledError from None
+            raise
         writer = _StdinWriter(transport, protocol, reader, loop)
         session = _Session(
             exec_id=exec_id,
@@ -583,6 +614,11 @@ class DockerSandbox(Sandbox):
         if not stdin:
             writer.close()
         self._sessions.add(session)
+        if cancelled:
+            await _finish(self._kill_group(session))
+            session.close()
+            self._sessions.discard(session)
+            raise asyncio.CancelledError
         return session
 
     async def _exit_code(self, exec_id: str, wait: float = 30.0) -> int:
@@ -598,7 +634,7 @@ class DockerSandbox(Sandbox):
 
     async def _kill_group(self, session: _Session) -> None:
         try:
-            pid = await asyncio.wait_for(asyncio.shield(session.pid), 5)
+            pid = await asyncio.wait_for(asyncio.shield(session.pid), PID_WAIT_SEC)
         except TimeoutError:
             pid = 0
         if pid > 1 and not self._stopped:

@@ -587,20 +587,36 @@ class LocalSandbox(Sandbox):
     ) -> _Spawned:
         argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         read_fd, write_fd = os.pipe()
+        cancelled = False
         try:
             argv = self._argv(argv_command, cwd, user, info_fd=write_fd)
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=stdin,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env(env),
-                pass_fds=[*self._ns_fds, write_fd],
-                start_new_session=True,
-                limit=STREAM_LIMIT,
+            # Never cancelled itself: asyncio's clean-up of a cancelled start kills only the
+            # outer bwrap and then waits for the pipes to close, but the command (already in
+            # the sandbox's namespace, maybe before bwrap set its parent-death signal) holds
+            # them open: the await never ends. So a cancel waits for the start to finish, and
+            # the command is then killed like any other.
+            starting = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=stdin,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=self._env(env),
+                    pass_fds=[*self._ns_fds, write_fd],
+                    start_new_session=True,
+                    limit=STREAM_LIMIT,
+                )
             )
+            while not starting.done():
+                try:
+                    await asyncio.shield(starting)
+                except asyncio.CancelledError:
+                    cancelled = True
+            proc = starting.result()
         except BaseException:
             os.close(read_fd)
+            if cancelled:
+                raise asyncio.CancelledError from None
             raise
         finally:
             os.close(write_fd)
@@ -608,11 +624,13 @@ class LocalSandbox(Sandbox):
         spawned = _Spawned(proc, read_fd)
         self._procs.add(spawned)
         try:
+            if cancelled:
+                raise asyncio.CancelledError
             await spawned.has_pid.wait()
         except asyncio.CancelledError:
             # Cancelled before we knew the command's pid: learn it, then kill it.
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(spawned.has_pid.wait()), 5)
+                await asyncio.wait_for(asyncio.shield(spawned.has_pid.wait()), 30)
             spawned.kill()
             self._procs.discard(spawned)
             raise

@@ -26,8 +26,11 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
         with open(log, "a") as out:
             out.write(json.dumps({"context_id": context_id, "data": data_parts}) + "\n")
     turn = _TURNS[context_id] = _TURNS.get(context_id, 0) + 1
-    if mode == "exec":
+    if mode == "exec" or mode.startswith("slow-"):
+        # "slow-<seconds>": first an exec of ``sleep <seconds>`` (a marker on the host)
+        slow = [{"action": "exec", "command": f"sleep {mode[5:]}", "timeout_sec": 120}]
         steps: list[dict[str, Any]] = [
+            *(slow if mode != "exec" else []),
             {"action": "exec", "command": "ls -la"},
             {
                 "action": "exec",

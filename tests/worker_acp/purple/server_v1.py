@@ -4,8 +4,10 @@ action. Usage: python server_v1.py PORT MODE"""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+from typing import Any
 
 import uvicorn
 from a2a.helpers import get_data_parts, new_data_part, new_task_from_user_message, new_text_part
@@ -25,6 +27,10 @@ PORT, MODE = int(sys.argv[1]), sys.argv[2]
 # "ask-<mode>": keep one task open, asking for input (the action in its status message) until
 # the action is a finish; "ask-art-<mode>": the same with the action in an artifact and a bare
 # input-required status (no message).
+# "wrong-id-<mode>": <mode>, but every JSON-RPC reply carries an id that is not the request's;
+# "wrong-context-<mode>": replies to a message in a known context name another context.
+WRONG = MODE.split("-")[1] if MODE.startswith(("wrong-id-", "wrong-context-")) else None
+MODE = MODE.removeprefix(f"wrong-{WRONG}-")
 ASK = MODE.startswith("ask-")
 ASK_ARTIFACT = MODE.startswith("ask-art-")
 SCRIPT_MODE = MODE.removeprefix("ask-").removeprefix("art-")
@@ -90,6 +96,45 @@ async def garbage(request: Request) -> Response:
     return Response("<html>proxy says hi</html>", media_type="text/html")
 
 
+class WrongIds:
+    """ASGI middleware: the request's JSON-RPC id (or its message's context id) in every reply,
+    each streamed event too, is replaced by another of the same length (Content-Length holds)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        request = json.loads(body)
+        request_id = request.get("id")
+        if WRONG == "context":
+            request_id = request.get("params", {}).get("message", {}).get("contextId")
+            if not request_id:
+                request_id = "no context to replace"
+        old = json.dumps(request_id).encode()
+        new = (
+            json.dumps("x" * len(str(request_id))).encode() if isinstance(request_id, str) else b"0"
+        )
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replay() -> Any:
+            return pending.pop() if pending else await receive()
+
+        async def rewrite(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": message.get("body", b"").replace(old, new)}
+            await send(message)
+
+        await self.app(scope, replay, rewrite)
+
+
 rpc = [Route("/", garbage, methods=["POST"])] if MODE == "garbage" else []
 app = Starlette(
     routes=[
@@ -98,4 +143,4 @@ app = Starlette(
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
 )
-uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")
+uvicorn.run(WrongIds(app) if WRONG else app, host="127.0.0.1", port=PORT, log_level="warning")
