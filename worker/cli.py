@@ -14,8 +14,8 @@ from typing import Any
 import click
 
 from worker.failures import RetryPolicy
+from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 
-ENVIRONMENTS = ("local", "docker")
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
 
@@ -61,7 +61,9 @@ def _tasks_dir(value: Path | None) -> Path:
     default=None,
     help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
 )
-@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option(
+    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
+)
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--max-attempts",
@@ -117,7 +119,9 @@ def worker(
 @click.option(
     "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
 )
-@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option(
+    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
+)
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",

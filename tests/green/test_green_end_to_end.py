@@ -18,7 +18,7 @@ from tests.green.conftest import request_text
 
 
 def _missing() -> str | None:
-    for module in ("worker.agents.a2a", "purple_agent.placeholder", "worker.sandbox.local"):
+    for module in ("worker.agents.a2a", "purple_agent.placeholder", "worker.sandbox._bubblewrap"):
         if importlib.util.find_spec(module) is None:
             return f"{module} is not in this build"
     try:

@@ -23,7 +23,7 @@ from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
-from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
+from worker.sandbox.base import Sandbox, sandbox_class
 from worker.verifier import snapshot_plantables
 
 PLANTED = (
@@ -94,10 +94,9 @@ async def started_sandbox(
         from docker_images import ensure_test_image
 
         ensure_test_image(request.getfixturevalue("docker_client"), "python")
-    spec = SandboxSpec(
-        task=load_task(folder), run_id="hardening", trial_id=trial_id, state_dir=state
+    sandbox = sandbox_class(backend).for_task(
+        load_task(folder), run_id="hardening", trial_id=trial_id, state_dir=state
     )
-    sandbox = sandbox_class(backend)(spec)
     await sandbox.start()
     try:
         yield sandbox
