@@ -268,3 +268,34 @@ async def test_an_image_with_a_non_root_user_starts_with_its_files(
     async with docker_sandbox(task, tmp_path / "s", files={"/instruction.md": instruction}) as sb:
         seen = await sb.exec("id -u; cat /instruction.md; touch /logs/verifier/x && echo ok")
         assert seen.stdout == "65534\nDo it.\nok\n", seen
+
+
+async def test_a_worker_start_reaps_what_it_left_and_nothing_of_other_workers(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The reaper runs at worker start (the backend's ``reap`` hook) and only over what carries
+    this worker's owner label: another worker's sandboxes on the same engine live on."""
+    from worker.engine import Engine, EngineSettings
+
+    engine = Engine(
+        EngineSettings(jobs_dir=tmp_path / "jobs", tasks_dir=tmp_path, environment="docker")
+    )
+    run = f"run-{uuid.uuid4().hex[:8]}"
+
+    def owned_by(owner: str, name: str) -> DockerSandbox:
+        spec = make_spec(make_task(), tmp_path / name, "docker", owner=owner)
+        return DockerSandbox(dataclasses.replace(spec, run_id=run))
+
+    mine, theirs = owned_by(engine.owner, "mine"), owned_by(f"other-{uuid.uuid4().hex}", "theirs")
+    try:
+        await mine.start()  # never stopped: this worker "crashed"
+        await theirs.start()
+        await engine.start()
+        assert not client.containers.list(
+            all=True, filters={"label": f"{LABEL_TRIAL}={mine.spec.trial_id}"}
+        )
+        assert (await theirs.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await engine.close()
+        await theirs.stop()
+        await mine.stop()
