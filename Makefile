@@ -45,6 +45,7 @@ test: sync host-packages
 lint: sync
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
+	git ls-files -co --exclude-standard '*.sh' .ci/run | xargs $(RUN) shellcheck
 
 typecheck: sync
 	$(RUN) mypy

@@ -406,7 +406,7 @@ async def _verify(
         else:
             state.removed_files = await harden(sandbox, snapshot, state.skills_dir, task.tests_dir)
             result = await sandbox.exec(
-                ["sh", "-c", TEST_COMMAND],
+                list(TEST_COMMAND),
                 cwd=sandbox.workdir,
                 env=dict(verifier_cfg.env),
                 user=verifier_cfg.user,

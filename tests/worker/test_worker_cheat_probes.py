@@ -216,10 +216,10 @@ async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Pat
     silently find nothing planted: the scan stops with a clear error instead."""
     from worker.verifier import NO_CHECKSUM, harden_command, snapshot_command
 
-    for text in (snapshot_command("/root", None), harden_command("/root", None)):
+    for argv in (snapshot_command("/root", None), harden_command("/root", None)):
         # Only the shell's builtins are left (and no busybox applets to fall back on).
         done = subprocess.run(
-            ["/bin/sh", "-c", text],
+            argv,
             env={"PATH": str(tmp_path)},
             input=b"",
             capture_output=True,
@@ -271,7 +271,7 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
         else:
             await harden(sandbox, snapshot, None, folder / "tests")
             result = await sandbox.exec(
-                ["sh", "-c", TEST_COMMAND], cwd=sandbox.workdir, user="nobody", timeout_sec=60
+                list(TEST_COMMAND), cwd=sandbox.workdir, user="nobody", timeout_sec=60
             )
         assert result.exit_code == 0, result
         await sandbox.download(VERIFIER_LOGS_DIR, tmp_path / "verifier")

@@ -8,7 +8,7 @@ if [ "$(command -v kill)" = kill ]; then kill -STOP -1 2>/dev/null; fi
 for sig in STOP KILL; do
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    case $p in 1|"$1"|$$) ;; *) kill -s "$sig" "$p" 2>/dev/null ;; esac
+    case $p in 1|"$1"|"$$") ;; *) kill -s "$sig" "$p" 2>/dev/null ;; esac
   done
 done
 kill -s CONT "$1" 2>/dev/null

@@ -8,6 +8,7 @@
 # "skillsbench-stage-failed:" line on stderr (the docker backend reads it).
 t=$2 s=$3
 fail() { echo "skillsbench-stage-failed: $1" >&2; exit 125; }
+# shellcheck disable=SC2015  # any step failing fails the stage (fail exits)
 rm -rf "$s" && mkdir -m 700 "$s" && tar -xf - -C "$s" || fail "cannot unpack into $s"
 if [ -L "$t" ] || { [ -e "$t" ] && [ ! -d "$t" ]; }; then
   { rm -f "$t" && echo "removed $t"; } || fail "cannot remove $t"
@@ -15,6 +16,7 @@ elif [ -d "$t" ]; then
   IFS='
 '
   set -f
+  # shellcheck disable=SC2044  # split on newlines only (IFS), globbing off
   for p in $(find "$t" -mindepth 1 -depth); do
     n="$s/files/${p#"$t"/}"
     if [ -L "$p" ] || { [ ! -e "$n" ] && [ ! -L "$n" ]; }; then echo "removed $p"; fi
