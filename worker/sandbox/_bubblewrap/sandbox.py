@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import posixpath
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +37,8 @@ from worker.sandbox._bubblewrap.host import (
     check_host,
     masks,
     mount_args,
-    system_args,
 )
+from worker.sandbox._bubblewrap.namespace import InitNamespace
 from worker.sandbox._bubblewrap.process import (
     STREAM_LIMIT,
     BubblewrapProcess,
@@ -107,9 +104,7 @@ class BubblewrapSandbox(Sandbox):
         self._binds: dict[str, Path] = {}
         self.layer = self._root / "layer"
         self._bwrap = ""
-        self._init: subprocess.Popen[bytes] | None = None
-        self._init_pid = 0
-        self._ns_fds: list[int] = []
+        self._init = InitNamespace()
         self._procs: set[Spawned] = set()
         self._started = False
         self._stopped = False
@@ -190,7 +185,9 @@ class BubblewrapSandbox(Sandbox):
 
     async def _new_init(self) -> None:
         # Shielded: a cancelled start must not leave an init nobody knows about.
-        starting = asyncio.ensure_future(asyncio.to_thread(self._start_init))
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(self._init.start, self._bwrap, str(self._root))
+        )
         try:
             await asyncio.shield(starting)
         except asyncio.CancelledError:
@@ -199,78 +196,13 @@ class BubblewrapSandbox(Sandbox):
             await self._kill_all()
             raise
 
-    def _start_init(self) -> None:
-        read_fd, write_fd = os.pipe()
-        argv = [
-            self._bwrap,
-            *NAMESPACE_FLAGS,
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-net",
-            *system_args(),
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--info-fd",
-            str(write_fd),
-            "--",
-            "/bin/sh",
-            "-c",
-            "echo ready; exec sleep infinity",
-            str(self._root),  # $0 only: names the sandbox on the host's process list
-        ]
-        try:
-            self._init = subprocess.Popen(
-                argv,
-                pass_fds=[write_fd],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env={"PATH": CLEAN_PATH},
-            )
-        finally:
-            os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as info:
-            raw = info.read()  # EOF once bwrap closes it after setup (or dies)
-        assert self._init.stdout is not None
-        ready = self._init.stdout.readline()
-        if ready.strip() != b"ready":
-            self._init.kill()
-            _, err = self._init.communicate()
-            raise SandboxError(f"local sandbox init failed: {err.decode(errors='replace').strip()}")
-        try:
-            self._init_pid = int(json.loads(raw)["child-pid"])
-            self._ns_fds = [
-                os.open(f"/proc/{self._init_pid}/ns/user", os.O_RDONLY),
-                os.open(f"/proc/{self._init_pid}/ns/pid", os.O_RDONLY),
-            ]
-        except (ValueError, KeyError, OSError) as exc:
-            self._init.kill()
-            raise SandboxError(f"local sandbox init failed: {exc}") from None
-
     async def kill_processes(self) -> None:
         await self._kill_all()
         if not self._stopped and self._started:
             await self._new_init()
 
     async def _kill_all(self) -> None:
-        if self._init is not None and self._init.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self._init_pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._init.pid, signal.SIGKILL)
-            await asyncio.to_thread(self._init.wait)
-        if self._init is not None:
-            for pipe in (self._init.stdout, self._init.stderr):
-                if pipe is not None:
-                    pipe.close()
-        self._init = None
-        for fd in self._ns_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._ns_fds = []
+        await self._init.kill()
         procs = list(self._procs)
         for spawned in procs:
             spawned.kill()
@@ -301,13 +233,13 @@ class BubblewrapSandbox(Sandbox):
     def _argv(
         self, command: Sequence[str], cwd: str | None, user: str | None, info_fd: int
     ) -> list[str]:
-        if self._stopped or not self._ns_fds:
+        if self._stopped or not self._init.fds:
             raise SandboxError("the sandbox is not running")
         if user not in (None, "root", "0", "0:0"):
             raise SandboxUnsupported(
                 f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
             )
-        user_fd, pid_fd = self._ns_fds
+        user_fd, pid_fd = self._init.fds
         argv = [
             self._bwrap,
             *NAMESPACE_FLAGS,
@@ -346,7 +278,7 @@ class BubblewrapSandbox(Sandbox):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=self._env(env),
-                pass_fds=[*self._ns_fds, write_fd],
+                pass_fds=[*self._init.fds, write_fd],
                 start_new_session=True,
                 limit=STREAM_LIMIT,
             )
