@@ -52,6 +52,7 @@ lint: sync
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
 	$(RUN) lint-imports
+	git ls-files -co --exclude-standard '*.sh' .ci/run | xargs $(RUN) shellcheck
 
 typecheck: sync
 	$(RUN) mypy

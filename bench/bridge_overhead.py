@@ -38,23 +38,16 @@ from worker_acp.purple_server import purple_server  # noqa: E402
 from task_sets.task import load_task  # noqa: E402
 from worker.agents.a2a import A2AAgent  # noqa: E402
 from worker.agents.base import AgentContext  # noqa: E402
-from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class  # noqa: E402
+from worker.sandbox.base import Sandbox, sandbox_class  # noqa: E402
 
 TASK = REPO / "tests" / "worker_acp" / "tasks" / "write-answer"
 
 
 def make_sandbox(environment: str, state_dir: Path) -> Sandbox:
     task = load_task(TASK)
-    spec = SandboxSpec(
-        task=task, run_id="bench", trial_id=uuid.uuid4().hex[:8], state_dir=state_dir
+    return sandbox_class(environment).for_task(
+        task, run_id="bench", trial_id=uuid.uuid4().hex[:8], state_dir=state_dir
     )
-    try:
-        return sandbox_class(environment)(spec)
-    except ValueError:
-        from worker_acp.bwrapbox import BwrapBox
-
-        print(f"note: no '{environment}' sandbox backend in this build; using the test bwrap box")
-        return BwrapBox(spec)
 
 
 async def through_bridge(url: str, sandbox: Sandbox, trial_dir: Path, actions: int) -> list[float]:

@@ -26,7 +26,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 from trial_overhead import engine_run, make_task  # noqa: E402
 
 from task_sets.task import load_task  # noqa: E402
-from worker.sandbox.base import SandboxSpec, sandbox_class  # noqa: E402
+from worker.sandbox.base import sandbox_class  # noqa: E402
 
 
 async def idle_sandboxes(
@@ -35,8 +35,8 @@ async def idle_sandboxes(
     """Start k sandboxes at once; return (seconds to start all, MiB the engine reports in use)."""
     task = load_task(folder)
     boxes = [
-        sandbox_class(environment)(
-            SandboxSpec(task=task, run_id="bench", trial_id=f"idle-{i}", state_dir=state / str(i))
+        sandbox_class(environment).for_task(
+            task, run_id="bench", trial_id=f"idle-{i}", state_dir=state / str(i)
         )
         for i in range(k)
     ]

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from task_sets.task import Task, load_task  # noqa: E402
-from worker.sandbox import SandboxError, SandboxSpec, sandbox_class  # noqa: E402
+from worker.sandbox import SandboxError, sandbox_class  # noqa: E402
 
 DOCKERFILE = "FROM python:3.11-slim\nWORKDIR /app\nCOPY data/ ./data/\n"
 
@@ -49,14 +49,9 @@ async def measure(backend: str, task: Task, repeat: int, state_root: Path) -> di
     cls = sandbox_class(backend)
     times: dict[str, list[float]] = {"start": [], "exec": [], "stop": []}
     for i in range(repeat + 1):
-        spec = SandboxSpec(
-            task=task,
-            run_id="bench",
-            trial_id=f"bench-{i}",
-            state_dir=state_root / f"{backend}-{i}",
-        )
-        spec.state_dir.mkdir(parents=True, exist_ok=True)
-        sandbox = cls(spec)
+        state_dir = state_root / f"{backend}-{i}"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        sandbox = cls.for_task(task, run_id="bench", trial_id=f"bench-{i}", state_dir=state_dir)
         t0 = time.perf_counter()
         await sandbox.start()
         t1 = time.perf_counter()
@@ -83,11 +78,11 @@ async def measure_stdio(
 
     For docker, also the same through a ``docker exec -i`` CLI subprocess (the alternative).
     """
-    spec = SandboxSpec(
-        task=task, run_id="bench", trial_id="bench-stdio", state_dir=state_root / f"{backend}-stdio"
+    state_dir = state_root / f"{backend}-stdio"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    sandbox = sandbox_class(backend).for_task(
+        task, run_id="bench", trial_id="bench-stdio", state_dir=state_dir
     )
-    spec.state_dir.mkdir(parents=True, exist_ok=True)
-    sandbox = sandbox_class(backend)(spec)
     await sandbox.start()
     figures: dict[str, list[float]] = {"open_process": []}
     try:

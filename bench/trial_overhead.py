@@ -28,7 +28,7 @@ from worker.api import RunRequest, RunTask  # noqa: E402
 from worker.engine import Engine, EngineSettings  # noqa: E402
 from worker.failures import RetryPolicy  # noqa: E402
 from worker.meta import ProofSettings  # noqa: E402
-from worker.sandbox.base import SandboxSpec, sandbox_class  # noqa: E402
+from worker.sandbox.base import sandbox_class  # noqa: E402
 
 TASK_TOML = """\
 version = "1.0"
@@ -61,10 +61,9 @@ async def bare_cycles(environment: str, folder: Path, state: Path, n: int) -> li
     task = load_task(folder)
     times = []
     for i in range(n):
-        spec = SandboxSpec(
-            task=task, run_id="bench", trial_id=f"bare-{i}", state_dir=state / f"bare-{i}"
+        sandbox = sandbox_class(environment).for_task(
+            task, run_id="bench", trial_id=f"bare-{i}", state_dir=state / f"bare-{i}"
         )
-        sandbox = sandbox_class(environment)(spec)
         start = time.perf_counter()
         await sandbox.start()
         try:
@@ -178,7 +177,7 @@ def docker_base_dockerfile() -> str:
     """No registry here: the busybox test image, built locally from the host's busybox-static."""
     from docker_images import ensure_test_image
 
-    from worker.sandbox.docker import docker_client
+    from worker.sandbox._docker.client import docker_client
 
     return f"FROM {ensure_test_image(docker_client(), 'busybox')}\nWORKDIR /root\n"
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from worker.cli import ENVIRONMENTS, concurrency_or_cores
+from worker.cli import concurrency_or_cores
+from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -24,7 +25,9 @@ from worker.cli import ENVIRONMENTS, concurrency_or_cores
 @click.option(
     "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
 )
-@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option(
+    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
+)
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",

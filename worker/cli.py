@@ -1,6 +1,6 @@
 """``skillsbench-agentbeats worker``: the HTTP service (also ``python -m worker``).
 
-``ENVIRONMENTS`` and :func:`concurrency_or_cores` are shared with ``run`` (the same engine
+:func:`concurrency_or_cores` are shared with ``run`` (the same engine
 in-process, wired in :mod:`skillsbench_agentbeats.run`).
 """
 
@@ -13,8 +13,7 @@ from pathlib import Path
 import click
 
 from worker.failures import RetryPolicy
-
-ENVIRONMENTS = ("local", "docker")
+from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 
 
 def concurrency_or_cores(value: int | None) -> int:
@@ -41,7 +40,9 @@ def concurrency_or_cores(value: int | None) -> int:
     default=None,
     help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
 )
-@click.option("--environment", type=click.Choice(ENVIRONMENTS), default="local", show_default=True)
+@click.option(
+    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
+)
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--max-attempts",

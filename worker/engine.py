@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import shutil
@@ -51,6 +52,7 @@ from worker.records import (
     TrialRecord,
     trial_key,
 )
+from worker.sandbox.base import DEFAULT_BACKEND, sandbox_class
 from worker.store import RunStore
 from worker.trajectory import utc_now
 from worker.trial import TrialOutcome, TrialPlan, run_trial
@@ -69,12 +71,12 @@ class RunNotFound(KeyError):
 class EngineSettings:
     jobs_dir: Path
     tasks_dir: Path
-    environment: str = "local"
+    environment: str = DEFAULT_BACKEND
     concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
-    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # docker environment only
+    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
 
@@ -90,6 +92,10 @@ class Engine:
         self.store = RunStore(settings.jobs_dir)
         self.catalog = TaskCatalog(settings.tasks_dir)
         self.proof = settings.proof or ProofSettings.from_env(settings.jobs_dir)
+        # This worker's identity for its sandboxes (SandboxSpec.owner): its jobs folder, so a
+        # restarted worker finds what its killed predecessor left.
+        folder = str(settings.jobs_dir.resolve())
+        self.owner = hashlib.sha256(folder.encode()).hexdigest()[:16]
         self._runs: dict[str, RunRecord] = {}
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._drivers: dict[str, asyncio.Task[None]] = {}
@@ -108,6 +114,7 @@ class Engine:
         runs, problems = await asyncio.to_thread(self.store.load_all)
         for problem in problems:
             log.error("unreadable run document skipped: %s", problem)
+        await self._reap(active={run.run_id for run in runs if not run.terminal})
         for run in runs:
             self._runs[run.run_id] = run
             if run.terminal:
@@ -122,7 +129,7 @@ class Engine:
             run.updated_at = utc_now()
             await self.store.save(run)
             await asyncio.to_thread(self._clean_abandoned, run)
-            await self._reap(run.run_id)
+            await self._run_cleanup(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
 
@@ -147,16 +154,21 @@ class Engine:
         self._saves.add(task)
         task.add_done_callback(self._saves.discard)
 
-    async def _reap(self, run_id: str) -> None:
-        """Remove what a killed worker left of ``run_id`` in the docker engine (the local
-        sandbox needs nothing: its processes die with the worker)."""
-        if self.settings.environment != "docker":
-            return
+    async def _reap(self, active: set[str]) -> None:
+        """At start: remove what this worker's sandboxes left behind a crash (the backend's
+        reaper, limited to this worker's own), sparing the runs about to resume."""
         try:
-            from worker.sandbox.docker import _remove_containers, docker_client
+            removed = await sandbox_class(self.settings.environment).reap(self.owner, active)
+        except Exception as exc:  # the engine may be gone; the trials will say so
+            log.warning("could not reap what earlier runs left: %s", exc)
+            return
+        if removed:
+            log.info("reaped %d thing(s) left by earlier runs", removed)
 
-            client = await asyncio.to_thread(docker_client)
-            removed = await asyncio.to_thread(_remove_containers, client, run_id, None, None)
+    async def _run_cleanup(self, run_id: str) -> None:
+        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup)."""
+        try:
+            removed = await sandbox_class(self.settings.environment).run_cleanup(run_id)
         except Exception as exc:  # the engine may be gone; the trials will say so
             log.warning("could not reap containers of run %s: %s", run_id, exc)
             return
@@ -435,7 +447,8 @@ class Engine:
             request=run.request,
             agent=agent,
             environment=self.settings.environment,
-            prebuilt=self.settings.prebuilt if self.settings.environment == "docker" else None,
+            prebuilt=self.settings.prebuilt,
+            owner=self.owner,
             proxies=self.settings.proxies,
             caps=self.settings.caps,
         )

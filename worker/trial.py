@@ -74,6 +74,7 @@ class TrialPlan:
     agent: Agent
     environment: str
     prebuilt: PrebuiltImages | None = None
+    owner: str = ""  # the worker's identity (SandboxSpec.owner)
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps)
 
@@ -214,25 +215,28 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
     failure: FailureKind | None = None
     error: str | None = None
     try:
+        backend = sandbox_class(plan.environment)
         try:
-            image = plan.prebuilt.image_for(task.task_id) if plan.prebuilt else None
+            config = backend.config_type.from_task(
+                task, with_skills=skills_dir is not None, prebuilt=plan.prebuilt
+            )
         except ValueError as exc:
             raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
         prompt = build_prompt(task, skills_dir)
         spec = SandboxSpec(
-            task=task,
+            config=config,
             run_id=plan.run_id,
             trial_id=plan.trial_id,
             state_dir=plan.trial_dir / "sandbox",
-            with_skills=skills_dir is not None,
             internet=cfg.environment.internet or state.usage.needs_host_network(),
             env=dict(cfg.environment.env),
-            image=image,
             files=_task_files(plan, prompt),
+            owner=plan.owner,
         )
         with phases.phase("environment_setup"):
             try:
-                state.sandbox = sandbox = sandbox_class(plan.environment)(spec)
+                await backend.task_init(spec)
+                state.sandbox = sandbox = backend(spec)
                 await sandbox.start()
             except SandboxUnsupported as exc:
                 raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
@@ -410,7 +414,7 @@ async def _verify(
         else:
             state.removed_files = await harden(sandbox, snapshot, state.skills_dir, task.tests_dir)
             result = await sandbox.exec(
-                ["sh", "-c", TEST_COMMAND],
+                list(TEST_COMMAND),
                 cwd=sandbox.workdir,
                 env=dict(verifier_cfg.env),
                 user=verifier_cfg.user,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from worker.sandbox.base import (
     LOGS_DIR,
@@ -25,116 +25,26 @@ from worker.sandbox.base import (
     Sandbox,
     SandboxError,
 )
+from worker.sandbox.scripts import shell_script
 
-# Files that change how Python or pytest behave when merely present.
-_PLANTABLE_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth")
-_ROOT_CONFIG_FILES = (
-    "/conftest.py",
-    "/pytest.ini",
-    "/pyproject.toml",
-    "/tox.ini",
-    "/setup.cfg",
-    "/sitecustomize.py",
-    "/usercustomize.py",
-)
-# Writable places searched recursively (plus the workdir and the skills dir).
+# Writable places searched recursively for plantable files (plus the workdir and the skills
+# dir); which files are plantable, and the site dirs and root-level config files looked at, is
+# the business of ``verifier_scripts/plantables.sh``.
 _SCAN_ROOTS = ("/root", "/home", "/tmp", "/var/tmp", "/app", "/logs")
-# Python site dirs (shell globs). Only their top level matters: .pth files and
-# site/usercustomize are read from the site dir itself, so they are not searched recursively.
-_SITE_GLOBS = (
-    "/usr/lib/python3*/site-packages",
-    "/usr/lib/python3*/dist-packages",
-    "/usr/local/lib/python3*/site-packages",
-    "/usr/local/lib/python3*/dist-packages",
-    "/usr/lib64/python3*/site-packages",
-    "/usr/local/lib64/python3*/site-packages",
-    "/opt/*/lib/python3*/site-packages",
-    "/opt/*/*/lib/python3*/site-packages",
-)
+_SCRIPTS = "worker.verifier_scripts"
+
+NO_CHECKSUM = "skillsbench: the sandbox has none of cksum, sha256sum, md5sum"  # plantables.sh's
 
 
-NO_CHECKSUM = "skillsbench: the sandbox has none of cksum, sha256sum, md5sum"
-
-
-def _find_args(extra_roots: list[str]) -> tuple[str, str]:
-    """Shell words for ``find``: the folders searched and the plantable ``-name`` tests."""
-    roots = " ".join(shlex.quote(r) for r in dict.fromkeys([*extra_roots, *_SCAN_ROOTS]))
-    names = " -o ".join(f"-name {shlex.quote(n)}" for n in _PLANTABLE_NAMES)
-    return roots, names
-
-
-def _drop_odd_names_script(extra_roots: list[str]) -> str:
-    roots, names = _find_args(extra_roots)
-    sites = " ".join(_SITE_GLOBS)
-    return f"""
-# Plantables whose paths hold a newline or a backslash cannot go through the line-based
-# signature list intact (and Python still loads such a .pth): hardening removes them outright.
-drop_odd_names() {{
-  set +f
-  find {roots} -xdev \\( {names} \\) \\( -path "*$nl*" -o -path '*\\\\*' \\) \\
-    \\( -type f -o -type l \\) -exec rm -f -- {{}} \\; \\
-    -exec echo "removed a plantable file with a newline or backslash in its path" \\; 2>/dev/null
-  for s in {sites}; do
-    for f in "$s"/*.pth; do
-      case $f in
-        *"$nl"*|*\\\\*) rm -f -- "$f" && echo "removed an odd-named .pth file in $s" ;;
-      esac
-    done
-  done
-}}
-"""
-
-
-def _scan_script(extra_roots: list[str]) -> str:
-    """Shell defining ``sigs``: one signature line (``<cksum> <size> <path>``, or ``L <path>`` for
-    a symlink) per plantable file, sorted.
-
-    Cheap on purpose, it runs in every trial: one ``find``, shell globs for the site dirs and a
-    single checksum run (``cksum``, else ``sha256sum`` or ``md5sum``) for all files.
-    """
-    roots, names = _find_args(extra_roots)
-    root_files = " ".join(shlex.quote(f) for f in _ROOT_CONFIG_FILES)
-    sites = " ".join(_SITE_GLOBS)
-    return f"""
-# Fail closed: without a checksum tool every signature would be empty and nothing planted found.
-if command -v cksum >/dev/null 2>&1; then checksum=cksum
-elif command -v sha256sum >/dev/null 2>&1; then checksum=sha256sum
-elif command -v md5sum >/dev/null 2>&1; then checksum=md5sum
-else echo "{NO_CHECKSUM}" >&2; exit 3
-fi
-scan() {{
-  set +f  # callers may have globbing off; the site-dir patterns need it
-  find {roots} -xdev \\( {names} \\) \\( -type f -o -type l \\) 2>/dev/null
-  for s in {sites}; do
-    [ -d "$s" ] || continue
-    for f in "$s"/*.pth "$s"/sitecustomize.py "$s"/usercustomize.py; do
-      if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi
-    done
-  done
-  for f in {root_files}; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
-}}
-sigs() {{
-  found=$(scan | sort -u)
-  set -f
-  regular=""
-  for f in $found; do
-    if [ -L "$f" ]; then echo "L $f"; elif [ -f "$f" ]; then regular="$regular
-$f"; fi
-  done
-  # "<sum> <size> <path>" (cksum) or "<sum>  <path>": either way the path starts after the
-  # second space.
-  if [ -n "$regular" ]; then "$checksum" $regular 2>/dev/null; fi
-  set +f
-}}
-IFS='
-'
-"""
-
-
-def snapshot_command(workdir: str, skills_dir: str | None) -> str:
-    """Before the agent: signatures of the plantable files that legitimately exist."""
+def _scan_roots(workdir: str, skills_dir: str | None) -> list[str]:
     roots = [workdir] + ([skills_dir] if skills_dir else [])
-    return _scan_script(roots) + "sigs | sort\n"
+    return list(dict.fromkeys([*roots, *_SCAN_ROOTS]))
+
+
+def snapshot_command(workdir: str, skills_dir: str | None) -> list[str]:
+    """Before the agent: signatures of the plantable files that legitimately exist."""
+    script = shell_script(_SCRIPTS, "plantables.sh", "snapshot.sh")
+    return ["/bin/sh", "-c", script, "sh", *_scan_roots(workdir, skills_dir)]
 
 
 TESTS_MARK = "--skillsbench-tests--"
@@ -150,75 +60,36 @@ def harden_input(snapshot: str, tests: list[str]) -> bytes:
     return (snapshot.rstrip("\n") + f"\n{TESTS_MARK}\n" + "\n".join(tests) + "\n").encode()
 
 
-def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> str:
+def harden_command(workdir: str, skills_dir: str | None, *, then_test: bool = False) -> list[str]:
     """After the agent is stopped and tests/ uploaded (stdin: :func:`harden_input`): remove what
     the agent planted, leave /tests holding exactly the task's tests, make the workdir again if
     it is gone, reset the verifier logs; with ``then_test`` go on to run tests/test.sh in the
-    same process, from the workdir. Runs from ``/``: the workdir may be missing."""
-    roots = [workdir] + ([skills_dir] if skills_dir else [])
-    w = shlex.quote(workdir)
-    tail = f"echo {HARDENED_MARK}\n" + (
-        f"cd {w} 2>/dev/null || cd /\n{TEST_COMMAND}\n" if then_test else "exit 0\n"
-    )
-    return (
-        _scan_script(roots)
-        + _drop_odd_names_script(roots)
-        + f"""
-nl='
-'
-drop_odd_names
-input=$(cat)
-before="${{input%%{TESTS_MARK}*}}"
-expected="$nl${{input#*{TESTS_MARK}$nl}}$nl"
-set -f
-for line in $(sigs | grep -vxF -f /dev/fd/3 3<<SKILLSBENCH_SNAPSHOT
-$before
-SKILLSBENCH_SNAPSHOT
-); do
-  case "$line" in
-    "L "*) f="${{line#L }}" ;;
-    *) f="${{line#* }}"; f="${{f#* }}" ;;
-  esac
-  rm -rf -- "$f" && echo "removed $f"
-done
-t={TESTS_DIR}
-if [ -L "$t" ]; then rm -f "$t" && echo "removed $t"; fi
-if [ -d "$t" ]; then
-  for p in $(find "$t" -mindepth 1 -depth 2>/dev/null); do
-    rel="${{p#$t/}}"
-    if [ -L "$p" ]; then rm -f -- "$p" && echo "removed $p"; continue; fi
-    case "$expected" in
-      *"$nl$rel$nl"*) ;;
-      *) rm -rf -- "$p" && echo "removed $p" ;;
-    esac
-  done
-fi
-set +f
-# The workdir is where the tests run (and a later exec's cwd): one the agent removed is made
-# again, so that the verifier starts (an exec into a missing cwd fails before it runs).
-if [ ! -d {w} ]; then
-  if [ -e {w} ] || [ -L {w} ]; then rm -f {w} && echo "removed "{w}; fi
-  mkdir -p {w}
-fi
-# /logs and /logs/verifier are folders again (not links, files or locked away) and the latter
-# is empty: what the agent did to them must not keep test.sh from writing the reward nor the
-# worker from reading it.
-for d in {LOGS_DIR} {VERIFIER_LOGS_DIR}; do
-  if [ -L "$d" ] || {{ [ -e "$d" ] && [ ! -d "$d" ]; }}; then rm -f "$d"; fi
-  [ -d "$d" ] || mkdir "$d"
-done
-chmod 755 {LOGS_DIR}
-v={VERIFIER_LOGS_DIR}
-chmod 777 "$v"
-for f in "$v"/* "$v"/.[!.]* "$v"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then rm -rf -- "$f"; fi; done
-"""
-        + tail
-    )
+    same process, from the workdir (``verifier_scripts/harden.sh``)."""
+    script = shell_script(_SCRIPTS, "plantables.sh", "tests.sh", "harden.sh")
+    return [
+        "/bin/sh",
+        "-c",
+        script,
+        "sh",
+        "test" if then_test else "exit",
+        workdir,
+        TESTS_DIR,
+        LOGS_DIR,
+        VERIFIER_LOGS_DIR,
+        TESTS_MARK,
+        HARDENED_MARK,
+        *_scan_roots(workdir, skills_dir),
+    ]
 
 
-TEST_COMMAND = (
-    f"chmod +x {TESTS_DIR}/test.sh 2>/dev/null; "
-    f"exec {TESTS_DIR}/test.sh > {VERIFIER_LOGS_DIR}/test-stdout.txt 2>&1"
+# tests/test.sh, its output in the verifier logs (for a verifier that is not root).
+TEST_COMMAND: Final = (
+    "sh",
+    "-c",
+    shell_script(_SCRIPTS, "tests.sh", "run_tests.sh"),
+    "sh",
+    TESTS_DIR,
+    VERIFIER_LOGS_DIR,
 )
 
 

@@ -13,8 +13,7 @@ from cli_runner import run_cli
 from loopback_server import serve
 
 from worker.environment import PrebuiltImages
-from worker.sandbox import SandboxSpec
-from worker.sandbox.docker import DockerSandbox
+from worker.sandbox._docker import DockerSandbox
 
 from .push_registry import PushRegistry
 
@@ -72,14 +71,14 @@ async def _sandbox_sees(task_dir: Path, image: str, tmp_path: Path) -> str:
 
     state = tmp_path / f"state-{task_dir.name}"
     state.mkdir()
-    spec = SandboxSpec(
-        task=load_task(task_dir),
+    task = load_task(task_dir)
+    sandbox = DockerSandbox.for_task(
+        task,
         run_id="run-build-tasks-test",
         trial_id=f"trial-{task_dir.name}",
         state_dir=state,
-        image=image,
+        prebuilt=PrebuiltImages({task.task_id: image}),
     )
-    sandbox = DockerSandbox(spec)
     await sandbox.start()
     try:
         result = await sandbox.exec("cat /app/marker.txt; ls /skills 2>/dev/null", timeout_sec=30)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from task_sets.task import Task, load_task
+from worker.environment import PrebuiltImages
 from worker.sandbox import Sandbox, SandboxSpec, sandbox_class
 
 DOCKERFILE = """\
@@ -69,10 +70,21 @@ def make_task(tmp_path: Path) -> MakeTask:
     return make
 
 
-def make_spec(task: Task, state_dir: Path, **kwargs: object) -> SandboxSpec:
+def make_spec(
+    task: Task,
+    state_dir: Path,
+    backend: str,
+    *,
+    with_skills: bool = True,
+    image: str | None = None,
+    **kwargs: object,
+) -> SandboxSpec:
+    """A spec for ``backend`` (its own config type); ``image``: a prebuilt image to run."""
     state_dir.mkdir(parents=True, exist_ok=True)
+    prebuilt = PrebuiltImages({task.task_id: image}) if image else None
+    config_type = sandbox_class(backend).config_type
     return SandboxSpec(
-        task=task,
+        config=config_type.from_task(task, with_skills=with_skills, prebuilt=prebuilt),
         run_id="run-test",
         trial_id=f"trial-{uuid.uuid4().hex[:12]}",
         state_dir=state_dir,
@@ -100,7 +112,7 @@ def open_sandbox(backend: str, tmp_path: Path) -> Callable[..., object]:
     counter = iter(range(1000))
 
     def factory(task: Task, **kwargs: object) -> Sandbox:
-        spec = make_spec(task, tmp_path / f"state{next(counter)}", **kwargs)
+        spec = make_spec(task, tmp_path / f"state{next(counter)}", backend, **kwargs)
         return sandbox_class(backend)(spec)
 
     return factory

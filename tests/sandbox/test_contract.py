@@ -378,7 +378,7 @@ async def test_cancelled_start_leaves_nothing(
     await asyncio.sleep(0.2)
     assert await wait_gone(str(sb.spec.state_dir)) == []
     if sb.name == "docker":
-        from worker.sandbox.docker import LABEL_TRIAL, docker_client
+        from worker.sandbox._docker.client import LABEL_TRIAL, docker_client
 
         left = docker_client().containers.list(
             all=True, filters={"label": f"{LABEL_TRIAL}={sb.spec.trial_id}"}

@@ -12,14 +12,9 @@ import pytest
 from conftest_sandbox import DOCKERFILE, MakeTask, make_spec
 
 from worker.sandbox import SandboxError, sandbox_class
-from worker.sandbox.docker import (
-    LABEL_BUILT,
-    LABEL_MANAGED,
-    LABEL_RUN,
-    LABEL_TRIAL,
-    DockerSandbox,
-    reap_stale,
-)
+from worker.sandbox._docker import DockerSandbox
+from worker.sandbox._docker.client import LABEL_BUILT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL
+from worker.sandbox._docker.containers import reap_stale
 
 
 @pytest.fixture
@@ -31,7 +26,7 @@ def client(docker_client: Any) -> Any:
 
 
 def docker_sandbox(task: object, state: Path, **kwargs: object) -> DockerSandbox:
-    sb = sandbox_class("docker")(make_spec(task, state, **kwargs))  # type: ignore[arg-type]
+    sb = sandbox_class("docker")(make_spec(task, state, "docker", **kwargs))  # type: ignore[arg-type]
     assert isinstance(sb, DockerSandbox)
     return sb
 
@@ -109,7 +104,7 @@ async def test_prebuilt_image_is_used_and_never_reaped(
 
     prebuilt = ensure_test_image(client, "python")
     run_id = f"run-{uuid.uuid4().hex[:8]}"
-    spec = make_spec(make_task(), tmp_path / "s", image=prebuilt)
+    spec = make_spec(make_task(), tmp_path / "s", "docker", image=prebuilt)
     sb = DockerSandbox(dataclasses.replace(spec, run_id=run_id))  # a run of its own
     try:
         await sb.start()
@@ -128,7 +123,9 @@ async def test_reaper_removes_what_a_crashed_run_left(
     crashed, alive = f"run-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
 
     def spec_for(run_id: str, name: str, dockerfile: str) -> Any:
-        return dataclasses.replace(make_spec(make_task(dockerfile), tmp_path / name), run_id=run_id)
+        return dataclasses.replace(
+            make_spec(make_task(dockerfile), tmp_path / name, "docker"), run_id=run_id
+        )
 
     left = DockerSandbox(spec_for(crashed, "a", unique()))
     kept = DockerSandbox(spec_for(alive, "b", DOCKERFILE))
@@ -194,7 +191,7 @@ def test_a_changed_base_image_gets_a_new_build_tag(
     re-pulled or rebuilt here is never served from a build of the old one."""
     from docker_images import ensure_test_image
 
-    from worker.sandbox.docker import local_build_tag
+    from worker.sandbox._docker.images import local_build_tag
 
     base = f"skillsbench-test/moving-base:{uuid.uuid4().hex[:12]}"
     repository, tag = base.split(":")
@@ -213,17 +210,19 @@ def test_a_changed_base_image_gets_a_new_build_tag(
 async def test_a_restart_removes_every_container_of_its_run_and_nothing_else(
     client: Any, make_task: MakeTask, tmp_path: Path
 ) -> None:
-    from worker.sandbox.docker import _remove_containers
+    from worker.sandbox._docker.containers import remove_containers
 
     resumed, other = f"run-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
     sandboxes = [
-        DockerSandbox(dataclasses.replace(make_spec(make_task(), tmp_path / name), run_id=run))
+        DockerSandbox(
+            dataclasses.replace(make_spec(make_task(), tmp_path / name, "docker"), run_id=run)
+        )
         for name, run in (("a", resumed), ("b", resumed), ("c", other))
     ]
     try:
         for sb in sandboxes:
             await sb.start()  # never stopped: the worker "crashed"
-        assert _remove_containers(client, resumed, None, None) == 2
+        assert remove_containers(client, resumed, None, None) == 2
         assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={resumed}"})
         assert (await sandboxes[2].exec("echo alive")).stdout == "alive\n"
     finally:
@@ -269,3 +268,34 @@ async def test_an_image_with_a_non_root_user_starts_with_its_files(
     async with docker_sandbox(task, tmp_path / "s", files={"/instruction.md": instruction}) as sb:
         seen = await sb.exec("id -u; cat /instruction.md; touch /logs/verifier/x && echo ok")
         assert seen.stdout == "65534\nDo it.\nok\n", seen
+
+
+async def test_a_worker_start_reaps_what_it_left_and_nothing_of_other_workers(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The reaper runs at worker start (the backend's ``reap`` hook) and only over what carries
+    this worker's owner label: another worker's sandboxes on the same engine live on."""
+    from worker.engine import Engine, EngineSettings
+
+    engine = Engine(
+        EngineSettings(jobs_dir=tmp_path / "jobs", tasks_dir=tmp_path, environment="docker")
+    )
+    run = f"run-{uuid.uuid4().hex[:8]}"
+
+    def owned_by(owner: str, name: str) -> DockerSandbox:
+        spec = make_spec(make_task(), tmp_path / name, "docker", owner=owner)
+        return DockerSandbox(dataclasses.replace(spec, run_id=run))
+
+    mine, theirs = owned_by(engine.owner, "mine"), owned_by(f"other-{uuid.uuid4().hex}", "theirs")
+    try:
+        await mine.start()  # never stopped: this worker "crashed"
+        await theirs.start()
+        await engine.start()
+        assert not client.containers.list(
+            all=True, filters={"label": f"{LABEL_TRIAL}={mine.spec.trial_id}"}
+        )
+        assert (await theirs.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await engine.close()
+        await theirs.stop()
+        await mine.stop()

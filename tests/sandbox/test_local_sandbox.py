@@ -8,12 +8,12 @@ import pytest
 from conftest_sandbox import DOCKERFILE, MakeTask, make_spec
 
 from worker.sandbox import SandboxError, SandboxUnsupported, sandbox_class
-from worker.sandbox.local import LocalSandbox
+from worker.sandbox._bubblewrap import BubblewrapSandbox
 
 
-def local(task: object, state: Path, **kwargs: object) -> LocalSandbox:
-    sb = sandbox_class("local")(make_spec(task, state, **kwargs))  # type: ignore[arg-type]
-    assert isinstance(sb, LocalSandbox)
+def local(task: object, state: Path, **kwargs: object) -> BubblewrapSandbox:
+    sb = sandbox_class("local")(make_spec(task, state, "local", **kwargs))  # type: ignore[arg-type]
+    assert isinstance(sb, BubblewrapSandbox)
     return sb
 
 

@@ -23,7 +23,7 @@ from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
-from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
+from worker.sandbox.base import Sandbox, sandbox_class
 from worker.verifier import snapshot_plantables
 
 PLANTED = (
@@ -94,10 +94,9 @@ async def started_sandbox(
         from docker_images import ensure_test_image
 
         ensure_test_image(request.getfixturevalue("docker_client"), "python")
-    spec = SandboxSpec(
-        task=load_task(folder), run_id="hardening", trial_id=trial_id, state_dir=state
+    sandbox = sandbox_class(backend).for_task(
+        load_task(folder), run_id="hardening", trial_id=trial_id, state_dir=state
     )
-    sandbox = sandbox_class(backend)(spec)
     await sandbox.start()
     try:
         yield sandbox
@@ -217,10 +216,10 @@ async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Pat
     silently find nothing planted: the scan stops with a clear error instead."""
     from worker.verifier import NO_CHECKSUM, harden_command, snapshot_command
 
-    for text in (snapshot_command("/root", None), harden_command("/root", None)):
+    for argv in (snapshot_command("/root", None), harden_command("/root", None)):
         # Only the shell's builtins are left (and no busybox applets to fall back on).
         done = subprocess.run(
-            ["/bin/sh", "-c", text],
+            argv,
             env={"PATH": str(tmp_path)},
             input=b"",
             capture_output=True,
@@ -272,7 +271,7 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
         else:
             await harden(sandbox, snapshot, None, folder / "tests")
             result = await sandbox.exec(
-                ["sh", "-c", TEST_COMMAND], cwd=sandbox.workdir, user="nobody", timeout_sec=60
+                list(TEST_COMMAND), cwd=sandbox.workdir, user="nobody", timeout_sec=60
             )
         assert result.exit_code == 0, result
         await sandbox.download(VERIFIER_LOGS_DIR, tmp_path / "verifier")

@@ -14,7 +14,7 @@ from typing import Any
 
 from task_sets.task import Task, load_task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
-from worker.sandbox.base import Sandbox, SandboxSpec, sandbox_class
+from worker.sandbox.base import Sandbox, sandbox_class
 
 TASKS = Path(__file__).parent / "tasks"
 
@@ -64,10 +64,13 @@ async def run_trial(
             out.write(json.dumps({"timestamp": time.time(), **event}) + "\n")
 
     # unique ids: docker removes every container labelled with them when one sandbox stops
-    spec = SandboxSpec(
-        task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="t", state_dir=tmp / "box"
+    box = make_sandbox(
+        the_task,
+        environment,
+        run_id=f"r-{uuid.uuid4().hex[:8]}",
+        trial_id="t",
+        state_dir=tmp / "box",
     )
-    box = make_sandbox(spec, environment)
     await box.start()
     try:  # the sandbox goes away however the trial ends, cancellation included
         if prepare is not None:
@@ -96,5 +99,9 @@ async def run_trial(
     return TrialResult(outcome, reward, trial_dir)
 
 
-def make_sandbox(spec: SandboxSpec, environment: str = "local") -> Sandbox:
-    return sandbox_class(environment)(spec)
+def make_sandbox(
+    the_task: Task, environment: str = "local", *, run_id: str, trial_id: str, state_dir: Path
+) -> Sandbox:
+    return sandbox_class(environment).for_task(
+        the_task, run_id=run_id, trial_id=trial_id, state_dir=state_dir
+    )

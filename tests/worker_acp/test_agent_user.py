@@ -17,7 +17,7 @@ from worker.acp.provision import provision
 from worker.agents.a2a import A2AAgent
 from worker.agents.builtin import OracleAgent
 from worker.sandbox import SandboxUnsupported
-from worker.sandbox.base import Sandbox, SandboxSpec
+from worker.sandbox.base import Sandbox
 from worker_acp.harness import make_sandbox, run_trial
 from worker_acp.purple_server import purple_server
 
@@ -55,13 +55,16 @@ async def owner_of_answer(tmp_path: Path, agent: Any, **kw: Any) -> tuple[float 
         shown = await box.exec(["stat", "-c", "%U", "/home/agent/answer.txt"])
         seen["owner"] = shown.stdout.strip()
 
+    the_task = user_task(tmp_path / "tasks", kw.pop("user", "agent"))
+
     async def prepare(box: Sandbox) -> None:
-        await box.upload(box.spec.task.solution_dir, "/solution")  # as the trial does for oracle
+        assert the_task.solution_dir is not None
+        await box.upload(the_task.solution_dir, "/solution")  # as the trial does for oracle
 
     result = await run_trial(
         agent,
         tmp_path,
-        the_task=user_task(tmp_path / "tasks", kw.pop("user", "agent")),
+        the_task=the_task,
         environment="docker",
         prepare=prepare,
         inspect=inspect,
@@ -118,9 +121,8 @@ async def test_manifest_set_up_hands_files_to_the_agent_user(
         credential_files=[CredentialFile(path="{home}/.tool/auth", env_source="KEY")],
     )
     the_task = user_task(tmp_path / "tasks")
-    spec = SandboxSpec(task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="p",
-                       state_dir=tmp_path / "box")  # fmt: skip
-    async with make_sandbox(spec, "docker") as box:
+    async with make_sandbox(the_task, "docker", run_id=f"r-{uuid.uuid4().hex[:8]}",
+                            trial_id="p", state_dir=tmp_path / "box") as box:  # fmt: skip
         await box.exec("mkdir -p /root/.tool /tmp/sk/a && echo cfg > /root/.tool/config")
         await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir="/tmp/sk")
         shown = await box.exec(
@@ -156,9 +158,8 @@ async def test_credential_file_in_a_new_folder_is_readable_by_the_agent_user(
         ],
     )
     the_task = user_task(tmp_path / "tasks")
-    spec = SandboxSpec(task=the_task, run_id=f"r-{uuid.uuid4().hex[:8]}", trial_id="c",
-                       state_dir=tmp_path / "box")  # fmt: skip
-    async with make_sandbox(spec, "docker") as box:
+    async with make_sandbox(the_task, "docker", run_id=f"r-{uuid.uuid4().hex[:8]}",
+                            trial_id="c", state_dir=tmp_path / "box") as box:  # fmt: skip
         await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir=None)
         shown = await box.exec(
             "cat /home/agent/.cli/conf/auth.json /etc/cli-x/token && echo"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.acp.sandbox_fs import _WRITE, CANONICAL
+from worker.acp.sandbox_fs import CANONICAL, RESOLVE
 
 NO_M_REALPATH = """#!/bin/sh
 for a in "$@"; do [ "$a" = -m ] && { echo "realpath: unrecognized option: m" >&2; exit 1; }; done
@@ -122,7 +122,7 @@ def test_a_trailing_newline_does_not_redirect_a_write(
         (tmp_path / "bin" / "realpath").chmod(0o755)
         env["PATH"] = f"{tmp_path / 'bin'}:{env['PATH']}"
     done = subprocess.run(
-        ["sh", "-c", _WRITE, "sh", str(ws / asked), str(ws)],
+        ["sh", "-c", RESOLVE, "sh", "write", str(ws / asked), str(ws)],
         input=b"pwned",
         env=env,
         capture_output=True,

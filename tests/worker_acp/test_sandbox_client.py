@@ -13,13 +13,12 @@ from acp.schema import EnvVariable
 
 from worker.acp.client import SandboxClient
 from worker.acp.extensions import STREAMS_KEY, WITHIN_KEY
-from worker.sandbox.base import SandboxSpec
 from worker_acp.harness import make_sandbox, task
 
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[SandboxClient]:
-    box = make_sandbox(SandboxSpec(task=task(), run_id="r", trial_id="c", state_dir=tmp_path))
+    box = make_sandbox(task(), run_id="r", trial_id="c", state_dir=tmp_path)
     await box.start()
     events: list[dict[str, Any]] = []
     try:

@@ -1,21 +1,37 @@
-"""The sandbox extension point: one protocol, a registry, and the data each backend receives.
+"""The sandbox extension point: one base class with its lifecycle hooks, a registry of backends
+by name, and the data each backend receives.
 
 Adding a backend means one new module that subclasses :class:`Sandbox` and registers it with
-``@sandbox_backend("name")``. Every backend passes the shared contract tests in
-``tests/sandbox/test_contract.py``.
+``@sandbox_backend("name")``; the built-in ones live in private packages
+(``worker.sandbox._bubblewrap``, registered as ``local``, and ``worker.sandbox._docker``). Every
+backend passes the shared contract tests in ``tests/sandbox/test_contract.py``. Nothing outside
+``worker/sandbox/`` names a backend: the rest of the worker asks the class.
+
+The lifecycle, as the worker drives it (after Inspect AI's ``SandboxEnvironment``):
+
+* :meth:`Sandbox.reap` once at worker start: remove what an earlier process of the same worker
+  (``owner``) left behind a crash, sparing the runs about to resume;
+* :meth:`Sandbox.run_cleanup` for each run resumed after a restart;
+* per trial: :meth:`Sandbox.task_init` (per-task work such as an image build; cheap once done),
+  then ``start()`` ... ``stop()`` of one instance;
+* :meth:`Sandbox.reaches_host_sockets` and :meth:`Sandbox.host_address`: how a process in the
+  sandbox reaches a service of the worker's host (the model proxy).
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
+
+if TYPE_CHECKING:
+    from worker.environment import PrebuiltImages
 
 # Where things live inside every sandbox, whatever the backend.
 LOGS_DIR = "/logs"
@@ -42,19 +58,74 @@ class SandboxUnsupported(SandboxError):
 
 
 @dataclass(frozen=True)
+class SandboxConfig:
+    """What a backend is told of the task: its environment (the Dockerfile's folder and
+    ``task.toml``'s ``[environment]``) and the skills condition, never the task itself (its
+    tests and solution are the trial's). A backend needing more declares a subclass as its
+    :attr:`Sandbox.config_type`."""
+
+    task_id: str
+    # The build context: the Dockerfile, the files it copies, the task's skills/.
+    environment_dir: Path
+    workdir: str | None  # task.toml's, over the Dockerfile's WORKDIR
+    env: Mapping[str, str]  # task.toml's, over the Dockerfile's ENV
+    cpus: float
+    memory_mb: int
+    build_timeout_sec: float
+    skills_dir: str  # where the skills go in the sandbox
+    with_skills: bool = True
+
+    @property
+    def dockerfile(self) -> Path:
+        return self.environment_dir / "Dockerfile"
+
+    @property
+    def skills_source(self) -> Path | None:
+        """The host folder of the task's skills, or None when it ships none."""
+        skills = self.environment_dir / "skills"
+        return skills if skills.is_dir() else None
+
+    @classmethod
+    def from_task(
+        cls, task: Task, *, with_skills: bool = True, prebuilt: PrebuiltImages | None = None
+    ) -> Self:
+        """The config of ``task``; ValueError when the deployment forbids running it here
+        (``prebuilt`` requires an image the task lacks: backends that run images check)."""
+        return cls(**cls.task_fields(task, with_skills=with_skills, prebuilt=prebuilt))
+
+    @classmethod
+    def task_fields(
+        cls, task: Task, *, with_skills: bool, prebuilt: PrebuiltImages | None
+    ) -> dict[str, Any]:
+        """The fields of :meth:`from_task` (a subclass adds its own to these)."""
+        env = task.config.environment
+        return {
+            "task_id": task.task_id,
+            "environment_dir": task.environment_dir,
+            "workdir": env.workdir,
+            "env": dict(env.env),
+            "cpus": env.cpus,
+            "memory_mb": env.memory_mb,
+            "build_timeout_sec": env.build_timeout_sec,
+            "skills_dir": env.skills_dir,
+            "with_skills": with_skills,
+        }
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     """What a backend needs to build one trial's sandbox."""
 
-    task: Task
+    config: SandboxConfig  # of the backend's own config_type
     run_id: str
     trial_id: str
     # Host folder the backend may use for its own state (workspace copies, logs, overlays).
     state_dir: Path
-    with_skills: bool = True
     internet: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
-    # Override of the image to use (docker: a digest-pinned prebuilt image).
-    image: str | None = None
+    # Who started the sandbox (a worker's identity): a backend that can leave things behind a
+    # crash tags them with it, so that the owner's :meth:`Sandbox.reap` finds them.
+    owner: str = ""
     # Host files or folders in place before start() returns: sandbox path -> host path, each as
     # upload() would put it (the instruction, the oracle's solution). Given up front so that a
     # backend can bring them in with its setup instead of a round trip each.
@@ -91,12 +162,70 @@ class SandboxProcess(abc.ABC):
 
 
 class Sandbox(abc.ABC):
-    """One trial's isolated environment."""
+    """One trial's isolated environment; the class methods are the backend's lifecycle hooks."""
 
     name: ClassVar[str]
+    config_type: ClassVar[type[SandboxConfig]] = SandboxConfig
 
     def __init__(self, spec: SandboxSpec) -> None:
+        if not isinstance(spec.config, self.config_type):
+            raise TypeError(
+                f"{type(self).__name__} takes a {self.config_type.__name__}, "
+                f"got {type(spec.config).__name__}"
+            )
         self.spec = spec
+
+    @classmethod
+    def for_task(
+        cls,
+        task: Task,
+        *,
+        run_id: str,
+        trial_id: str,
+        state_dir: Path,
+        with_skills: bool = True,
+        prebuilt: PrebuiltImages | None = None,
+        **spec: object,
+    ) -> Self:
+        """A sandbox for one trial of ``task`` (the config made by :attr:`config_type`);
+        ``spec`` holds the other :class:`SandboxSpec` fields."""
+        config = cls.config_type.from_task(task, with_skills=with_skills, prebuilt=prebuilt)
+        return cls(
+            SandboxSpec(config, run_id=run_id, trial_id=trial_id, state_dir=state_dir, **spec)  # type: ignore[arg-type]
+        )
+
+    # -- lifecycle hooks (class level: no sandbox exists yet) ------------------------------
+
+    @classmethod
+    async def task_init(cls, spec: SandboxSpec) -> None:
+        """Per-task work before the sandbox of ``spec`` starts (an image build), called before
+        each trial: cheap when already done. SandboxError (or SandboxUnsupported) when it fails."""
+        return None
+
+    @classmethod
+    async def run_cleanup(cls, run_id: str) -> int:
+        """Remove whatever sandboxes of ``run_id`` a killed worker left (before the run resumes);
+        how many things were removed."""
+        return 0
+
+    @classmethod
+    async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
+        """At worker start: remove what sandboxes tagged with ``owner`` (this worker) left behind
+        a crash, except what belongs to ``active_run_ids`` (runs about to resume); how many
+        things were removed. Never touches what another owner made."""
+        return 0
+
+    @classmethod
+    def reaches_host_sockets(cls) -> bool:
+        """Whether a process in the sandbox can connect to a unix socket in the host's folders
+        (so a relay inside reaches a host service without any network); else it needs
+        ``spec.internet`` and :meth:`host_address`."""
+        return False
+
+    @classmethod
+    async def host_address(cls) -> str:
+        """The worker host's address as a sandbox with a network reaches it."""
+        return "127.0.0.1"
 
     @property
     @abc.abstractmethod
@@ -174,7 +303,7 @@ class Sandbox(abc.ABC):
 
     async def kill_upload_exec(
         self,
-        command: str,
+        command: str | Sequence[str],
         *,
         upload: Path,
         target: str,
@@ -221,18 +350,28 @@ class Sandbox(abc.ABC):
 
 
 _REGISTRY: dict[str, type[Sandbox]] = {}
+DEFAULT_BACKEND = "local"  # the bubblewrap sandbox: needs no daemon
 S = TypeVar("S", bound=type[Sandbox])
+# The built-in backends, imported on first use of the registry.
+_BUILTIN = ("worker.sandbox._bubblewrap", "worker.sandbox._docker")
 
 
 def sandbox_backend(name: str) -> Callable[[S], S]:
     """Register a sandbox class under ``name`` (as used by ``--environment``)."""
 
     def register(cls: S) -> S:
+        if _REGISTRY.get(name, cls) is not cls:
+            raise ValueError(f"a sandbox backend is already registered as {name!r}")
         cls.name = name
         _REGISTRY[name] = cls
         return cls
 
     return register
+
+
+def unregister_backend(name: str) -> None:
+    """Drop ``name`` from the registry (for backends registered by tests)."""
+    _REGISTRY.pop(name, None)
 
 
 def sandbox_class(name: str) -> type[Sandbox]:
@@ -245,12 +384,14 @@ def sandbox_class(name: str) -> type[Sandbox]:
         raise ValueError(f"unknown environment {name!r} (known: {known})") from None
 
 
+def backend_names() -> list[str]:
+    """Every registered backend (what ``--environment`` accepts), sorted."""
+    _load_builtin_backends()
+    return sorted(_REGISTRY)
+
+
 def _load_builtin_backends() -> None:
     import importlib
 
-    for module in ("worker.sandbox.local", "worker.sandbox.docker"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    for module in _BUILTIN:
+        importlib.import_module(module)

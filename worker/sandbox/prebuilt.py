@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from task_sets.task import Task
+from worker.sandbox._docker.images import build_image, local_build_tag
 from worker.sandbox.base import SandboxError
-from worker.sandbox.docker import _build_image, local_build_tag
 
 SUPPORTED_PLATFORMS = ("linux/amd64",)
 DEFAULT_REPOSITORY = "skillsbench-task-env"
@@ -52,7 +52,7 @@ def build_task_image(client: Any, task: Task, platform: str) -> tuple[str, str]:
     env = task.config.environment
     tag = local_build_tag(client, task.task_id, task.environment_dir, True, env.skills_dir)
     try:
-        _build_image(
+        build_image(
             client, task.environment_dir, tag, {LABEL_TASK: task.task_id}, True, env.skills_dir
         )
     except SandboxError as exc:

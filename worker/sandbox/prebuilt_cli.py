@@ -39,7 +39,7 @@ def build_tasks(
         raise click.UsageError("--registry is only used with --push")
     from task_sets.task import load_task
     from worker.catalog import resolve_tasks_dir, selected_manifest
-    from worker.sandbox.docker import docker_client
+    from worker.sandbox._docker.client import docker_client
     from worker.sandbox.prebuilt import build_task_images, prebuilt_map
 
     root = resolve_tasks_dir(tasks_dir)

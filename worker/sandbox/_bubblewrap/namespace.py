@@ -1,0 +1,95 @@
+"""The init namespace of a bubblewrap sandbox: one long-lived process in its own user and PID
+namespaces per sandbox; every command runs in a child PID namespace of it, so killing this init
+kills every process ever started in the sandbox, background ones included."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+
+from worker.sandbox._bubblewrap.host import CLEAN_PATH, NAMESPACE_FLAGS, system_args
+from worker.sandbox.base import SandboxError
+
+
+class InitNamespace:
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pid = 0  # the init's pid (its namespace's leader)
+        self.fds: list[int] = []  # its user and PID namespaces, for bwrap --userns/--pidns
+
+    def start(self, bwrap: str, name: str) -> None:
+        """Start a new init (blocking); ``name`` shows on the host's process list."""
+        read_fd, write_fd = os.pipe()
+        argv = [
+            bwrap,
+            *NAMESPACE_FLAGS,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            *system_args(),
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--info-fd",
+            str(write_fd),
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo ready; exec sleep infinity",
+            name,  # $0 only: names the sandbox on the host's process list
+        ]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                pass_fds=[write_fd],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env={"PATH": CLEAN_PATH},
+            )
+        finally:
+            os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as info:
+            raw = info.read()  # EOF once bwrap closes it after setup (or dies)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline()
+        if ready.strip() != b"ready":
+            self.process.kill()
+            _, err = self.process.communicate()
+            raise SandboxError(f"local sandbox init failed: {err.decode(errors='replace').strip()}")
+        try:
+            self.pid = int(json.loads(raw)["child-pid"])
+            self.fds = [
+                os.open(f"/proc/{self.pid}/ns/user", os.O_RDONLY),
+                os.open(f"/proc/{self.pid}/ns/pid", os.O_RDONLY),
+            ]
+        except (ValueError, KeyError, OSError) as exc:
+            self.process.kill()
+            raise SandboxError(f"local sandbox init failed: {exc}") from None
+
+    async def kill(self) -> None:
+        """Kill the init and with it everything in its namespace; idempotent."""
+        if self.process is not None and self.process.poll() is None:
+            # 0 until bwrap reported its child: a stop during start must not kill(0), which
+            # would kill the worker's own process group.
+            if self.pid > 0:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            await asyncio.to_thread(self.process.wait)
+        if self.process is not None:
+            for pipe in (self.process.stdout, self.process.stderr):
+                if pipe is not None:
+                    pipe.close()
+        self.process = None
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []

@@ -1,0 +1,440 @@
+"""The bubblewrap sandbox (registered as ``local``): the host's own root, no daemon needed.
+
+Layout of one sandbox (see docs/sandboxes.md):
+
+* the root is a fresh tmpfs per process; the host's top-level folders are bound read-only,
+  except private ones (``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ...) which are not
+  shown at all, and the task's folder and the trial state folder are masked;
+* writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
+  default ``/root``), ``/root``, ``/logs`` and ``/tmp``; ``/tests``, ``/solution``, the skills
+  folder and ``/instruction.md`` appear only once uploaded;
+* files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
+  the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
+* every process runs in a PID namespace that is a child of one long-lived "init" namespace
+  per sandbox: killing that init kills every process ever started in the sandbox, background
+  ones included; each ``exec`` additionally gets its own child namespace, so a command's
+  leftovers die with it;
+* network namespace off unless the task allows internet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from task_sets.task import Task
+from worker.capped import CopyBudget
+from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
+from worker.sandbox._bubblewrap.host import (
+    CLEAN_PATH,
+    HIDDEN_TOP_LEVEL,
+    NAMESPACE_FLAGS,
+    check_host,
+    masks,
+    mount_args,
+)
+from worker.sandbox._bubblewrap.namespace import InitNamespace
+from worker.sandbox._bubblewrap.process import (
+    STREAM_LIMIT,
+    BubblewrapProcess,
+    Spawned,
+    feed,
+    reader,
+)
+from worker.sandbox._bubblewrap.recipe import apply_recipe
+from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
+from worker.sandbox.base import (
+    DEFAULT_WORKDIR,
+    INSTRUCTION_PATH,
+    LOGS_DIR,
+    SOLUTION_DIR,
+    TESTS_DIR,
+    ExecResult,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+    SandboxProcess,
+    SandboxSpec,
+    SandboxUnsupported,
+    sandbox_backend,
+)
+from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
+
+if TYPE_CHECKING:
+    from worker.environment import PrebuiltImages
+
+
+@dataclass(frozen=True)
+class BubblewrapConfig(SandboxConfig):
+    """The bubblewrap sandbox shows the host's root: it must also mask the folder holding the
+    task folders (tests and solutions of every task)."""
+
+    tasks_root: Path | None = None
+
+    @classmethod
+    def task_fields(
+        cls, task: Task, *, with_skills: bool, prebuilt: PrebuiltImages | None
+    ) -> dict[str, Any]:
+        fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
+        return {**fields, "tasks_root": task.path.parent}
+
+
+@sandbox_backend("local")
+class BubblewrapSandbox(Sandbox):
+    """bubblewrap sandbox; see the module docstring for the layout."""
+
+    config_type = BubblewrapConfig
+
+    @classmethod
+    def reaches_host_sockets(cls) -> bool:
+        return True  # the host's root is shown read-only, unix sockets included
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        super().__init__(spec)
+        self.config: BubblewrapConfig = spec.config  # type: ignore[assignment]
+        self._root = spec.state_dir / "sandbox"
+        self._workdir = DEFAULT_WORKDIR
+        self._image_env: dict[str, str] = {}
+        # Writable binds: sandbox path -> host folder (or file, for /instruction.md).
+        self._binds: dict[str, Path] = {}
+        self.layer = self._root / "layer"
+        self._bwrap = ""
+        self._init = InitNamespace()
+        self._procs: set[Spawned] = set()
+        self._started = False
+        self._stopped = False
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            raise SandboxError("sandbox already started")
+        self._started = True
+        self._bwrap = await asyncio.to_thread(check_host)
+        config = self.config
+        try:
+            recipe = parse_dockerfile(config.dockerfile)
+        except DockerfileError as exc:
+            raise SandboxError(f"task {config.task_id}: {exc}") from None
+        if recipe.stages > 1:
+            raise SandboxUnsupported(
+                f"task {config.task_id} needs the docker environment: a multi-stage Dockerfile"
+            )
+        self._workdir = config.workdir or recipe.workdir or DEFAULT_WORKDIR
+        if top(self._workdir) in ("", "proc", "sys", "dev"):
+            raise SandboxUnsupported(
+                f"task {config.task_id} needs the docker environment: WORKDIR {self._workdir}"
+            )
+        self._image_env = {**recipe.env, **config.env}
+        await asyncio.to_thread(self._make_layout)
+        await self._new_init()
+        await self._probe_layout()
+        await apply_recipe(self, recipe)
+        if any(self.layer.iterdir()):
+            await self._probe_layout()  # files the Dockerfile put outside the writable binds
+        if config.with_skills and config.skills_source is not None:
+            await self.upload(config.skills_source, config.skills_dir)
+        await self._upload_spec_files()
+
+    async def _probe_layout(self) -> None:
+        probe = await self.exec(["true"], timeout_sec=60)
+        if probe.exit_code == 0:
+            return
+        if any(self.layer.iterdir()):  # typically: overlayfs refused a host folder
+            raise SandboxUnsupported(
+                f"task {self.config.task_id} needs the docker environment: the local sandbox "
+                f"cannot lay out the Dockerfile's files here ({probe.stderr.strip()})"
+            )
+        raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
+
+    def _make_layout(self) -> None:
+        if self._root.exists():
+            remove_tree(self._root)
+        logs = self._root / "logs"
+        for sub in ("agent", "verifier", "artifacts"):
+            (logs / sub).mkdir(parents=True)
+        for name in ("workspace", "home", "tmp", "mounts", "layer"):
+            (self._root / name).mkdir(parents=True, exist_ok=True)
+        (self._root / "tmp").chmod(0o1777)
+        self._binds = {
+            "/root": self._root / "home",
+            LOGS_DIR: logs,
+            "/tmp": self._root / "tmp",
+            self._workdir: self._root / "workspace",
+        }
+        self._ensure_mountpoint(self._workdir)
+
+    def _ensure_mountpoint(self, path: str) -> None:
+        """A bind under a read-only host folder needs its mount point made in the layer."""
+        first = top(path)
+        if path == f"/{first}" or first in HIDDEN_TOP_LEVEL:
+            return
+        if self.bind_for(posixpath.dirname(path)) is not None:
+            return  # inside another writable bind: bwrap creates the mount point there
+        if not os.path.lexists(path):
+            (self.layer / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+    async def _new_init(self) -> None:
+        # Shielded: a cancelled start must not leave an init nobody knows about.
+        starting = asyncio.ensure_future(
+            asyncio.to_thread(self._init.start, self._bwrap, str(self._root))
+        )
+        try:
+            await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self._kill_all()
+            raise
+
+    async def kill_processes(self) -> None:
+        await self._kill_all()
+        if not self._stopped and self._started:
+            await self._new_init()
+
+    async def _kill_all(self) -> None:
+        await self._init.kill()
+        procs = list(self._procs)
+        for spawned in procs:
+            spawned.kill()
+        for spawned in procs:
+            with contextlib.suppress(ProcessLookupError):
+                await spawned.proc.wait()
+        self._procs.clear()
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        await self._kill_all()
+        await asyncio.to_thread(remove_tree, self._root)
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return {
+            "PATH": CLEAN_PATH,
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+            **self._image_env,
+            **self.spec.env,
+            **(env or {}),
+        }
+
+    def _argv(
+        self, command: Sequence[str], cwd: str | None, user: str | None, info_fd: int
+    ) -> list[str]:
+        if self._stopped or not self._init.fds:
+            raise SandboxError("the sandbox is not running")
+        if user not in (None, "root", "0", "0:0"):
+            raise SandboxUnsupported(
+                f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
+            )
+        user_fd, pid_fd = self._init.fds
+        argv = [
+            self._bwrap,
+            *NAMESPACE_FLAGS,
+            "--userns",
+            str(user_fd),
+            "--pidns",
+            str(pid_fd),
+            "--unshare-pid",
+            "--new-session",
+            "--json-status-fd",
+            str(info_fd),
+        ]
+        if not self.spec.internet:
+            argv.append("--unshare-net")
+        argv += mount_args(
+            self.layer, self._binds, masks(self._hidden(), {top(path) for path in self._binds})
+        )
+        argv += ["--chdir", cwd or self._workdir, "--", *command]
+        return argv
+
+    async def _spawn(
+        self,
+        command: str | Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        user: str | None,
+        stdin: int,
+    ) -> Spawned:
+        argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        read_fd, write_fd = os.pipe()
+        cancelled = False
+        try:
+            argv = self._argv(argv_command, cwd, user, info_fd=write_fd)
+            # Never cancelled itself: asyncio's clean-up of a cancelled start kills only the
+            # outer bwrap and then waits for the pipes to close, but the command (already in
+            # the sandbox's namespace, maybe before bwrap set its parent-death signal) holds
+            # them open: the await never ends. So a cancel waits for the start to finish, and
+            # the command is then killed like any other.
+            starting = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=stdin,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=self._env(env),
+                    pass_fds=[*self._init.fds, write_fd],
+                    start_new_session=True,
+                    limit=STREAM_LIMIT,
+                )
+            )
+            while not starting.done():
+                try:
+                    await asyncio.shield(starting)
+                except asyncio.CancelledError:
+                    cancelled = True
+            proc = starting.result()
+        except BaseException:
+            os.close(read_fd)
+            if cancelled:
+                raise asyncio.CancelledError from None
+            raise
+        finally:
+            os.close(write_fd)
+
+        spawned = Spawned(proc, read_fd)
+        self._procs.add(spawned)
+        try:
+            if cancelled:
+                raise asyncio.CancelledError
+            await spawned.has_pid.wait()
+        except asyncio.CancelledError:
+            # Cancelled before we knew the command's pid: learn it, then kill it.
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(spawned.has_pid.wait()), 30)
+            spawned.kill()
+            self._procs.discard(spawned)
+            raise
+        return spawned
+
+    async def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        timeout_sec: float | None = None,
+        stdin: bytes | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        spawned = await self._spawn(
+            command,
+            cwd,
+            env,
+            user,
+            asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        )
+        proc = spawned.proc
+        out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
+        timed_out = False
+        code = -1
+        readers = asyncio.gather(drain(reader(proc.stdout), out), drain(reader(proc.stderr), err))
+        try:
+            async with asyncio.timeout(timeout_sec):
+                await feed(proc, stdin)
+                code = await spawned.wait()
+                # The namespace is gone, so the pipes reach EOF promptly.
+                await readers
+        except TimeoutError:
+            timed_out = True
+        finally:
+            spawned.kill()
+            await proc.wait()
+            self._procs.discard(spawned)
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
+        return ExecResult(
+            exit_code=TIMEOUT_EXIT_CODE if timed_out else code,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def open_process(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> SandboxProcess:
+        spawned = await self._spawn(command, cwd, env, user, asyncio.subprocess.PIPE)
+        return BubblewrapProcess(spawned, self._procs)
+
+    # -- files -----------------------------------------------------------------------------
+
+    def _hidden(self) -> list[Path]:
+        """Host folders the sandbox must not show: the task folders, the trial states."""
+        hidden = [self.spec.state_dir.parent]
+        if self.config.tasks_root is not None:
+            hidden.insert(0, self.config.tasks_root)
+        return hidden
+
+    def bind_for(self, path: str) -> tuple[str, Path, str] | None:
+        """The writable bind holding ``path``: (sandbox root, host root, relative path)."""
+        best: tuple[str, Path, str] | None = None
+        for root, host in self._binds.items():
+            inside = path == root or path.startswith(root.rstrip("/") + "/")
+            if inside and (best is None or len(root) > len(best[0])):
+                best = (root, host, posixpath.relpath(path, root))
+        return best
+
+    def _on_demand_root(self, path: str) -> str | None:
+        roots = (TESTS_DIR, SOLUTION_DIR, self.config.skills_dir, INSTRUCTION_PATH)
+        for root in roots:
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                return root
+        return None
+
+    def _writable_target(self, sandbox_path: str, *, create: bool) -> Path:
+        path = normalize(sandbox_path)
+        found = self.bind_for(path)
+        if found is None and create:
+            root = self._on_demand_root(path)
+            if root is not None:
+                slug = root.strip("/").replace("/", "_") or "root"
+                host = self._root / "mounts" / slug
+                if root != INSTRUCTION_PATH:
+                    host.mkdir(parents=True, exist_ok=True)
+                self._ensure_mountpoint(root)
+                self._binds[root] = host
+                found = self.bind_for(path)
+        if found is None:
+            writable = ", ".join(sorted({*self._binds, TESTS_DIR, SOLUTION_DIR, INSTRUCTION_PATH}))
+            raise SandboxError(
+                f"{sandbox_path}: outside the local sandbox's writable places ({writable})"
+            )
+        return inside(found[1], found[2])
+
+    async def upload(self, host_path: Path, sandbox_path: str) -> None:
+        if self._stopped:
+            raise SandboxError("the sandbox is stopped")
+        if not host_path.exists():
+            raise SandboxError(f"upload: {host_path} does not exist")
+        target = self._writable_target(sandbox_path, create=True)
+        await asyncio.to_thread(copy_in, host_path, target)
+
+    async def download(
+        self, sandbox_path: str, host_path: Path, *, budget: CopyBudget | None = None
+    ) -> None:
+        if self._stopped:
+            raise SandboxError("the sandbox is stopped")
+        source = self._writable_target(sandbox_path, create=False)
+        budget = budget or CopyBudget.default()
+        await asyncio.to_thread(copy_out, source, host_path, sandbox_path, budget)

@@ -1,0 +1,118 @@
+"""Removing what the docker sandbox left: one trial's containers, a run's, and the reaper that
+sweeps everything carrying our labels whose run is no longer active."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.sandbox._docker.client import (
+    LABEL_BUILT,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    LABEL_TRIAL,
+    docker_client,
+)
+from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox.base import SandboxError
+
+
+def remove_containers(client: Any, run_id: str, trial_id: str | None, known: str | None) -> int:
+    """Remove the containers of one trial, or of a whole run when ``trial_id`` is None (what a
+    killed worker left behind); returns how many were removed."""
+    errors = docker_errors()
+    ids = {known} if known else set()
+    labels = [f"{LABEL_RUN}={run_id}"]
+    if trial_id is not None:
+        labels.append(f"{LABEL_TRIAL}={trial_id}")
+    with contextlib.suppress(errors.DockerException):
+        ids |= {c["Id"] for c in client.api.containers(all=True, filters={"label": labels})}
+    removed = 0
+    for cid in ids:
+        try:
+            client.api.remove_container(cid, force=True, v=True)
+        except errors.NotFound:
+            continue
+        except errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise SandboxError(f"cannot remove container {cid[:12]}: {exc}") from None
+            continue
+        removed += 1
+    return removed
+
+
+# -- reaper ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ReapReport:
+    containers: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+
+
+async def reap_stale(
+    active_run_ids: Collection[str],
+    *,
+    owner: str | None = None,
+    only_runs: Collection[str] | None = None,
+) -> ReapReport:
+    """Remove containers, networks and self-built images whose run is no longer active.
+
+    Prebuilt images never carry our labels, so they are never touched. ``owner`` limits the
+    sweep to what that worker made (``skillsbench.owner``: what a worker's start passes, so
+    that workers and tests sharing an engine never reap each other's); ``only_runs`` to those
+    run ids.
+    """
+    client = await asyncio.to_thread(docker_client)
+    scope = None if only_runs is None else set(only_runs)
+    return await asyncio.to_thread(_reap, client, set(active_run_ids), scope, owner)
+
+
+def _reap(client: Any, active: set[str], scope: set[str] | None, owner: str | None) -> ReapReport:
+    errors = docker_errors()
+    report = ReapReport()
+    mine = [f"{LABEL_MANAGED}=true"] + ([f"{LABEL_OWNER}={owner}"] if owner else [])
+    managed = {"label": mine}
+
+    def stale(labels: Mapping[str, str] | None) -> bool:
+        run = (labels or {}).get(LABEL_RUN)
+        return run not in active and (scope is None or run in scope)
+
+    # Low-level listings: no per-object inspect that races with concurrent removals.
+    for container in client.api.containers(all=True, filters=managed):
+        if stale(container.get("Labels")):
+            with contextlib.suppress(errors.NotFound, errors.APIError):
+                client.api.remove_container(container["Id"], force=True, v=True)
+                report.containers.append(container["Id"])
+    for network in client.api.networks(filters=managed):
+        if stale(network.get("Labels")):
+            with contextlib.suppress(errors.NotFound, errors.APIError):
+                client.api.remove_network(network["Id"])
+                report.networks.append(network["Id"])
+    built = {"label": [*mine, f"{LABEL_BUILT}=true"]}
+    for image in client.api.images(filters=built):
+        if stale(image.get("Labels")):
+            tags = [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
+            for ref in tags or [image["Id"]]:
+                with contextlib.suppress(errors.NotFound, errors.APIError):
+                    client.api.remove_image(ref, force=False, noprune=False)
+                    report.images.append(ref)
+    return report
+
+
+def bridge_gateway(client: Any) -> str:
+    """The address of the worker's host on Docker's default bridge network."""
+    configs = client.networks.get("bridge").attrs["IPAM"]["Config"] or []
+    for config in configs:
+        if config.get("Gateway"):
+            return str(config["Gateway"])
+        subnet = ipaddress.ip_network(str(config.get("Subnet", "")), strict=False)
+        if subnet.version == 4:
+            return str(next(subnet.hosts()))  # Docker gives the bridge the subnet's first address
+    raise OSError("the docker bridge network has no IPv4 gateway")

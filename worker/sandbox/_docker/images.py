@@ -1,0 +1,167 @@
+"""Task images: the build context's content tag, its preparation for the skills condition, the
+build itself (one at a time per tag) and prebuilt images."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from worker.sandbox._docker.client import client_lock
+from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox.base import SandboxError
+from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
+
+IMAGE_REPOSITORY = "skillsbench-env"
+_build_locks: dict[str, threading.Lock] = {}
+
+
+_DIGESTS: dict[tuple[object, ...], str] = {}
+
+
+def build_context_digest(environment: Path, with_skills: bool, skills_dir: str) -> str:
+    """Content hash of the build context and the skills condition (tags never collide).
+
+    Hashing reads every file; a stat walk is enough to tell that nothing changed since the last
+    trial of the same task, so the hash is remembered per (paths, sizes, mtimes).
+    """
+    stamp = (str(environment), with_skills, skills_dir, *_stat_walk(environment))
+    if stamp not in _DIGESTS:
+        _DIGESTS[stamp] = _hash_context(environment, with_skills, skills_dir)
+    return _DIGESTS[stamp]
+
+
+def _stat_walk(environment: Path) -> list[tuple[str, int, int, int]]:
+    out = []
+    for path in sorted(environment.rglob("*")):
+        info = path.lstat()
+        out.append((str(path), info.st_mode, info.st_size, info.st_mtime_ns))
+    return out
+
+
+def _hash_context(environment: Path, with_skills: bool, skills_dir: str) -> str:
+    digest = hashlib.sha256(f"v1|skills={with_skills}|{skills_dir}".encode())
+    for path in sorted(environment.rglob("*")):
+        rel = path.relative_to(environment).as_posix()
+        if path.is_symlink():
+            digest.update(f"L{rel}->{os.readlink(path)}\0".encode())
+        elif path.is_file():
+            digest.update(f"F{rel}:{path.stat().st_mode & 0o777}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        elif path.is_dir():
+            digest.update(f"D{rel}\0".encode())
+    return digest.hexdigest()[:20]
+
+
+def image_tag(task_id: str, digest: str) -> str:
+    name = re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()).strip(".-_") or "task"
+    return f"{IMAGE_REPOSITORY}/{name[:100]}:{digest}"
+
+
+def local_build_tag(
+    client: Any, task_id: str, environment: Path, with_skills: bool, skills_dir: str
+) -> str:
+    """The tag a self-built task image goes by: the build context's content hash and the local
+    image ids of its ``FROM`` images, so a base image that changed here (re-pulled, rebuilt,
+    re-tagged) makes a new build instead of reusing one made from the old base."""
+    digest = build_context_digest(environment, with_skills, skills_dir)
+    bases = _base_image_ids(client, environment / "Dockerfile")
+    if bases:
+        digest = hashlib.sha256("|".join([digest, *bases]).encode()).hexdigest()[:20]
+    return image_tag(task_id, digest)
+
+
+def _base_image_ids(client: Any, dockerfile: Path) -> list[str]:
+    try:
+        refs = base_images(dockerfile.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, DockerfileError):
+        return []  # the build itself reports an unreadable Dockerfile
+    errors = docker_errors()
+    ids = []
+    for ref in refs:
+        try:
+            ids.append(f"{ref}={client.images.get(ref).id}")
+        except errors.ImageNotFound:
+            ids.append(f"{ref}=absent")  # the build pulls it; the next trial's tag then has its id
+        except errors.DockerException as exc:
+            raise SandboxError(f"cannot inspect base image {ref}: {exc}") from None
+    return ids
+
+
+def prepare_context(environment: Path, target: Path, with_skills: bool, skills_dir: str) -> None:
+    """Copy the build context to ``target`` and fit it to the skills condition.
+
+    With skills: ``COPY skills <skills_dir>`` is appended. Without: ``skills/`` is left out and
+    the Dockerfile's own ``COPY skills ...`` lines are dropped (as BenchFlow's no-skill mode).
+    """
+    shutil.copytree(environment, target, symlinks=True)
+    dockerfile = target / "Dockerfile"
+    text = dockerfile.read_text(encoding="utf-8")
+    has_skills = (target / "skills").is_dir()
+    if with_skills and has_skills:
+        text = text.rstrip("\n") + f"\nCOPY skills {skills_dir.rstrip('/')}/\n"
+    elif not with_skills:
+        drop = skills_copy_lines(text)
+        lines = text.splitlines()
+        text = "\n".join(line for number, line in enumerate(lines, 1) if number not in drop) + "\n"
+        if has_skills:
+            shutil.rmtree(target / "skills")
+    dockerfile.write_text(text, encoding="utf-8")
+
+
+def ensure_prebuilt(client: Any, ref: str) -> str:
+    errors = docker_errors()
+    try:
+        client.images.get(ref)
+    except errors.ImageNotFound:
+        try:
+            client.images.pull(ref)
+        except errors.DockerException as exc:
+            raise SandboxError(f"prebuilt image {ref} is not available: {exc}") from None
+    return ref
+
+
+def image_workdir(client: Any, image: str) -> str | None:
+    config = client.images.get(image).attrs.get("Config") or {}
+    return config.get("WorkingDir") or None
+
+
+def build_image(
+    client: Any,
+    environment: Path,
+    tag: str,
+    labels: dict[str, str],
+    with_skills: bool,
+    skills_dir: str,
+) -> None:
+    errors = docker_errors()
+    with client_lock:
+        lock = _build_locks.setdefault(tag, threading.Lock())
+    with lock:  # one build at a time per tag; later callers reuse the image
+        try:
+            client.images.get(tag)
+            return
+        except errors.ImageNotFound:
+            pass
+        with tempfile.TemporaryDirectory(prefix="skillsbench-build-") as tmp:
+            context = Path(tmp) / "context"
+            try:
+                prepare_context(environment, context, with_skills, skills_dir)
+            except (OSError, DockerfileError) as exc:
+                raise SandboxError(f"cannot prepare the build context: {exc}") from None
+            try:
+                client.images.build(
+                    path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
+                )
+            except errors.BuildError as exc:
+                logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
+                tail = [text.strip() for text in logged if text.strip()][-5:]
+                detail = " | ".join(tail) or str(exc)
+                raise SandboxError(f"image build failed: {exc.msg}: {detail}") from None
+            except errors.DockerException as exc:
+                raise SandboxError(f"image build failed: {exc}") from None

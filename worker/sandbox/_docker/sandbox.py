@@ -1,0 +1,498 @@
+"""The ``docker`` sandbox: one container per trial through the Docker Engine API (docker SDK).
+
+Blocking SDK calls run in threads; exec sessions stream on the event loop
+(:mod:`~worker.sandbox._docker.exec_stream`); files move as tar streams
+(:mod:`~worker.sandbox._docker.transfer`). Everything created carries ``skillsbench.managed=true``,
+``skillsbench.run`` and ``skillsbench.trial`` labels, which the reaper
+(:mod:`~worker.sandbox._docker.containers`) sweeps at worker start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import secrets
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from task_sets.task import Task
+from worker.capped import CopyBudget
+from worker.sandbox._docker import containers, exec_stream, images, transfer
+from worker.sandbox._docker.client import (
+    LABEL_BUILT,
+    LABEL_MANAGED,
+    LABEL_OWNER,
+    LABEL_RUN,
+    LABEL_TRIAL,
+    docker_client,
+)
+from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox._docker.exec_stream import Session
+from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
+from worker.sandbox.base import (
+    AGENT_LOGS_DIR,
+    ARTIFACTS_DIR,
+    DEFAULT_WORKDIR,
+    ROOT_ENV,
+    ROOT_USER,
+    VERIFIER_LOGS_DIR,
+    ExecResult,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+    SandboxProcess,
+    SandboxSpec,
+    sandbox_backend,
+)
+from worker.sandbox.scripts import shell_script
+
+if TYPE_CHECKING:
+    from worker.environment import PrebuiltImages
+
+# The container's init (docker-init) keeps running only while its child, the keep-alive, does.
+_KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
+_SCRIPTS = "worker.sandbox._docker.scripts"
+# What stage.sh prints on stderr (exit 125) when it cannot place the upload.
+_STAGE_FAILED = "skillsbench-stage-failed:"
+
+
+def _kill_all() -> str:
+    """Stop, then kill, every process but init and the keep-alive (``$1``)."""
+    return shell_script(_SCRIPTS, "kill_all.sh")
+
+
+def _kill_upload_exec() -> str:
+    """``kill_upload_exec`` in one exec: kill_all.sh, then stage.sh (arguments: keep-alive pid,
+    target, stage folder, the command's argv; stdin: :func:`transfer.stage_archive`)."""
+    return shell_script(_SCRIPTS, "kill_all.sh", "stage.sh")
+
+
+class DockerProcess(SandboxProcess):
+    def __init__(self, sandbox: DockerSandbox, session: Session) -> None:
+        self._sandbox = sandbox
+        self._session = session
+        self.stdin = session.writer
+        self.stdout = session.stdout
+        self.stderr = session.stderr
+        self._code: int | None = None
+
+    async def wait(self) -> int:
+        if self._code is None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._session.pump)
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise asyncio.CancelledError
+            self._code = await exec_stream.exit_code(self._session.exec_id)
+            self._session.close()
+            self._sandbox._sessions.discard(self._session)
+        return self._code
+
+    async def kill(self) -> None:
+        if self._code is not None:
+            return
+        await self._sandbox._kill_group(self._session)
+        self._session.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._session.pump
+        self._code = await exec_stream.exit_code(self._session.exec_id, wait=5.0)
+        self._sandbox._sessions.discard(self._session)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._code
+
+
+@dataclass(frozen=True)
+class DockerConfig(SandboxConfig):
+    """With ``image``: a prebuilt image (digest-pinned) instead of one built from the task's
+    Dockerfile."""
+
+    image: str | None = None
+
+    @classmethod
+    def task_fields(
+        cls, task: Task, *, with_skills: bool, prebuilt: PrebuiltImages | None
+    ) -> dict[str, Any]:
+        fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
+        image = prebuilt.image_for(task.task_id) if prebuilt is not None else None
+        return {**fields, "image": image}
+
+
+def _labels(spec: SandboxSpec) -> dict[str, str]:
+    labels = {LABEL_MANAGED: "true", LABEL_RUN: spec.run_id, LABEL_TRIAL: spec.trial_id}
+    if spec.owner:
+        labels[LABEL_OWNER] = spec.owner
+    return labels
+
+
+@sandbox_backend("docker")
+class DockerSandbox(Sandbox):
+    """One container per trial; see the module docstring."""
+
+    config_type = DockerConfig
+    # Images task_init resolved, by trial id, for start() to take.
+    _prepared: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        super().__init__(spec)
+        self._container_id: str | None = None
+        self.config: DockerConfig = spec.config  # type: ignore[assignment]
+        self._workdir = self.config.workdir or DEFAULT_WORKDIR
+        self._sessions: set[Session] = set()
+        self._keep_alive = 0
+        self._has_tar = False  # the image has tar: kill_upload_exec can be one exec
+        self._started = False
+        self._stopped = False
+        self.image: str | None = None
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return _labels(self.spec)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            raise SandboxError("sandbox already started")
+        self._started = True
+        client = await asyncio.to_thread(docker_client)
+        prepared = self._prepared.pop(self.spec.trial_id, None)
+        self.image = prepared or await self._image(self.spec)
+        env_config = self.config
+        image_workdir = await asyncio.to_thread(images.image_workdir, client, self.image)
+        self._workdir = env_config.workdir or image_workdir or DEFAULT_WORKDIR
+        environment = {**env_config.env, **self.spec.env}
+        kwargs: dict[str, Any] = {
+            "detach": True,
+            "init": True,
+            "entrypoint": ["sleep", "infinity"],
+            "command": [],
+            "labels": self.labels,
+            "environment": environment,
+            "nano_cpus": int(env_config.cpus * 1e9),
+            "mem_limit": f"{env_config.memory_mb}m",
+            "working_dir": self._workdir,
+        }
+        if not self.spec.internet:
+            kwargs["network_mode"] = "none"
+        if self._stopped:
+            raise SandboxError("sandbox stopped while starting")
+        try:
+            creating = asyncio.ensure_future(
+                asyncio.to_thread(client.containers.run, self.image, **kwargs)
+            )
+            try:
+                container = await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                # Cancelled mid-create: wait for the engine's answer and remove what it made.
+                with contextlib.suppress(Exception):
+                    made = await creating
+                    await asyncio.to_thread(made.remove, force=True, v=True)
+                raise
+        except docker_errors().DockerException as exc:
+            raise SandboxError(f"container failed to start: {exc}") from None
+        self._container_id = container.id
+        dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
+        logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
+        # One exec sets up the folders, finds the keep-alive, and (with tar in the image)
+        # unpacks spec.files from its stdin: no put_archive round trip per file.
+        files = (
+            await asyncio.to_thread(transfer.files_archive, self.spec.files)
+            if self.spec.files
+            else None
+        )
+        unpack = " && tar -xf - -C /" if files else ""
+        ready = await self.exec(
+            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID} && "
+            f"if command -v tar >/dev/null 2>&1; then echo tar{unpack}; fi",
+            user=ROOT_USER,  # whatever USER the image ends with
+            timeout_sec=60,
+            stdin=files,
+        )
+        try:
+            if ready.exit_code != 0:
+                raise ValueError(ready.stderr.strip() or ready.stdout.strip())
+            words = ready.stdout.split()
+            self._keep_alive = int(words[0])
+            self._has_tar = "tar" in words[1:]
+        except (IndexError, ValueError) as exc:
+            raise SandboxError(f"container setup failed: {exc}") from None
+        if files and not self._has_tar:
+            await self._upload_spec_files()
+
+    @classmethod
+    async def _image(cls, spec: SandboxSpec) -> str:
+        """The image of ``spec``'s container: the prebuilt one (pulled when missing), else the
+        task's own, built unless an image with its content tag exists."""
+        config = spec.config
+        assert isinstance(config, DockerConfig)
+        client = await asyncio.to_thread(docker_client)
+        if config.image:
+            return await asyncio.to_thread(images.ensure_prebuilt, client, config.image)
+        try:
+            tag = await asyncio.to_thread(
+                images.local_build_tag,
+                client,
+                config.task_id,
+                config.environment_dir,
+                config.with_skills,
+                config.skills_dir,
+            )
+        except OSError as exc:
+            raise SandboxError(f"task {config.task_id}: cannot read environment/: {exc}") from None
+        labels = {**_labels(spec), LABEL_BUILT: "true"}
+        build = asyncio.to_thread(
+            images.build_image,
+            client,
+            config.environment_dir,
+            tag,
+            labels,
+            config.with_skills,
+            config.skills_dir,
+        )
+        try:
+            await asyncio.wait_for(build, config.build_timeout_sec)
+        except TimeoutError:
+            raise SandboxError(
+                f"task {config.task_id}: image build timed out after {config.build_timeout_sec:g}s"
+            ) from None
+        return tag
+
+    # -- lifecycle hooks -------------------------------------------------------------------
+
+    @classmethod
+    async def task_init(cls, spec: SandboxSpec) -> None:
+        """Build (or pull) the image now; start() then uses it without asking the engine again."""
+        cls._prepared[spec.trial_id] = await cls._image(spec)
+
+    @classmethod
+    async def run_cleanup(cls, run_id: str) -> int:
+        client = await asyncio.to_thread(docker_client)
+        return await asyncio.to_thread(containers.remove_containers, client, run_id, None, None)
+
+    @classmethod
+    async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
+        report = await containers.reap_stale(active_run_ids, owner=owner)
+        return len(report.containers) + len(report.networks) + len(report.images)
+
+    @classmethod
+    async def host_address(cls) -> str:
+        """The bridge network's gateway: where a container reaches the worker's host."""
+        client = await asyncio.to_thread(docker_client)
+        return await asyncio.to_thread(containers.bridge_gateway, client)
+
+    async def kill_processes(self) -> None:
+        if self._container_id is not None and not self._stopped:
+            await self.exec(
+                ["sh", "-c", _kill_all(), "sh", str(self._keep_alive)],
+                user=ROOT_USER,
+                timeout_sec=30,
+            )
+        await self._close_sessions()
+
+    async def _close_sessions(self) -> None:
+        """After a kill-all: let the killed sessions' pumps finish, then drop them."""
+        sessions = list(self._sessions)
+        if sessions:
+            await asyncio.wait([s.pump for s in sessions], timeout=5)
+        for session in sessions:
+            session.close()
+
+    async def kill_upload_exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        upload: Path,
+        target: str,
+        stdin: bytes | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_sec: float | None = None,
+    ) -> ExecResult:
+        """One exec instead of three round trips (kill-all exec, ``put_archive``, exec): the
+        files and ``stdin`` travel as a tar on the exec's stdin; ``target`` is replaced."""
+        if not self._has_tar:
+            return await super().kill_upload_exec(
+                command,
+                upload=upload,
+                target=target,
+                stdin=stdin,
+                cwd=cwd,
+                env=env,
+                timeout_sec=timeout_sec,
+            )
+        if not target.startswith("/") or posixpath.normpath(target) == "/":
+            raise SandboxError(f"{target}: the upload target must be an absolute path below /")
+        if not upload.exists():
+            raise SandboxError(f"upload: {upload} does not exist")
+        archive = await asyncio.to_thread(transfer.stage_archive, upload, stdin or b"")
+        stage = f"/.skillsbench-stage-{secrets.token_hex(8)}"
+        argv = [
+            "sh",
+            "-c",
+            _kill_upload_exec(),
+            "sh",
+            str(self._keep_alive),
+            posixpath.normpath(target),
+            stage,
+            *(["/bin/sh", "-c", command] if isinstance(command, str) else command),
+        ]
+        try:
+            result = await self.exec(
+                argv,
+                cwd=cwd,
+                env={**ROOT_ENV, **(env or {})},
+                user=ROOT_USER,
+                timeout_sec=timeout_sec,
+                stdin=archive,
+            )
+        finally:
+            await self._close_sessions()
+        if result.exit_code == 125 and _STAGE_FAILED in result.stderr:
+            detail = result.stderr.split(_STAGE_FAILED, 1)[1].strip().splitlines()[0]
+            raise SandboxError(f"upload to {target} failed: {detail}")
+        return result
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._prepared.pop(self.spec.trial_id, None)
+        for session in list(self._sessions):
+            session.close()
+        self._sessions.clear()
+        if not self._started:
+            return
+        try:
+            client = await asyncio.to_thread(docker_client)
+        except SandboxError:
+            return
+        await asyncio.to_thread(
+            containers.remove_containers,
+            client,
+            self.spec.run_id,
+            self.spec.trial_id,
+            self._container_id,
+        )
+        self._container_id = None
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _container(self) -> str:
+        if self._container_id is None or self._stopped:
+            raise SandboxError("the sandbox is not running")
+        return self._container_id
+
+    async def _open(
+        self,
+        command: str | Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        user: str | None,
+        stdin: bool,
+    ) -> Session:
+        container = self._container()
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        try:
+            session = await exec_stream.open_session(
+                container, argv, env=env, workdir=cwd or self._workdir, user=user, stdin=stdin
+            )
+        except exec_stream.CancelledDuringStart as started:
+            await exec_stream.finish(self._kill_group(started.session))
+            started.session.close()
+            raise asyncio.CancelledError from None
+        self._sessions.add(session)
+        return session
+
+    async def _kill_group(self, session: Session) -> None:
+        try:
+            pid = await asyncio.wait_for(asyncio.shield(session.pid), exec_stream.PID_WAIT_SEC)
+        except TimeoutError:
+            pid = 0
+        if pid > 1 and not self._stopped:
+            with contextlib.suppress(SandboxError):
+                await self.exec(f"kill -9 -{pid} {pid} 2>/dev/null; true", timeout_sec=30)
+
+    async def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        timeout_sec: float | None = None,
+        stdin: bytes | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        session = await self._open(command, cwd, env, user, stdin is not None)
+        out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
+        timed_out = False
+        try:
+            async with asyncio.timeout(timeout_sec):
+                if stdin is not None:
+                    with contextlib.suppress(ConnectionError, OSError):
+                        session.writer.write(stdin)
+                        await session.writer.drain()
+                        session.writer.close()
+                await asyncio.gather(drain(session.stdout, out), drain(session.stderr, err))
+                await session.pump
+        except TimeoutError:
+            timed_out = True
+            await self._kill_group(session)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._kill_group(session))
+            raise
+        finally:
+            session.close()
+            self._sessions.discard(session)
+        code = TIMEOUT_EXIT_CODE if timed_out else await exec_stream.exit_code(session.exec_id)
+        return ExecResult(
+            exit_code=code,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def open_process(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> SandboxProcess:
+        session = await self._open(command, cwd, env, user, True)
+        return DockerProcess(self, session)
+
+    # -- files -----------------------------------------------------------------------------
+
+    async def upload(self, host_path: Path, sandbox_path: str) -> None:
+        container = self._container()
+        if not sandbox_path.startswith("/"):
+            raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
+        if not host_path.exists():
+            raise SandboxError(f"upload: {host_path} does not exist")
+        target = posixpath.normpath(sandbox_path)
+        client = await asyncio.to_thread(docker_client)
+        await asyncio.to_thread(transfer.put, client, container, host_path, target)
+
+    async def download(
+        self, sandbox_path: str, host_path: Path, *, budget: CopyBudget | None = None
+    ) -> None:
+        container = self._container()
+        if not sandbox_path.startswith("/"):
+            raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
+        client = await asyncio.to_thread(docker_client)
+        budget = budget or CopyBudget.default()
+        await asyncio.to_thread(
+            transfer.get, client, container, posixpath.normpath(sandbox_path), host_path, budget
+        )
