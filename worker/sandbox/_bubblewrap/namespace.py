@@ -6,13 +6,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 
 from worker.sandbox._bubblewrap.host import CLEAN_PATH, NAMESPACE_FLAGS, system_args
 from worker.sandbox.base import SandboxError
+
+CLONE_NEWUSER = 0x10000000
+_libc = ctypes.CDLL(None, use_errno=True)  # loaded here, never after a fork
+
+
+def joins_by_setns() -> bool:
+    """Whether commands enter the sandbox's user namespace before bwrap starts.
+
+    bwrap joins a PID namespace (``--pidns``) before its ``--userns``; that needs CAP_SYS_ADMIN
+    in the caller's own user namespace, which only root on the host has. Anyone else enters the
+    user namespace first (where it is root, see the init's ``--uid 0``) and gives bwrap only
+    ``--pidns``.
+    """
+    return os.geteuid() != 0
+
+
+def enter_user_namespace(user_fd: int) -> Callable[[], None]:
+    """A ``preexec_fn``: in the forked child, join the user namespace ``user_fd``."""
+
+    def enter() -> None:  # after fork, before exec: one system call, nothing else
+        if _libc.setns(user_fd, CLONE_NEWUSER) != 0:
+            raise OSError(ctypes.get_errno(), "setns into the sandbox's user namespace")
+
+    return enter
 
 
 class InitNamespace:
@@ -28,6 +54,12 @@ class InitNamespace:
             bwrap,
             *NAMESPACE_FLAGS,
             "--unshare-user",
+            # Root inside, whoever starts it: a command joins this user namespace as its root,
+            # with the rights to join the PID namespace (see enter_user_namespace).
+            "--uid",
+            "0",
+            "--gid",
+            "0",
             "--unshare-pid",
             "--unshare-net",
             *system_args(),

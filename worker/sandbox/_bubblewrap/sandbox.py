@@ -39,7 +39,11 @@ from worker.sandbox._bubblewrap.host import (
     masks,
     mount_args,
 )
-from worker.sandbox._bubblewrap.namespace import InitNamespace
+from worker.sandbox._bubblewrap.namespace import (
+    InitNamespace,
+    enter_user_namespace,
+    joins_by_setns,
+)
 from worker.sandbox._bubblewrap.process import (
     STREAM_LIMIT,
     BubblewrapProcess,
@@ -241,11 +245,11 @@ class BubblewrapSandbox(Sandbox):
                 f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
             )
         user_fd, pid_fd = self._init.fds
+        joins = [] if joins_by_setns() else ["--userns", str(user_fd)]
         argv = [
             self._bwrap,
             *NAMESPACE_FLAGS,
-            "--userns",
-            str(user_fd),
+            *joins,
             "--pidns",
             str(pid_fd),
             "--unshare-pid",
@@ -289,6 +293,9 @@ class BubblewrapSandbox(Sandbox):
                     pass_fds=[*self._init.fds, write_fd],
                     start_new_session=True,
                     limit=STREAM_LIMIT,
+                    preexec_fn=(
+                        enter_user_namespace(self._init.fds[0]) if joins_by_setns() else None
+                    ),
                 )
             )
             while not starting.done():
