@@ -242,8 +242,8 @@ class HttpRun:
             while True:  # each pass: catch up, then stream (or poll once) until it closes
                 async for attempt in follow:
                     with attempt:
-                        ended = await self._follow_once(queue, catch_up=not first)
-                first = False
+                        catch_up, first = not first, False
+                        ended = await self._follow_once(queue, catch_up=catch_up)
                 if ended:
                     return
         except _Transient as exc:
@@ -277,6 +277,7 @@ class HttpRun:
                     self.adapter.poll_interval_sec,
                 )
                 self._use_events = False
+                return False  # the next pass polls
         await asyncio.sleep(self.adapter.poll_interval_sec)
         return False
 
