@@ -90,13 +90,12 @@ def _json_text(value: Any, opening: str, what: str) -> Any:
 
 def _whole(value: Any) -> Any:
     """A whole number from a JSON number or its string form; the field's bounds apply after."""
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _WHOLE.match(value):
-            return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _WHOLE.match(value):
+        return int(value)
     raise ValueError(f"must be a whole number, got {value!r}")
 
 
