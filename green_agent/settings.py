@@ -1,9 +1,14 @@
 """The green agent's environment: one place that names every variable it reads.
 
-:class:`GreenSettings` is a pydantic-settings model: each field names its variable
-(``validation_alias``) and declares its bounds; values arrive as Amber renders them (strings such
-as ``"14400"`` or ``"1.0"``) and are parsed by the model. :func:`load_settings` reads a process
-environment into it and turns a refusal into one line naming the variable.
+:class:`GreenSettings` declares each setting once: its variable (``validation_alias``), type,
+default and bounds; values arrive as Amber renders them (strings such as ``"14400"`` or ``"1.0"``)
+and pydantic parses them. :func:`load_settings` reads an environment into it and turns a refusal
+into one line naming the variable.
+
+Not pydantic-settings, though it does this: importing it costs 0.25-0.4 s (its package imports
+every source provider), and this module is on the path of the green agent's first answer (the card,
+served before the rest is imported). Reading the variables named by the model's aliases is all
+that its environment source would do here.
 """
 
 from __future__ import annotations
@@ -12,13 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, ValidationError, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 WORKER_URL = "SKILLSBENCH_WORKER_URL"
 WORKER_SLOT_URL = "SKILLSBENCH_WORKER_SLOT_URL"
@@ -36,10 +35,10 @@ HEARTBEAT_MAX_SEC = 60.0  # below the gateway's read timeout, with room to spare
 
 def _env(name: str) -> Any:
     """The field reads variable ``name``; code may still set it by field name."""
-    return Field(validation_alias=AliasChoices(name))
+    return Field(validation_alias=name)
 
 
-class GreenSettings(BaseSettings):
+class GreenSettings(BaseModel):
     """What the green agent needs from its environment, parsed once at start.
 
     The field defaults are the only place the defaults are written; everything else reads them.
@@ -47,9 +46,7 @@ class GreenSettings(BaseSettings):
     :func:`load_settings`' job.
     """
 
-    model_config = SettingsConfigDict(
-        frozen=True, case_sensitive=True, populate_by_name=True, extra="ignore"
-    )
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 
     worker_url: Annotated[str | None, _env(WORKER_URL)] = None
     worker_slot_url: Annotated[str | None, _env(WORKER_SLOT_URL)] = None
@@ -77,40 +74,23 @@ class GreenSettings(BaseSettings):
         trimmed = {k: v.strip() if isinstance(v, str) else v for k, v in data.items()}
         return {k: v for k, v in trimmed.items() if v != ""}
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)  # the environment comes in through load_settings only
-
     @property
     def effective_worker_url(self) -> str | None:
         """``SKILLSBENCH_WORKER_URL``, else the Amber worker-slot fallback, else None (mock)."""
         return self.worker_url or self.worker_slot_url or None
 
 
-class _Environment(EnvSettingsSource):
-    """pydantic-settings' environment source, over a given mapping instead of ``os.environ``."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return dict(self._environ)  # names are case-sensitive (model_config), as on Linux
+def variables() -> dict[str, str]:
+    """Variable name -> field name, from the model."""
+    return {str(f.validation_alias): name for name, f in GreenSettings.model_fields.items()}
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> GreenSettings:
     """Read the environment; a bad value raises ValueError naming the variable."""
     env = os.environ if env is None else env
-    values = _Environment(GreenSettings, env)()
+    values = {name: env[name] for name in variables() if name in env}  # case-sensitive
     try:
-        return GreenSettings(**values)
+        return GreenSettings.model_validate(values)
     except ValidationError as exc:
         raise ValueError(_explain(exc.errors()[0], env)) from None
 
