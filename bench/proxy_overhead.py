@@ -28,7 +28,8 @@ import httpx  # noqa: E402
 from testsupport import serve  # noqa: E402
 from worker_usage.fake_provider import FakeProvider  # noqa: E402
 
-from worker.usage.proxy import Limits, ModelProxy, ModelRoute  # noqa: E402
+from worker.usage.proxy import ModelProxy  # noqa: E402
+from worker.usage.session import ModelRoute, UsageCaps  # noqa: E402
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
 
@@ -54,7 +55,7 @@ async def main(calls: int, rounds: int) -> None:
             await proxy.start()
             print(f"proxy start (litellm import included): {time.perf_counter() - started:.1f} s")
             route = ModelRoute("openai/bench-model", api_base=f"{fake_url}/v1", api_key="sk-bench")
-            session = proxy.open_session("bench", route, Limits(), Path(tmp))
+            session = proxy.open_session("bench", route, UsageCaps(), Path(tmp))
             async with httpx.AsyncClient(timeout=30) as client:
                 for stream in (False, True):
                     direct: list[float] = []

@@ -8,12 +8,13 @@ leaderboard table computed from the results file.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import click
 
 from green_agent.settings import WORKER_URL
 
@@ -49,29 +50,38 @@ async def placeholder_assessment(
         return await run_assessment(green, {"agent": purple}, config or DEMO_CONFIG, progress)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--output", type=Path, default=Path(".demo/assessment-results.json"))
-    parser.add_argument("--jobs-dir", type=Path, default=Path(".demo/assessment-jobs"))
-    parser.add_argument("--task-id", action="append", default=[], help="only these tasks")
-    args = parser.parse_args(argv)
+@click.command(help=__doc__.splitlines()[0] if __doc__ else None)
+@click.option(
+    "--output", type=click.Path(path_type=Path), default=Path(".demo/assessment-results.json")
+)
+@click.option("--jobs-dir", type=click.Path(path_type=Path), default=Path(".demo/assessment-jobs"))
+@click.option("--task-id", "task_ids", multiple=True, help="only these tasks")
+def command(output: Path, jobs_dir: Path, task_ids: tuple[str, ...]) -> None:
     config = dict(DEMO_CONFIG)
-    if args.task_id:
+    if task_ids:
         config.pop("tasks")
-        config["task_ids"] = args.task_id
+        config["task_ids"] = list(task_ids)
     print("\n== assessment of the placeholder purple agent (examples task set) through A2A")
     export = asyncio.run(
-        placeholder_assessment(args.jobs_dir, config, progress=lambda line: print(line, flush=True))
+        placeholder_assessment(jobs_dir, config, progress=lambda line: print(line, flush=True))
     )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(export, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.output} (status {export['status']})")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(export, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {output} (status {export['status']})")
     if export["status"] != "completed":
-        return 1
+        sys.exit(1)
     from leaderboard.formatting import render
     from leaderboard.query import QUERY_NAMES, run_queries
 
-    print(render(run_queries([str(args.output)], list(QUERY_NAMES), None), "table"), end="")
+    print(render(run_queries([str(output)], list(QUERY_NAMES), None), "table"), end="")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run :func:`command` on ``argv``; its exit code."""
+    try:
+        command.main(argv, prog_name="python -m green_agent.demo")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
     return 0
 
 

@@ -12,13 +12,13 @@ with the shard envelopes), as the leaderboard repository's aggregation step writ
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import click
 
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from skillsbench_agentbeats.assessment_demo import placeholder_app, placeholder_assessment
@@ -79,14 +79,12 @@ def regenerate(output: Path) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate leaderboard sample results.")
-    parser.add_argument("--output", type=Path, default=Path("leaderboard/results"))
-    args = parser.parse_args(argv)
-    for path in regenerate(args.output):
+@click.command(help="Regenerate leaderboard sample results.")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("leaderboard/results"))
+def main(output: Path) -> None:
+    for path in regenerate(output):
         print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

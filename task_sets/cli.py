@@ -161,7 +161,8 @@ def config() -> None:
 
 def _keys_help() -> str:
     return "\n".join(
-        f"  {key}: {kind}, default {default}" for key, (kind, default, _) in CONFIG_KEYS.items()
+        f"  {key}: {kind}, default {default}".replace("`", "")
+        for key, (kind, default, _) in CONFIG_KEYS.items()
     )
 
 

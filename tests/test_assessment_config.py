@@ -18,13 +18,14 @@ from task_sets.config import (
     CONFIG_KEYS,
     AssessmentConfig,
     ConfigError,
+    config_table,
     parse_config,
     select_tasks,
 )
 from task_sets.digest import task_digest
 from task_sets.excluded import TASK_ID_PATTERN
 from task_sets.manifest import build_manifest, load_task_set, shard
-from tests.conftest import PUBLISHED_DATA
+from tests.conftest import PUBLISHED_DATA, REPO_ROOT
 from tests.test_task_folder import make_task
 
 INT_KEYS = ("shard_index", "num_shards", "num_instances")
@@ -113,6 +114,18 @@ def test_json_text_and_nulls() -> None:
     assert config_error("{nope").field == "config"
     assert config_error("[1, 2]").field == "config"
     assert config_error(7).field == "config"
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/task-sets.md"])
+def test_docs_table_is_the_model(doc: str) -> None:
+    """The config table in the docs is the model's, row for row: a field added to one and not
+    the other fails here. Regenerate it with ``task_sets.config.config_table()``."""
+    text = (REPO_ROOT / doc).read_text(encoding="utf-8")
+    marker = "<!-- generated from task_sets.config.AssessmentConfig by config_table()"
+    assert text.count(marker) == 1
+    table = text.split(marker)[1].split("\n", 1)[1].split("\n\n")[0] + "\n"
+    assert table == config_table(), f"{doc}: paste task_sets.config.config_table() there"
+    assert re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE) == list(AssessmentConfig.model_fields)
 
 
 # --- properties ----------------------------------------------------------------------------------

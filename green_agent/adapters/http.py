@@ -5,6 +5,9 @@ stream the adapter polls ``GET /runs/{id}``. Every reconnection starts with a ``
 catch-up, and rows are de-duplicated by ``trial_id``, so a dropped stream or a worker restarted
 mid-run loses and repeats nothing. Transient connection errors are retried for
 ``retry_sec``; at ``timeout_sec`` the run is cancelled and reported as a timeout.
+
+The event stream is read with ``httpx-sse``; the three retry loops (starting a run, following it,
+cancelling it) share one tenacity policy, :data:`RETRY`, and differ only in when they stop.
 """
 
 from __future__ import annotations
@@ -18,6 +21,16 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
+from httpx_sse import aconnect_sse
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_exponential,
+)
 
 from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent
 from green_agent.settings import GreenSettings
@@ -55,6 +68,22 @@ class _Transient(Exception):
 
 class _NoEventStream(Exception):
     pass
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    pause = state.next_action.sleep if state.next_action else 0.0
+    log.info("worker: %s; retrying in %.2fs (attempt %d)", exc, pause, state.attempt_number)
+
+
+# The one retry policy: transient failures, backoff from 50 ms doubling up to 1 s. Each use
+# copies it with its own stop (and, for starting a run, a narrower notion of retryable).
+RETRY = AsyncRetrying(
+    retry=retry_if_exception_type(_Transient),
+    wait=wait_exponential(multiplier=0.05, max=_MAX_BACKOFF_SEC),
+    before_sleep=_log_retry,
+    reraise=True,
+)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -110,24 +139,25 @@ class HttpWorkerAdapter:
     async def call_with_retry(
         self, method: str, path: str, *, only_unsent: bool = False, **kwargs: Any
     ) -> httpx.Response:
-        give_up = time.monotonic() + self.retry_sec
-        backoff = 0.05
-        while True:
-            try:
-                return await self.call(method, path, **kwargs)
-            except _Transient as exc:
-                if only_unsent and not exc.unsent:
-                    raise WorkerError(
-                        f"worker at {self.base_url} may have received {method} {path} "
-                        f"but did not answer it: {exc}"
-                    ) from None
-                if time.monotonic() + backoff > give_up:
-                    raise WorkerError(
-                        f"worker at {self.base_url} unreachable for {self.retry_sec:g}s: {exc}"
-                    ) from None
-                log.info("worker %s %s: %s; retrying in %.2fs", method, path, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF_SEC)
+        def retryable(exc: BaseException) -> bool:
+            return isinstance(exc, _Transient) and (exc.unsent or not only_unsent)
+
+        try:
+            async for attempt in RETRY.copy(
+                retry=retry_if_exception(retryable), stop=stop_before_delay(self.retry_sec)
+            ):
+                with attempt:
+                    return await self.call(method, path, **kwargs)
+        except _Transient as exc:
+            if only_unsent and not exc.unsent:
+                raise WorkerError(
+                    f"worker at {self.base_url} may have received {method} {path} "
+                    f"but did not answer it: {exc}"
+                ) from None
+            raise WorkerError(
+                f"worker at {self.base_url} unreachable for {self.retry_sec:g}s: {exc}"
+            ) from None
+        raise AssertionError("unreachable: the retry loop returns or raises")
 
     async def start(self, request: RunRequest) -> HttpRun:
         response = await self.call_with_retry(
@@ -150,6 +180,7 @@ class HttpRun:
         self._deadline = time.monotonic() + adapter.timeout_sec
         self._cancel_sent = False
         self._last_ok = time.monotonic()  # last sign of life from the worker
+        self._use_events = True  # until the worker shows it has no event stream
 
     # -- following ---------------------------------------------------------------------------
 
@@ -205,61 +236,50 @@ class HttpRun:
         queue.put_nowait(RunEnded(state=state, rows=list(self._rows.values()), error=status.error))
 
     async def _pump(self, queue: asyncio.Queue[RunEvent]) -> None:
-        use_events = True
-        backoff = 0.05
+        follow = RETRY.copy(stop=lambda _: self._quiet_for() > self.adapter.retry_sec)
         first = True
-        while True:
-            try:
-                # The event stream replays finished rows; a GET catch-up is for reconnects and
-                # polling, so the first connection goes straight to the stream.
-                if not (first and use_events):
-                    status = await self._get_status()
-                    self._accept(status.rows, queue)
-                    if status.status in TERMINAL_STATES:
-                        self._end(status, queue)
-                        return
-                first = False
-                backoff = 0.05
-                if use_events:
-                    try:
-                        if await self._stream(queue):
-                            return
-                    except _NoEventStream:
-                        log.info(
-                            "worker has no event stream; polling every %.2fs",
-                            self.adapter.poll_interval_sec,
-                        )
-                        use_events = False
-                else:
-                    await asyncio.sleep(self.adapter.poll_interval_sec)
-            except _Transient as exc:
-                if time.monotonic() - self._last_ok > self.adapter.retry_sec:
-                    queue.put_nowait(
-                        RunEnded(
-                            state="failed",
-                            rows=list(self._rows.values()),
-                            error=f"worker unreachable for {self.adapter.retry_sec:g}s: {exc}",
-                        )
-                    )
+        try:
+            while True:  # each pass: catch up, then stream (or poll once) until it closes
+                async for attempt in follow:
+                    with attempt:
+                        catch_up, first = not first, False
+                        ended = await self._follow_once(queue, catch_up=catch_up)
+                if ended:
                     return
-                log.info("worker run %s: %s; reconnecting in %.2fs", self.run_id, exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF_SEC)
-            except WorkerError as exc:
-                queue.put_nowait(
-                    RunEnded(state="failed", rows=list(self._rows.values()), error=str(exc))
+        except _Transient as exc:
+            error = f"worker unreachable for {self.adapter.retry_sec:g}s: {exc}"
+        except WorkerError as exc:
+            error = str(exc)
+        except Exception as exc:  # an answer we cannot read: end now, not at the timeout
+            log.exception("worker run %s: unreadable answer", self.run_id)
+            error = f"unreadable worker answer: {type(exc).__name__}: {exc}"
+        queue.put_nowait(RunEnded(state="failed", rows=list(self._rows.values()), error=error))
+
+    def _quiet_for(self) -> float:
+        return time.monotonic() - self._last_ok
+
+    async def _follow_once(self, queue: asyncio.Queue[RunEvent], *, catch_up: bool) -> bool:
+        """One pass; True when the run has ended. Transient failures raise :class:`_Transient`."""
+        # The event stream replays finished rows; a GET catch-up is for reconnects and
+        # polling, so the first connection goes straight to the stream.
+        if catch_up or not self._use_events:
+            status = await self._get_status()
+            self._accept(status.rows, queue)
+            if status.status in TERMINAL_STATES:
+                self._end(status, queue)
+                return True
+        if self._use_events:
+            try:
+                return await self._stream(queue)
+            except _NoEventStream:
+                log.info(
+                    "worker has no event stream; polling every %.2fs",
+                    self.adapter.poll_interval_sec,
                 )
-                return
-            except Exception as exc:  # an answer we cannot read: end now, not at the timeout
-                log.exception("worker run %s: unreadable answer", self.run_id)
-                queue.put_nowait(
-                    RunEnded(
-                        state="failed",
-                        rows=list(self._rows.values()),
-                        error=f"unreadable worker answer: {type(exc).__name__}: {exc}",
-                    )
-                )
-                return
+                self._use_events = False
+                return False  # the next pass polls
+        await asyncio.sleep(self.adapter.poll_interval_sec)
+        return False
 
     async def _get_status(self) -> RunStatus:
         response = await self.adapter.call("GET", f"/runs/{self.run_id}")
@@ -272,14 +292,15 @@ class HttpRun:
 
     async def _stream(self, queue: asyncio.Queue[RunEvent]) -> bool:
         """Follow the event stream; True when the run ended, False when the stream just closed."""
-        client = self.adapter.client
+        connected = False
         try:
-            async with client.stream(
+            async with aconnect_sse(
+                self.adapter.client,
                 "GET",
                 f"/runs/{self.run_id}/events",
                 timeout=httpx.Timeout(None, connect=5.0),
-                headers={"Accept": "text/event-stream"},
-            ) as response:
+            ) as source:
+                response = source.response
                 content_type = response.headers.get("content-type", "")
                 if response.status_code in (404, 405, 406, 501) or (
                     response.status_code < 400 and "text/event-stream" not in content_type
@@ -290,21 +311,15 @@ class HttpRun:
                 if response.status_code >= 400:
                     await response.aread()
                     raise WorkerError(f"worker refused the event stream: {_detail(response)}")
-                event = "message"
-                data: list[str] = []
-                async for line in response.aiter_lines():
+                connected = True
+                self._last_ok = time.monotonic()
+                async for event in source.aiter_sse():
                     self._last_ok = time.monotonic()
-                    if line == "":
-                        if data and self._dispatch(event, "\n".join(data), queue):
-                            return True
-                        event, data = "message", []
-                    elif line.startswith(":"):
-                        continue
-                    elif line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:"):
-                        data.append(line[5:].removeprefix(" "))
+                    if event.data and self._dispatch(event.event, event.data, queue):
+                        return True
         except TRANSIENT_ERRORS as exc:
+            if connected:  # the worker was there until the stream dropped (keepalives are not
+                self._last_ok = time.monotonic()  # events, so this stands in for the last one)
             raise _Transient(f"event stream: {type(exc).__name__}: {exc}") from exc
         return False
 
@@ -327,16 +342,14 @@ class HttpRun:
         if self._cancel_sent:
             return
         self._cancel_sent = True
-        for attempt in range(20):
-            try:
-                response = await self.adapter.call(
-                    "POST", f"/runs/{self.run_id}/cancel", timeout=5.0
-                )
-            except _Transient as exc:
-                log.info("cancel of run %s: %s (attempt %d)", self.run_id, exc, attempt + 1)
-                await asyncio.sleep(min(0.05 * 2**attempt, _MAX_BACKOFF_SEC))
-                continue
-            if response.status_code >= 400 and response.status_code != 409:
-                log.warning("worker refused to cancel run %s: %s", self.run_id, _detail(response))
+        try:
+            async for attempt in RETRY.copy(stop=stop_after_attempt(20)):
+                with attempt:
+                    response = await self.adapter.call(
+                        "POST", f"/runs/{self.run_id}/cancel", timeout=5.0
+                    )
+        except _Transient:
+            log.warning("could not reach the worker to cancel run %s", self.run_id)
             return
-        log.warning("could not reach the worker to cancel run %s", self.run_id)
+        if response.status_code >= 400 and response.status_code != 409:
+            log.warning("worker refused to cancel run %s: %s", self.run_id, _detail(response))

@@ -77,6 +77,19 @@ def test_defaults_have_one_owner() -> None:
     assert params["retry_sec"].default == defaults.worker_retry_sec
 
 
+def test_settings_trim_and_blank_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings(
+        {"SKILLSBENCH_WORKER_URL": " http://a ", "SKILLSBENCH_WORKER_RETRY_SEC": "  "}
+    )
+    assert settings.worker_url == "http://a"
+    assert settings.worker_retry_sec == GreenSettings().worker_retry_sec
+    # Names are case-sensitive, and only load_settings reads an environment.
+    assert load_settings({"skillsbench_worker_url": "http://b"}).worker_url is None
+    monkeypatch.setenv("SKILLSBENCH_WORKER_URL", "http://from-env")
+    assert GreenSettings().worker_url is None
+    assert load_settings().worker_url == "http://from-env"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

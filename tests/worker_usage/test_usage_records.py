@@ -290,13 +290,15 @@ def test_trials_commands_name_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_cost_cap_on_an_unpriced_model_refuses_with_a_reason(tmp_path: Path) -> None:
-    from worker.usage.proxy import Limits, ModelRoute, ProxySession
+    from worker.usage.session import ModelRoute, ProxySession, UsageCaps
 
     session = ProxySession(
-        "t", ModelRoute("openai/no-such-model-xyz"), Limits(max_cost_usd=1.0), tmp_path
+        "t", ModelRoute("openai/no-such-model-xyz"), UsageCaps(max_cost_usd=1.0), tmp_path
     )
     assert "cannot be enforced" in (session.check_limits() or "")
-    tokens = ProxySession("t", ModelRoute("openai/gpt-4o-mini"), Limits(max_tokens=100), tmp_path)
+    tokens = ProxySession(
+        "t", ModelRoute("openai/gpt-4o-mini"), UsageCaps(max_tokens=100), tmp_path
+    )
     assert tokens.check_limits() is None
     tokens.totals.add(TokenUsage(90, 10), None)
     assert "--max-tokens 100: 100 tokens used" in (tokens.check_limits() or "")

@@ -5,11 +5,12 @@ Speaks ACP on stdin/stdout (nothing else may be printed there); diagnostics go t
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import click
 from acp import run_agent
 
 from worker.bridge.agent import BridgeAgent
@@ -17,38 +18,50 @@ from worker.bridge.config import CAPS, BridgeConfig
 from worker.limits import OutputCaps
 
 
-def parse(argv: list[str] | None = None) -> BridgeConfig:
-    parser = argparse.ArgumentParser(prog="python -m worker.bridge")
-    parser.add_argument("--url", required=True, help="purple agent A2A URL")
-    parser.add_argument("--task-id", required=True)
-    parser.add_argument("--workspace", required=True)
-    parser.add_argument("--skills-dir", default=None)
-    parser.add_argument("--trial-dir", required=True, type=Path)
-    parser.add_argument("--deadline-sec", required=True, type=float)
-    parser.add_argument("--max-turns", type=int, default=100)
-    parser.add_argument("--max-output-bytes", type=int, default=64 << 10)
-    parser.add_argument("--max-files", type=int, default=100, help="files[] of a finish")
-    for name in CAPS:
-        parser.add_argument(f"--cap-{name.replace('_', '-')}", type=int, default=None)
-    args = parser.parse_args(argv)
-    given = {name: getattr(args, f"cap_{name}") for name in CAPS}
+def _cap_options(command: Any) -> Any:
+    """``--cap-<name>`` for every output cap the worker hands the bridge (worker/limits.py)."""
+    for name in reversed(CAPS):
+        command = click.option(f"--cap-{name.replace('_', '-')}", f"cap_{name}", type=int)(command)
+    return command
+
+
+@click.command(name="python -m worker.bridge")
+@click.option("--url", required=True, help="purple agent A2A URL")
+@click.option("--task-id", required=True)
+@click.option("--workspace", required=True)
+@click.option("--skills-dir", default=None)
+@click.option("--trial-dir", required=True, type=click.Path(path_type=Path))
+@click.option("--deadline-sec", required=True, type=float)
+@click.option("--max-turns", type=int, default=100, show_default=True)
+@click.option("--max-output-bytes", type=int, default=64 << 10, show_default=True)
+@click.option("--max-files", type=int, default=100, show_default=True, help="files[] of a finish")
+@_cap_options
+def main(
+    url: str,
+    task_id: str,
+    workspace: str,
+    skills_dir: str | None,
+    trial_dir: Path,
+    deadline_sec: float,
+    max_turns: int,
+    max_output_bytes: int,
+    max_files: int,
+    **given_caps: int | None,
+) -> None:
+    given = {name: given_caps.get(f"cap_{name}") for name in CAPS}
     caps = replace(OutputCaps(), **{k: v for k, v in given.items() if v is not None})
-    return BridgeConfig(
-        url=args.url,
-        task_id=args.task_id,
-        workspace=args.workspace,
-        skills_dir=args.skills_dir,
-        trial_dir=args.trial_dir,
-        deadline_sec=args.deadline_sec,
-        max_turns=args.max_turns,
-        max_output_bytes=args.max_output_bytes,
-        max_files=args.max_files,
+    config = BridgeConfig(
+        url=url,
+        task_id=task_id,
+        workspace=workspace,
+        skills_dir=skills_dir,
+        trial_dir=trial_dir,
+        deadline_sec=deadline_sec,
+        max_turns=max_turns,
+        max_output_bytes=max_output_bytes,
+        max_files=max_files,
         caps=caps,
     )
-
-
-def main(argv: list[str] | None = None) -> None:
-    config = parse(argv)
     asyncio.run(run_agent(BridgeAgent(config)))  # type: ignore[arg-type]
 
 

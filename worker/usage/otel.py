@@ -3,6 +3,9 @@
 
 Written by hand (no OpenTelemetry SDK): the JSON mapping of OTLP uses lowerCamelCase keys, hex
 trace and span ids, nanosecond times as decimal strings and attributes as ``AnyValue`` pairs.
+The SDK does not fit (yet): its stable OTLP/HTTP exporter sends protobuf, not the JSON document
+kept on disk (the JSON exporters are 0.x pre-releases), and these spans are assembled after the
+trial from its records, under a trace id derived from the trial id.
 """
 
 from __future__ import annotations

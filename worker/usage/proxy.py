@@ -5,6 +5,11 @@ trial's model with the real provider key, which never leaves the worker.
 Each trial gets a session with its own random key; the key names the trial, its model route, its
 caps and the file its calls are recorded in. One proxy (one port) serves every trial of a worker.
 Numbers are read here, at the model boundary, from the provider's responses.
+
+This module is the listener (loopback, extra hosts, a unix socket) and the routing of a request to
+its session; the rest lives beside it: :mod:`worker.usage.session` (a trial's key, caps, totals),
+:mod:`worker.usage.upstream` (one forwarder per API protocol), :mod:`worker.usage.call_record`
+(the record of each call) and :mod:`worker.usage.sse_streams` (answers re-sent as event streams).
 """
 
 from __future__ import annotations
@@ -12,119 +17,29 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import json
 import logging
 import os
-import secrets
 import tempfile
-import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from worker.usage.pricing import load_litellm, price_usd
-from worker.usage.records import (
-    LLM_TRAJECTORY_FILE,
-    TokenUsage,
-    UsageTotals,
-    redact,
-    redact_headers,
-)
+from worker.usage.call_record import CallRecord
+from worker.usage.pricing import load_litellm
+from worker.usage.records import LLM_TRAJECTORY_FILE, redact
+from worker.usage.session import ModelRoute, ProxySession, UsageCaps
+from worker.usage.upstream import FORWARDERS, error_response
 
 log = logging.getLogger(__name__)
 
 ApiProtocol = Literal["openai-completions", "openai-responses", "anthropic-messages"]
-KEY_PREFIX: Final = "sk-skillsbench-"
-PURPOSE_HEADER: Final = "x-skillsbench-call-purpose"
 UNIX_SOCKET_PARENT: Final = "/var/tmp"  # shown read-only inside the local sandbox
-# Keys litellm reads from the worker's environment; their values are masked in every record.
-_PROVIDER_KEY_SUFFIXES: Final = ("_API_KEY", "_AUTH_TOKEN")
-
-
-@dataclass(frozen=True)
-class ModelRoute:
-    """Where a trial's calls go: a litellm model name, and optionally its endpoint and key
-    (otherwise litellm's own environment variables, e.g. OPENAI_API_KEY, apply)."""
-
-    model: str
-    api_base: str | None = None
-    api_key: str | None = None
-
-    @classmethod
-    def from_env(cls, model: str) -> ModelRoute:
-        return cls(
-            model,
-            api_base=os.environ.get("SKILLSBENCH_MODEL_API_BASE") or None,
-            api_key=os.environ.get("SKILLSBENCH_MODEL_API_KEY") or None,
-        )
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-
-
-@dataclass
-class CallSpan:
-    """One model call, for the trial's OTLP spans."""
-
-    name: str
-    start_ns: int
-    end_ns: int
-    attributes: dict[str, Any]
-    error: str | None = None
-
-
-@dataclass
-class ProxySession:
-    """One trial's use of the proxy."""
-
-    trial_id: str
-    route: ModelRoute
-    limits: Limits
-    log_path: Path
-    key: str = field(default_factory=lambda: KEY_PREFIX + secrets.token_urlsafe(24))
-    totals: UsageTotals = field(default_factory=UsageTotals)
-    provider_wait_sec: float = 0.0
-    spans: list[CallSpan] = field(default_factory=list)
-    limit_message: str | None = None
-    limit_reached: asyncio.Event = field(default_factory=asyncio.Event)
-    n_refused: int = 0
-    keep_calls: bool = True
-
-    def check_limits(self) -> str | None:
-        """Why the next call must be refused, or None."""
-        used = self.totals.usage.total
-        cap = self.limits.max_tokens
-        if cap is not None and used >= cap:
-            return f"the trial's token budget is used up (--max-tokens {cap}: {used} tokens used)"
-        spend = self.limits.max_cost_usd
-        if spend is not None:
-            unpriced = price_usd(self.route.model, prompt_tokens=1, completion_tokens=1) is None
-            if unpriced or self.totals.n_unpriced:
-                return (
-                    f"--max-cost-usd {spend} cannot be enforced: model {self.route.model!r} has "
-                    "no known price (cap it with --max-tokens instead)"
-                )
-            cost = self.totals.cost_usd or 0.0
-            if cost >= spend:
-                return f"the trial's cost budget is used up (--max-cost-usd {spend}: ${cost:.6f} spent)"
-        return None
-
-    def secrets(self) -> tuple[str, ...]:
-        found = [self.key, self.route.api_key or ""]
-        found += [
-            v for k, v in os.environ.items() if k.endswith(_PROVIDER_KEY_SUFFIXES) and len(v) >= 8
-        ]
-        return tuple(s for s in found if s)
 
 
 class _Server(uvicorn.Server):
@@ -237,13 +152,13 @@ class ModelProxy:
         self,
         trial_id: str,
         route: ModelRoute,
-        limits: Limits,
+        caps: UsageCaps,
         trial_dir: Path,
         *,
         keep_calls: bool = True,
     ) -> ProxySession:
         """A new trial key; ``keep_calls=False`` (``--usage-tracking off``) writes no call log."""
-        session = ProxySession(trial_id, route, limits, trial_dir / LLM_TRAJECTORY_FILE)
+        session = ProxySession(trial_id, route, caps, trial_dir / LLM_TRAJECTORY_FILE)
         session.keep_calls = keep_calls
         if keep_calls:
             session.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,7 +193,7 @@ class ModelProxy:
         anthropic = call_type == "anthropic_messages"
         session = self._session(request)
         if session is None:
-            return _error(
+            return error_response(
                 401, "invalid API key for the model proxy", "authentication_error", anthropic
             )
         try:
@@ -286,8 +201,10 @@ class ModelProxy:
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object")
         except ValueError as exc:
-            return _error(400, f"invalid JSON body: {exc}", "invalid_request_error", anthropic)
-        call = _Call(session, request, body, call_type)
+            return error_response(
+                400, f"invalid JSON body: {exc}", "invalid_request_error", anthropic
+            )
+        call = CallRecord(session, request, body, call_type)
         refusal = session.check_limits()
         if refusal is not None:
             session.n_refused += 1
@@ -295,291 +212,16 @@ class ModelProxy:
             session.limit_reached.set()
             message = f"skillsbench model proxy refused the call: {refusal}; end your turn"
             call.finish(400, {"error": {"message": message}}, None, refused=True)
-            return _error(400, message, "budget_exceeded", anthropic)
+            return error_response(400, message, "budget_exceeded", anthropic)
         try:
-            if call_type == "openai_chat_completions":
-                return await self._forward_chat(call)
-            if call_type == "openai_responses":
-                return await self._forward_responses(call)
-            return await self._forward_messages(call)
+            return await FORWARDERS[call_type](call)
         except Exception as exc:  # a provider error: tell the agent, keep the record
             status = int(getattr(exc, "status_code", 0) or 502)
             # Provider errors can echo the request, key included: redact before it goes anywhere
             # (the agent in the sandbox, the call record, the trace).
             message = str(redact(f"{type(exc).__name__}: {exc}", call.session.secrets()))
             call.finish(status, {"error": {"message": message}}, None, error=message)
-            return _error(status, message, "api_error", anthropic)
-
-    # -- forwarding ------------------------------------------------------------------------
-
-    async def _forward_chat(self, call: _Call) -> Response:
-        litellm = load_litellm()
-        kwargs = call.litellm_kwargs()
-        stream = bool(kwargs.get("stream"))
-        if stream:
-            kwargs["stream_options"] = {
-                **(kwargs.get("stream_options") or {}),
-                "include_usage": True,
-            }
-        result = await litellm.acompletion(**kwargs)
-        if not stream:
-            answer = result.model_dump(mode="json", exclude_none=True)
-            call.finish(200, answer, TokenUsage.from_openai(answer.get("usage")))
-            return JSONResponse(answer)
-        wants_usage = bool((call.body.get("stream_options") or {}).get("include_usage"))
-
-        async def events() -> AsyncIterator[bytes]:
-            usage: TokenUsage | None = None
-            finish: str | None = None
-            model: str | None = None
-            text: list[str] = []
-            try:
-                async for chunk in result:
-                    data = chunk.model_dump(mode="json", exclude_none=True)
-                    model = data.get("model") or model
-                    for choice in data.get("choices") or []:
-                        finish = choice.get("finish_reason") or finish
-                        piece = (choice.get("delta") or {}).get("content")
-                        if isinstance(piece, str):
-                            text.append(piece)
-                    if data.get("usage"):
-                        usage = TokenUsage.from_openai(data["usage"])
-                        if not wants_usage:
-                            continue
-                    yield f"data: {json.dumps(data)}\n\n".encode()
-                yield b"data: [DONE]\n\n"
-            finally:
-                summary = {
-                    "model": model,
-                    "choices": [{"finish_reason": finish, "message": {"content": "".join(text)}}],
-                    "usage": usage.as_openai() if usage else None,
-                    "stream": True,
-                }
-                call.finish(200, summary, usage)
-
-        return StreamingResponse(events(), media_type="text/event-stream")
-
-    async def _forward_responses(self, call: _Call) -> Response:
-        litellm = load_litellm()
-        kwargs = call.litellm_kwargs()
-        stream = bool(kwargs.pop("stream", False))
-        result = await litellm.aresponses(**kwargs)
-        answer = result.model_dump(mode="json", exclude_none=True)
-        usage = TokenUsage.from_openai(answer.get("usage"))
-        call.finish(200, answer, usage)
-        if not stream:
-            return JSONResponse(answer)
-        return StreamingResponse(_responses_events(answer), media_type="text/event-stream")
-
-    async def _forward_messages(self, call: _Call) -> Response:
-        # litellm's native Anthropic stream iterator imports its proxy extra (fastapi), which is
-        # no dependency of ours: the upstream call is made whole and re-sent as Anthropic SSE.
-        litellm = load_litellm()
-        kwargs = call.litellm_kwargs()
-        stream = bool(kwargs.pop("stream", False))
-        result = await litellm.anthropic.messages.acreate(**kwargs)
-        answer = result if isinstance(result, dict) else dict(result)
-        answer = json.loads(json.dumps(answer, default=str))
-        usage = TokenUsage.from_anthropic(answer.get("usage"))
-        call.finish(200, answer, usage)
-        if not stream:
-            return JSONResponse(answer)
-        return StreamingResponse(_anthropic_events(answer), media_type="text/event-stream")
-
-
-class _Call:
-    """One request through the proxy: timing, the line it leaves in llm_trajectory.jsonl."""
-
-    def __init__(
-        self, session: ProxySession, request: Request, body: dict[str, Any], call_type: str
-    ) -> None:
-        self.session = session
-        self.body = body
-        self.call_type = call_type
-        self.path = request.url.path
-        self.method = request.method
-        self.headers = dict(request.headers)
-        self.purpose = (
-            self.headers.get(PURPOSE_HEADER)
-            or str((body.get("metadata") or {}).get("call_purpose") or "")
-            or "agent"
-        )
-        self.started_at = time.time()
-        self.start_ns = time.time_ns()
-        self.t0 = time.monotonic()
-        self.done = False
-
-    def litellm_kwargs(self) -> dict[str, Any]:
-        route = self.session.route
-        kwargs = {k: v for k, v in self.body.items() if k not in ("model", "metadata", "user")}
-        kwargs["model"] = route.model
-        if route.api_base:
-            kwargs["api_base"] = route.api_base
-        if route.api_key:
-            kwargs["api_key"] = route.api_key
-        return kwargs
-
-    def finish(
-        self,
-        status: int,
-        answer: dict[str, Any],
-        usage: TokenUsage | None,
-        *,
-        refused: bool = False,
-        error: str | None = None,
-    ) -> None:
-        if self.done:
-            return
-        self.done = True
-        session = self.session
-        duration = time.monotonic() - self.t0
-        if not refused:
-            session.provider_wait_sec += duration
-        cost = None
-        if usage is not None:
-            cost = price_usd(
-                session.route.model,
-                prompt_tokens=usage.input,
-                completion_tokens=usage.output,
-                cache_read_tokens=usage.cache_read,
-                cache_creation_tokens=usage.cache_creation,
-            )
-        if not refused:
-            session.totals.add(usage, cost)
-        secrets_ = session.secrets()
-        provider_model = answer.get("model")
-        metadata = {
-            "request_model": self.body.get("model"),
-            "provider_model": provider_model,
-            "route_model": session.route.model,
-            "call_type": self.call_type,
-            "call_purpose": self.purpose,
-            "usage_source": "provider_response" if usage is not None else None,
-            "cost_usd": cost,
-            "price_source": "litellm" if cost is not None else None,
-            "refused": refused,
-            "error": error,
-        }
-        line = {
-            "request": {
-                "timestamp": self.started_at,
-                "method": self.method,
-                "path": self.path,
-                "headers": redact_headers(self.headers),
-                "body": redact(self.body, secrets_),
-            },
-            "response": {
-                "timestamp": time.time(),
-                "status_code": status,
-                "body": redact(answer, secrets_),
-            },
-            "duration_ms": round(duration * 1000, 1),
-            "usage": usage.as_openai() if usage else None,
-            "metadata": redact(metadata, secrets_),
-        }
-        if session.keep_calls:
-            with session.log_path.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-        session.spans.append(
-            CallSpan(
-                name=f"model call {self.call_type}",
-                start_ns=self.start_ns,
-                end_ns=time.time_ns(),
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": str(self.body.get("model")),
-                    "gen_ai.response.model": str(provider_model or ""),
-                    "gen_ai.usage.input_tokens": usage.input if usage else 0,
-                    "gen_ai.usage.output_tokens": usage.output if usage else 0,
-                    "skillsbench.call_purpose": self.purpose,
-                    "http.response.status_code": status,
-                    "skillsbench.refused": refused,
-                },
-                error=error or (session.limit_message if refused else None),
-            )
-        )
-
-
-def _error(status: int, message: str, kind: str, anthropic: bool) -> Response:
-    if anthropic:
-        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-    else:
-        body = {"error": {"message": message, "type": kind, "code": kind}}
-    return JSONResponse(body, status_code=status)
-
-
-def _sse(data: dict[str, Any], event: str | None = None) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {json.dumps(data)}\n\n".encode()
-
-
-async def _anthropic_events(message: dict[str, Any]) -> AsyncIterator[bytes]:
-    """A whole Anthropic message as the event stream an SDK expects."""
-    usage = dict(message.get("usage") or {})
-    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = {**usage, "output_tokens": 0}
-    yield _sse({"type": "message_start", "message": start}, "message_start")
-    for index, block in enumerate(message.get("content") or []):
-        kind = block.get("type")
-        opening: dict[str, Any]
-        if kind == "text":
-            opening = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block.get("text", "")}
-        elif kind == "tool_use":
-            opening = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}
-        elif kind == "thinking":
-            opening = {"type": "thinking", "thinking": ""}
-            delta = {"type": "thinking_delta", "thinking": block.get("thinking", "")}
-        else:
-            opening, delta = block, {}
-        yield _sse(
-            {"type": "content_block_start", "index": index, "content_block": opening},
-            "content_block_start",
-        )
-        if delta:
-            yield _sse(
-                {"type": "content_block_delta", "index": index, "delta": delta},
-                "content_block_delta",
-            )
-        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-    yield _sse(
-        {
-            "type": "message_delta",
-            "delta": {
-                "stop_reason": message.get("stop_reason"),
-                "stop_sequence": message.get("stop_sequence"),
-            },
-            "usage": {"output_tokens": usage.get("output_tokens", 0)},
-        },
-        "message_delta",
-    )
-    yield _sse({"type": "message_stop"}, "message_stop")
-
-
-async def _responses_events(response: dict[str, Any]) -> AsyncIterator[bytes]:
-    """A whole OpenAI response as its event stream (created, text deltas, completed)."""
-    seq = 0
-
-    def event(kind: str, **fields: Any) -> bytes:
-        nonlocal seq
-        seq += 1
-        return _sse({"type": kind, "sequence_number": seq, **fields}, kind)
-
-    yield event("response.created", response={**response, "status": "in_progress", "output": []})
-    for index, item in enumerate(response.get("output") or []):
-        yield event("response.output_item.added", output_index=index, item=item)
-        for part_index, part in enumerate(item.get("content") or []):
-            if part.get("type") == "output_text":
-                yield event(
-                    "response.output_text.delta",
-                    item_id=item.get("id"),
-                    output_index=index,
-                    content_index=part_index,
-                    delta=part.get("text", ""),
-                )
-        yield event("response.output_item.done", output_index=index, item=item)
-    yield event("response.completed", response=response)
+            return error_response(status, message, "api_error", anthropic)
 
 
 _SHARED: dict[str, Any] = {}

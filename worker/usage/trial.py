@@ -24,7 +24,7 @@ from worker.api import UsageSettings
 from worker.failures import FailureKind
 from worker.sandbox.base import SandboxError, sandbox_class
 from worker.usage import forward, otel
-from worker.usage.proxy import Limits, ModelProxy, ModelRoute, ProxySession, shared_proxy
+from worker.usage.proxy import ModelProxy, shared_proxy
 from worker.usage.records import (
     TRUSTED_SOURCES,
     TokenUsage,
@@ -33,6 +33,7 @@ from worker.usage.records import (
     cost_summary,
     public_agent_env,
 )
+from worker.usage.session import ModelRoute, ProxySession, UsageCaps
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ class TrialUsage:
         session = proxy.open_session(
             self.trial_id,
             ModelRoute.from_env(self.model),
-            Limits(s.max_tokens, s.max_cost_usd),
+            UsageCaps(s.max_tokens, s.max_cost_usd),
             ctx.trial_dir,
             keep_calls=s.usage_tracking != "off",
         )
