@@ -33,6 +33,55 @@ async def test_host_root_is_read_only_and_private_parts_hidden(
     assert not Path("/usr/planted").exists()
 
 
+# Every top-level name a sandbox may show: the host's system folders (read-only), its /etc without
+# secrets, and what the sandbox makes for itself (docs/sandboxes.md, "What the agent sees").
+ALLOWED_TOPS = {
+    *("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"),
+    *("proc", "dev", "run", "tmp", "root", "logs", "app", "skills"),
+}
+# Walks every path it can read and prints it: a hostile agent's view of the sandbox.
+WALK = r"""
+for top in /*; do echo "TOP $top"; done
+find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -print 2>/dev/null
+"""
+
+
+async def test_an_agent_sees_only_the_allowlist(make_task: MakeTask, tmp_path: Path) -> None:
+    """A copy of the tasks under a host folder (/srv, /var/tmp, the checkout) stays unseen, and so
+    do /etc's secrets, other runs' state and every host folder not on the list."""
+    from worker.sandbox._bubblewrap.host import ETC_SECRETS, worker_site_dirs
+
+    task = make_task()
+    planted = Path("/var/tmp") / f"skillsbench-allowlist-{tmp_path.name}"
+    (planted / "tasks").mkdir(parents=True, exist_ok=True)
+    (planted / "tasks" / "solve.sh").write_text("echo the answer\n")
+    try:
+        async with local(task, tmp_path / "s") as sb:
+            result = await sb.exec(["/bin/sh", "-c", WALK], timeout_sec=120)
+    finally:
+        import shutil
+
+        shutil.rmtree(planted, ignore_errors=True)
+    tops = {line[5:] for line in result.stdout.splitlines() if line.startswith("TOP /")}
+    lent = {Path(site).parts[1] for site in worker_site_dirs()}
+    assert tops - ALLOWED_TOPS - lent == set(), tops
+    paths = [line for line in result.stdout.splitlines() if line.startswith("/")]
+    assert len(paths) > 100  # the walk ran
+    sites = worker_site_dirs()
+    for path in paths:
+        assert "skillsbench-allowlist" not in path and str(tmp_path) not in path, path
+        assert not path.startswith(str(task.path)), path
+        lent_here = any(site.startswith(path) or path.startswith(site) for site in sites)
+        if not lent_here:  # lent: the site-packages and the empty folders leading to it only
+            assert not path.startswith(("/srv", "/var", "/opt", "/home", "/work", "/mnt")), path
+    shown_etc = {p.removeprefix("/etc/") for p in paths if p.startswith("/etc/")}
+    assert "passwd" in shown_etc and "shadow" not in shown_etc and "gshadow" not in shown_etc
+    import fnmatch
+
+    for rel in shown_etc:
+        assert not any(fnmatch.fnmatchcase(rel, pattern) for pattern in ETC_SECRETS), rel
+
+
 async def test_run_lines_that_work_locally_are_applied(make_task: MakeTask, tmp_path: Path) -> None:
     dockerfile = DOCKERFILE + "RUN mkdir -p /app/out && echo built > /app/out/b.txt\n"
     async with local(make_task(dockerfile), tmp_path / "s") as sb:
@@ -138,13 +187,13 @@ async def test_layout_the_host_cannot_give_needs_docker(
     nested = sorted(
         {line.split()[4].split("/")[1] for line in mounts if line.split()[4].count("/") >= 2}
     )
-    candidates = [
-        top
-        for top in nested
-        if top not in {"proc", "sys", "dev", "run", "tmp", "root", "home", "mnt", "media", "boot"}
-    ]
+    from worker.sandbox._bubblewrap.host import SYSTEM_TOP_LEVEL
+
+    # Only the host's system folders are laid over (the rest of the host is never shown, and a
+    # Dockerfile's files elsewhere get folders of their own).
+    candidates = [top for top in nested if top in SYSTEM_TOP_LEVEL]
     if not candidates:
-        pytest.skip("no host top-level folder with a mount inside it")
+        pytest.skip("no host system folder (/usr, /lib, ...) with a mount inside it")
     dockerfile = DOCKERFILE + f"COPY data/input.txt /{candidates[0]}/skillsbench-probe/input.txt\n"
     sb = local(make_task(dockerfile), tmp_path / "s")
     with pytest.raises(SandboxUnsupported, match="needs the docker environment"):

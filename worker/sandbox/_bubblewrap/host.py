@@ -3,21 +3,58 @@ root every sandbox gets (the mount arguments)."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fnmatch
 import functools
 import os
 import re
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from worker.sandbox.base import SandboxUnsupported
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Host top-level folders never shown in the sandbox (private data, sockets, host state).
+# The only host folders a sandbox shows (read-only): what programs need to run. Nothing else of
+# the host is visible: no other folder, no jobs dir, no other run, no folder holding task folders.
+SYSTEM_TOP_LEVEL = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# /etc is shown as a copy without its secrets (ETC_SECRETS), made once per worker process.
+ETC = "etc"
+# Top-level places a sandbox makes for itself (never the host's), so a Dockerfile step cannot
+# write there in the local sandbox.
 HIDDEN_TOP_LEVEL = frozenset(
     {"proc", "sys", "dev", "tmp", "run", "root", "home", "mnt", "media", "lost+found", "boot"}
+)
+# Paths under /etc left out of the sandbox's /etc (globs, relative to /etc): password hashes,
+# host keys, TLS private keys, sudo rules, stored credentials and secrets.
+ETC_SECRETS = (
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "security/opasswd",
+    "sudoers",
+    "sudoers.d",
+    "ssh/ssh_host_*_key",
+    "ssh/*_key",
+    "ssl/private",
+    "pki/*/private",
+    "krb5.keytab",
+    "ipsec.secrets",
+    "ppp/*-secrets",
+    "NetworkManager/system-connections",
+    "wireguard",
+    "credstore",
+    "credstore.encrypted",
+    "docker",
+    "containerd",
+    "kubernetes",
+    "rancher",
+    ".pwd.lock",
 )
 BWRAP_ENV = "SKILLSBENCH_BWRAP"  # optional path of the bwrap binary to use
 
@@ -127,16 +164,55 @@ def ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
 
 @functools.cache
 def worker_site_dirs() -> tuple[str, ...]:
-    """The worker's own site-packages when they live in a folder the sandbox hides (a venv under
-    /tmp or /root): shown read-only at the same path, so Python agents started by the worker in
-    the sandbox can use the packages the worker runs with (the host root is shown anyway)."""
+    """The worker's own site-packages when they live outside the system folders (a venv):
+    lent read-only at the same path (that folder only, never what holds it), so Python agents
+    started by the worker in the sandbox can use the packages the worker runs with."""
     found = set()
     for key in ("purelib", "platlib"):
         path = os.path.realpath(sysconfig.get_paths()[key])
         parts = Path(path).parts
-        if len(parts) > 1 and parts[1] in HIDDEN_TOP_LEVEL and os.path.isdir(path):
+        if len(parts) > 1 and parts[1] not in SYSTEM_TOP_LEVEL and os.path.isdir(path):
             found.add(path)
     return tuple(sorted(found))
+
+
+@functools.cache
+def etc_view() -> str:
+    """A copy of the host's /etc without :data:`ETC_SECRETS` (and without what this user cannot
+    read), made once per worker process in a private folder and shown read-only as /etc."""
+    target = Path(tempfile.mkdtemp(prefix="skillsbench-etc-")) / "etc"
+    _copy_etc(Path("/etc"), target, "")
+    os.chmod(target.parent, 0o755)
+    atexit.register(shutil.rmtree, target.parent, True)
+    return str(target)
+
+
+def _is_secret(relative: str) -> bool:
+    return any(fnmatch.fnmatchcase(relative, pattern) for pattern in ETC_SECRETS)
+
+
+def _copy_etc(source: Path, target: Path, relative: str) -> None:
+    target.mkdir(exist_ok=True)
+    with contextlib.suppress(OSError):
+        shutil.copystat(source, target)
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        rel = f"{relative}/{entry.name}" if relative else entry.name
+        if _is_secret(rel):
+            continue
+        dest = target / entry.name
+        try:
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), dest)
+            elif entry.is_dir(follow_symlinks=False):
+                _copy_etc(Path(entry.path), dest, rel)
+            elif entry.is_file(follow_symlinks=False):
+                shutil.copy2(entry.path, dest, follow_symlinks=False)
+        except OSError:
+            continue  # unreadable here (not root): not shown either
 
 
 def system_args() -> list[str]:
@@ -153,29 +229,31 @@ def system_args() -> list[str]:
 
 
 def mount_args(layer: Path, binds: Mapping[str, Path], masks: Sequence[str]) -> list[str]:
-    """The sandbox's file system: the host's top-level folders read-only (the hidden ones left
-    out), ``layer`` (files a Dockerfile put outside the writable binds) over them, ``masks`` as
-    empty folders, then the writable ``binds`` (sandbox path -> host folder)."""
+    """The sandbox's file system, by allowlist: the host's system folders read-only
+    (:data:`SYSTEM_TOP_LEVEL`), its /etc without secrets (:func:`etc_view`), ``layer`` (files a
+    Dockerfile put outside the writable binds) over them, ``masks`` as empty folders, then the
+    writable ``binds`` (sandbox path -> host folder) and what the worker lends."""
     args: list[str] = []
     layer_tops = {p.name for p in layer.iterdir()} if layer.is_dir() else set()
     mounts = host_mounts()
-    with os.scandir("/") as entries:
-        host = sorted(entries, key=lambda e: e.name)
-    host_names = set()
-    for entry in host:
-        name = entry.name
-        host_names.add(name)
-        if name in HIDDEN_TOP_LEVEL or f"/{name}" in binds:
+    shown = set()
+    for name in (*SYSTEM_TOP_LEVEL, ETC):
+        path = f"/{name}"
+        if path in binds:
             continue
-        if entry.is_symlink():
-            args += ["--symlink", os.readlink(entry.path), f"/{name}"]
-        elif entry.is_dir(follow_symlinks=False):
+        source = etc_view() if name == ETC else path
+        if name != ETC and os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(source):
+            shown.add(name)
             if name in layer_tops:
-                args += ["--overlay-src", entry.path, "--overlay-src", str(layer / name)]
-                args += ["--ro-overlay", f"/{name}"]
+                args += ["--overlay-src", source, "--overlay-src", str(layer / name)]
+                args += ["--ro-overlay", path]
+            elif name == ETC:
+                args += ["--ro-bind", source, path]
             else:
-                args += ro_tree(entry.path, mounts)
-    for name in sorted(layer_tops - host_names):
+                args += ro_tree(path, mounts)
+    for name in sorted(layer_tops - shown):
         if f"/{name}" not in binds:
             args += ["--bind", str(layer / name), f"/{name}"]
     for path in masks:

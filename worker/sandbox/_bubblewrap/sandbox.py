@@ -33,8 +33,9 @@ from worker.capped import CopyBudget
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
     CLEAN_PATH,
-    HIDDEN_TOP_LEVEL,
+    ETC,
     NAMESPACE_FLAGS,
+    SYSTEM_TOP_LEVEL,
     check_host,
     masks,
     mount_args,
@@ -181,8 +182,8 @@ class BubblewrapSandbox(Sandbox):
     def _ensure_mountpoint(self, path: str) -> None:
         """A bind under a read-only host folder needs its mount point made in the layer."""
         first = top(path)
-        if path == f"/{first}" or first in HIDDEN_TOP_LEVEL:
-            return
+        if path == f"/{first}" or first not in (*SYSTEM_TOP_LEVEL, ETC):
+            return  # not a host folder: its top is made in the sandbox's own root
         if self.bind_for(posixpath.dirname(path)) is not None:
             return  # inside another writable bind: bwrap creates the mount point there
         if not os.path.lexists(path):
