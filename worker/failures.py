@@ -14,7 +14,9 @@ from leaderboard.rows import FailureCategory
 
 
 class FailureKind(StrEnum):
-    SANDBOX_START = "sandbox_start"
+    SANDBOX_START = "sandbox_start"  # transient: the engine answered 5xx, timed out, went away
+    SANDBOX_BUILD = "sandbox_build"  # deterministic: the image build failed / base image missing
+    SANDBOX_CONFIG = "sandbox_config"  # deterministic: the engine refused the task's config (4xx)
     SANDBOX_UNSUPPORTED = "sandbox_unsupported"
     SANDBOX_LOST = "sandbox_lost"
     AGENT_INSTALL = "agent_install"
@@ -45,6 +47,9 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.SANDBOX_START: Semantics(
         retried=True, score_eligible=False, category="sandbox_error"
     ),
+    # Deterministic: the same task fails the same way on a retry (and a build can take minutes).
+    FailureKind.SANDBOX_BUILD: Semantics(False, False, "sandbox_error"),
+    FailureKind.SANDBOX_CONFIG: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_UNSUPPORTED: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error"),
     FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error"),

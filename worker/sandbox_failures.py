@@ -1,0 +1,43 @@
+"""Sandbox errors that say which failure kind they are (the failure table decides the rest).
+
+A plain :class:`~worker.sandbox.base.SandboxError` at start is transient (``sandbox_start``,
+retried): the engine answered 5xx, timed out or went away. A backend raises one of these
+subclasses where it knows the failure is deterministic, so the trial ends after one try:
+
+* :class:`ImageBuildFailed`: the task's image build failed (a failing ``RUN``, a base image that
+  is not there, an unreadable build context, the build ran past ``build_timeout_sec``).
+* :class:`SandboxConfigRefused`: the engine refused the task's configuration (a 4xx answer, e.g.
+  more CPUs than the host has).
+
+:func:`failure_kind_of` maps any sandbox start error to its kind.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from worker.failures import FailureKind
+from worker.sandbox.base import SandboxError, SandboxUnsupported
+
+
+class DeterministicSandboxError(SandboxError):
+    """A sandbox start failure that a retry would repeat."""
+
+    kind: ClassVar[FailureKind]
+
+
+class ImageBuildFailed(DeterministicSandboxError):
+    kind = FailureKind.SANDBOX_BUILD
+
+
+class SandboxConfigRefused(DeterministicSandboxError):
+    kind = FailureKind.SANDBOX_CONFIG
+
+
+def failure_kind_of(exc: SandboxError) -> FailureKind:
+    """The failure kind of an error raised while a sandbox starts."""
+    if isinstance(exc, SandboxUnsupported):
+        return FailureKind.SANDBOX_UNSUPPORTED
+    if isinstance(exc, DeterministicSandboxError):
+        return exc.kind
+    return FailureKind.SANDBOX_START
