@@ -45,6 +45,7 @@ from worker.sandbox.base import (
     sandbox_backend,
 )
 from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
+from worker.sandbox_failures import ImageBuildFailed, SandboxConfigRefused
 
 LABEL_MANAGED = "skillsbench.managed"
 LABEL_RUN = "skillsbench.run"
@@ -377,6 +378,9 @@ class DockerSandbox(Sandbox):
                     await asyncio.to_thread(made.remove, force=True, v=True)
                 raise
         except _errors().DockerException as exc:
+            if isinstance(exc, _errors().APIError) and exc.is_client_error():
+                # 4xx: the engine refuses this task's config (e.g. more CPUs than the host has)
+                raise SandboxConfigRefused(f"container failed to start: {exc}") from None
             raise SandboxError(f"container failed to start: {exc}") from None
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
@@ -434,7 +438,7 @@ class DockerSandbox(Sandbox):
         try:
             await asyncio.wait_for(build, env.build_timeout_sec)
         except TimeoutError:
-            raise SandboxError(
+            raise ImageBuildFailed(
                 f"task {task.task_id}: image build timed out after {env.build_timeout_sec:g}s"
             ) from None
         return tag
@@ -725,7 +729,7 @@ def _build_image(
             try:
                 prepare_context(environment, context, with_skills, skills_dir)
             except (OSError, DockerfileError) as exc:
-                raise SandboxError(f"cannot prepare the build context: {exc}") from None
+                raise ImageBuildFailed(f"cannot prepare the build context: {exc}") from None
             try:
                 client.images.build(
                     path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
@@ -734,8 +738,8 @@ def _build_image(
                 logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
                 tail = [text.strip() for text in logged if text.strip()][-5:]
                 detail = " | ".join(tail) or str(exc)
-                raise SandboxError(f"image build failed: {exc.msg}: {detail}") from None
-            except errors.DockerException as exc:
+                raise ImageBuildFailed(f"image build failed: {exc.msg}: {detail}") from None
+            except errors.DockerException as exc:  # the engine, not the Dockerfile: transient
                 raise SandboxError(f"image build failed: {exc}") from None
 
 
