@@ -41,6 +41,7 @@ from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
 from worker.public_rows import build_row, new_trial_id
 from worker.records import AttemptRecord, RunRecord, TrialRecord, trial_key
+from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
 from worker.trajectory import utc_now
 from worker.trial import TrialOutcome, TrialPlan, run_trial
@@ -85,6 +86,7 @@ class Engine:
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
+        self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
         self._closing = False
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -293,6 +295,7 @@ class Engine:
             "run_id": run.run_id,
             "trial_key": trial.key,
             "row": trial.row,
+            "reason": trial.current.reason if trial.current is not None else None,
             "progress": self.status(run, with_rows=False).progress.model_dump(),
         }
 
@@ -405,6 +408,7 @@ class Engine:
             prebuilt=self.settings.prebuilt if self.settings.environment == "docker" else None,
             proxies=self.settings.proxies,
             caps=self.settings.caps,
+            first_starts=self._first_starts.setdefault(run.run_id, FirstStarts()),
         )
         outcome = await run_trial(plan)
         current = trial.current
@@ -412,6 +416,7 @@ class Engine:
         current.finished_at = utc_now()
         current.failure = outcome.failure.value if outcome.failure else None
         current.error = outcome.error
+        current.reason = outcome.reason
         return outcome
 
     async def _finalize(self, run: RunRecord) -> None:
@@ -438,6 +443,7 @@ class Engine:
         await self.store.save(run)
         self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
+        self._first_starts.pop(run.run_id, None)
 
     def _close_trial(
         self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
@@ -457,6 +463,7 @@ class Engine:
         current.finished_at = current.finished_at or utc_now()
         current.failure = kind.value
         current.error = message
+        current.reason = f"{kind.value}: {message}"
         trial.state = "finished"
         trial.failure = kind.value
         trial.row = build_row(

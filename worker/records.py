@@ -34,6 +34,7 @@ class AttemptRecord(BaseModel):
     outcome: Literal["running", "finished", "retried", "abandoned", "cancelled"] = "running"
     failure: str | None = None  # FailureKind value
     error: str | None = None
+    reason: str | None = None  # why it did not pass, one line (worker/trial.py)
 
 
 class TrialRecord(BaseModel):
