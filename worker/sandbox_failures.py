@@ -1,40 +1,18 @@
-"""Sandbox errors that say which failure kind they are (the failure table decides the rest).
+"""Which failure kind a sandbox start error is, and a deterministic one once per task per run.
 
-A plain :class:`~worker.sandbox.base.SandboxError` at start is transient (``sandbox_start``,
-retried): the engine answered 5xx, timed out or went away. A backend raises one of these
-subclasses where it knows the failure is deterministic, so the trial ends after one try:
-
-* :class:`ImageBuildFailed`: the task's image build failed (a failing ``RUN``, a base image that
-  is not there, an unreadable build context, the build ran past ``build_timeout_sec``).
-* :class:`SandboxConfigRefused`: the engine refused the task's configuration (a 4xx answer, e.g.
-  more CPUs than the host has).
-
-:func:`failure_kind_of` maps any sandbox start error to its kind; :class:`FirstStarts` makes a
-deterministic start failure happen once per task in a run, not once per trial.
+:func:`failure_kind_of` maps any sandbox start error to its kind (the deterministic ones are the
+subclasses in :mod:`worker.sandbox.errors`); :class:`FirstStarts` makes a deterministic start
+failure happen once per task in a run, not once per trial.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import ClassVar
 
 from worker.failures import FailureKind
 from worker.sandbox.base import SandboxError, SandboxUnsupported
-
-
-class DeterministicSandboxError(SandboxError):
-    """A sandbox start failure that a retry would repeat."""
-
-    kind: ClassVar[FailureKind]
-
-
-class ImageBuildFailed(DeterministicSandboxError):
-    kind = FailureKind.SANDBOX_BUILD
-
-
-class SandboxConfigRefused(DeterministicSandboxError):
-    kind = FailureKind.SANDBOX_CONFIG
+from worker.sandbox.errors import DeterministicSandboxError
 
 
 def failure_kind_of(exc: SandboxError) -> FailureKind:

@@ -169,7 +169,8 @@ def test_error_texts_are_plain_and_bounded() -> None:
 
 def test_deterministic_sandbox_failures_end_after_one_try() -> None:
     from worker.sandbox.base import SandboxError, SandboxUnsupported
-    from worker.sandbox_failures import ImageBuildFailed, SandboxConfigRefused, failure_kind_of
+    from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
+    from worker.sandbox_failures import failure_kind_of
 
     policy = RetryPolicy(max_attempts=3)
     kinds = {
@@ -188,7 +189,8 @@ def test_deterministic_sandbox_failures_end_after_one_try() -> None:
 
 async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
     from worker.sandbox.base import SandboxError
-    from worker.sandbox_failures import FirstStarts, ImageBuildFailed
+    from worker.sandbox.errors import ImageBuildFailed
+    from worker.sandbox_failures import FirstStarts
 
     starts: list[str] = []
 

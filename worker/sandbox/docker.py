@@ -45,7 +45,7 @@ from worker.sandbox.base import (
     sandbox_backend,
 )
 from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
-from worker.sandbox_failures import ImageBuildFailed, SandboxConfigRefused
+from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
 
 LABEL_MANAGED = "skillsbench.managed"
 LABEL_RUN = "skillsbench.run"
