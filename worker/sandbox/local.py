@@ -58,6 +58,7 @@ from worker.sandbox.dockerfile import (
     is_skills_source,
     parse_dockerfile,
 )
+from worker.sandbox.errors import ImageBuildFailed
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Host top-level folders never shown in the sandbox (private data, sockets, host state).
@@ -268,8 +269,8 @@ class LocalSandbox(Sandbox):
         task = self.spec.task
         try:
             recipe = parse_dockerfile(task.dockerfile)
-        except DockerfileError as exc:
-            raise SandboxError(f"task {task.task_id}: {exc}") from None
+        except DockerfileError as exc:  # the task's fault: a retry would fail the same way
+            raise ImageBuildFailed(f"task {task.task_id}: {exc}") from None
         if recipe.stages > 1:
             raise SandboxUnsupported(
                 f"task {task.task_id} needs the docker environment: a multi-stage Dockerfile"
