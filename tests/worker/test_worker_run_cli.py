@@ -131,3 +131,24 @@ def test_infrastructure_errors_are_neither_passed_nor_failed(
     )  # fmt: skip
     assert only.returncode == 1
     assert "every trial was an infrastructure error" in only.stderr
+
+
+def test_an_unbuildable_task_is_tried_once_per_run(tmp_path: Path, tasks_dir: Path) -> None:
+    make_task(tasks_dir, "bad-dockerfile", dockerfile="FROM python:3.11-slim\nENV\n")
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "bad-dockerfile", "--agent", "oracle",
+        "--num-instances", "2", "--jobs-dir", str(tmp_path / "jobs"),
+    )  # fmt: skip
+    assert done.returncode == 1  # nothing was graded
+    (run_doc,) = (tmp_path / "jobs" / "runs").glob("*/run.json")
+    trials = json.loads(run_doc.read_text())["trials"]
+    errors = []
+    for trial in trials.values():
+        (attempt,) = trial["attempts"]  # deterministic: no retry
+        assert attempt["failure"] == "sandbox_build" and "ENV needs arguments" in attempt["error"]
+        errors.append(attempt["error"])
+    assert sum("earlier trial of this task" in error for error in errors) == 1
+    why = [line for line in done.stdout.splitlines() if line.startswith("bad-dockerfile")]
+    assert len(why) == 2
+    assert all("sandbox_build: task bad-dockerfile: " in line for line in why)
+    assert all(line.endswith(("ENV needs arguments", "in this run)")) for line in why)
