@@ -242,6 +242,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
                     await sandbox.start()
             except SandboxError as exc:  # the failure table says which are worth another try
                 raise _Failed(failure_kind_of(exc), str(exc)) from None
+            except OSError as exc:  # talking to the engine failed (a timeout, a reset): transient
+                raise _Failed(FailureKind.SANDBOX_START, f"{type(exc).__name__}: {exc}") from None
         with phases.phase("agent_setup"):
             snapshot = await _infra(_snapshot(plan, sandbox, skills_dir))
         state.agent_outcome = agent_outcome = await _run_agent(
