@@ -155,9 +155,10 @@ async def _run(
     manifest: dict[str, Any], folder: Path, jobs_dir: Path, environment: str, concurrency: int
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The oracle's and nop's rows (with their reasons), by agent, then by task id."""
-    from worker.api import RunRequest, RunTask
+    from worker.api import EVENT_END, EVENT_ROW, RunRequest, RunTask
     from worker.engine import Engine, EngineSettings
     from worker.environment import PrebuiltImages
+    from worker.progress import ProgressView
 
     engine = Engine(
         EngineSettings(
@@ -169,7 +170,16 @@ async def _run(
         )
     )
     await engine.start(resume=False)
-    runs = {}
+    runs: dict[str, str] = {}
+    view = ProgressView(len(AGENTS) * len(manifest["tasks"]))
+
+    async def follow(agent: str, run_id: str) -> None:
+        async for name, data in engine.events(run_id):
+            if name == EVENT_ROW:
+                view.row(f"{agent} {data['trial_key']}", data["row"], data.get("reason"))
+            elif name == EVENT_END:
+                return
+
     try:
         for agent in AGENTS:
             request = RunRequest(
@@ -185,12 +195,15 @@ async def _run(
                 manifest=manifest,
             )
             runs[agent] = (await engine.submit(request)).run_id
-        done = await asyncio.gather(*(engine.wait(run_id) for run_id in runs.values()))
+        view.draw()
+        await asyncio.gather(*(follow(agent, run_id) for agent, run_id in runs.items()))
+        done = [engine.get(run_id) for run_id in runs.values()]
     except asyncio.CancelledError:
         for run_id in runs.values():
             await engine.cancel(run_id)
         raise
     finally:
+        view.close()
         await engine.close()
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for agent, record in zip(runs, done, strict=True):

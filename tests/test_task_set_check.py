@@ -93,6 +93,9 @@ def test_a_broken_task_set_fails_with_the_reasons(tmp_path: Path) -> None:
         and "verifier exit 0" in rows["wrong-solution"][6]
     )
     assert rows["bad-toml"][1:3] == ["no", "-"]
+    # Progress on stderr: a line per trial as it finishes (a check can take a while).
+    assert "] oracle wrong-solution#0 failed reward=0" in done.stderr
+    assert "] nop lax-tests#0 passed reward=1" in done.stderr
 
 
 def test_one_task_of_a_folder_and_bad_input(tmp_path: Path) -> None:
