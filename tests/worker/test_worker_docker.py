@@ -144,3 +144,29 @@ async def test_a_failing_build_is_tried_once_per_run_and_says_why_in_plain_text(
         errors.append(attempt.error)
     # The second trial did not build again: it carries the first one's failure.
     assert sum("earlier trial of this task" in error for error in errors) == 1
+
+
+async def test_a_config_the_engine_refuses_is_tried_once(tmp_path: Path, tasks_dir: Path) -> None:
+    toml = make_task(tasks_dir, "tiny-memory") / "task.toml"
+    # Docker refuses memory limits under 6 MB with a 400: the task's fault, not the engine's.
+    toml.write_text(toml.read_text().replace("[environment]\n", "[environment]\nmemory_mb = 1\n"))
+    jobs = tmp_path / "jobs-config"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="docker",
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(RunRequest.model_validate(run_payload(["tiny-memory"], "oracle")))
+        run = await asyncio.wait_for(engine.wait(run.run_id), 300)
+    finally:
+        await engine.close()
+    (attempt,) = run.trials["tiny-memory#0"].attempts
+    assert attempt.failure == "sandbox_config", attempt.error
+    assert attempt.error is not None and "container failed to start" in attempt.error
