@@ -411,16 +411,16 @@ class LocalSandbox(Sandbox):
             for match in matches:
                 resolved = match.resolve()
                 if not resolved.is_relative_to(context.resolve()):
-                    raise SandboxError(
+                    raise ImageBuildFailed(
                         f"Dockerfile line {copy.line}: {pattern} is outside the build context"
                     )
                 if not resolved.exists():
-                    raise SandboxError(
+                    raise ImageBuildFailed(
                         f"Dockerfile line {copy.line}: {pattern} not found in environment/"
                     )
                 sources.append(resolved)
         if not sources:
-            raise SandboxError(
+            raise ImageBuildFailed(
                 f"Dockerfile line {copy.line}: no file matches {' '.join(copy.sources)}"
             )
         for source in sources:
