@@ -18,9 +18,10 @@ import click
 # name -> ("module", "attribute", "one-line help")
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "task-set": (
-        "task_sets.cli",
+        # task_sets' group, with `check` (which needs the worker) added by the composition root
+        "skillsbench_agentbeats.task_set_check",
         "task_set",
-        "Build, digest, verify and shard task-set manifests.",
+        "Build, digest, verify, shard and check task-set manifests.",
     ),
     "config": ("task_sets.cli", "config", "Validate an assessment config."),
     "worker": ("worker.cli", "worker", "Run the worker HTTP service."),

@@ -53,7 +53,7 @@ from worker.sandbox.base import DEFAULT_BACKEND, backend_names
     "--expect",
     type=click.Choice(["passed", "failed"]),
     default=None,
-    help="Exit 1 unless every trial ended this way.",
+    help="Exit 1 unless every trial ended this way (an infrastructure error is neither).",
 )
 @click.option("-m", "--model", default=None, help="Model for manifest agents (any litellm route).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Per-trial token cap.")
@@ -127,12 +127,12 @@ def run(
     from worker.usage.trial import check_model
 
     check_model(resolve_agent(agent), model)
-    rows = asyncio.run(
+    rows, reasons = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
     )
     from worker.progress import summary_table
 
-    click.echo(summary_table(rows))
+    click.echo(summary_table(rows, reasons))
     from worker.usage.summary import cost_line, load_results
 
     click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
@@ -146,11 +146,18 @@ def run(
             + ("" if participant_id else " --agent UUID")
             + " --output results/NAME.json (a submittable file; then leaderboard validate)"
         )
+    infra = [r["task_id"] for r in rows if not r["score_eligible"]]
+    if rows and len(infra) == len(rows):
+        click.echo("every trial was an infrastructure error: nothing was graded", err=True)
+        sys.exit(1)
     if expect is not None:
         wanted = expect == "passed"
-        wrong = [r["task_id"] for r in rows if r["passed"] != wanted]
+        wrong = [r["task_id"] for r in rows if r["score_eligible"] and r["passed"] != wanted]
+        if infra:  # neither passed nor failed: never what --expect asks for
+            click.echo(f"infrastructure errors (not graded): {', '.join(infra)}", err=True)
         if wrong:
             click.echo(f"expected every trial {expect}, but not: {', '.join(wrong)}", err=True)
+        if infra or wrong:
             sys.exit(1)
 
 
@@ -184,7 +191,8 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 async def _run_local(
     request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The run's rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
     from worker.engine import Engine, EngineSettings
     from worker.progress import ProgressView
@@ -208,7 +216,7 @@ async def _run_local(
     try:
         async for name, data in engine.events(record.run_id):
             if name == EVENT_ROW:
-                view.row(str(data["trial_key"]), data["row"])
+                view.row(str(data["trial_key"]), data["row"], data.get("reason"))
             elif name == EVENT_END:
                 break
     except asyncio.CancelledError:
@@ -216,4 +224,10 @@ async def _run_local(
         await engine.cancel(record.run_id)
         raise
     view.close()
-    return engine.get(record.run_id).rows()
+    finished = engine.get(record.run_id)
+    reasons = {
+        trial.row["trial_id"]: trial.current.reason
+        for trial in finished.trials.values()
+        if trial.row is not None and trial.current is not None and trial.current.reason
+    }
+    return finished.rows(), reasons

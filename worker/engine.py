@@ -53,6 +53,7 @@ from worker.records import (
     trial_key,
 )
 from worker.sandbox.base import DEFAULT_BACKEND, sandbox_class
+from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
 from worker.trajectory import utc_now
 from worker.trial import TrialOutcome, TrialPlan, run_trial
@@ -101,6 +102,7 @@ class Engine:
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
+        self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
         self._closing = False
         self._saves: set[asyncio.Task[None]] = set()
 
@@ -338,6 +340,7 @@ class Engine:
             "run_id": run.run_id,
             "trial_key": trial.key,
             "row": trial.row,
+            "reason": trial.current.reason if trial.current is not None else None,
             "progress": self.status(run, with_rows=False).progress.model_dump(),
         }
 
@@ -451,6 +454,7 @@ class Engine:
             owner=self.owner,
             proxies=self.settings.proxies,
             caps=self.settings.caps,
+            first_starts=self._first_starts.setdefault(run.run_id, FirstStarts()),
         )
         attempt = trial.attempts[-1]
 
@@ -472,6 +476,7 @@ class Engine:
         current.finished_at = utc_now()
         current.failure = outcome.failure.value if outcome.failure else None
         current.error = outcome.error
+        current.reason = outcome.reason
         return outcome
 
     async def _finalize(self, run: RunRecord) -> None:
@@ -498,6 +503,7 @@ class Engine:
         await self.store.save(run)
         self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
+        self._first_starts.pop(run.run_id, None)
 
     def _close_trial(
         self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
@@ -517,6 +523,7 @@ class Engine:
         current.finished_at = current.finished_at or utc_now()
         current.failure = kind.value
         current.error = message
+        current.reason = f"{kind.value}: {message}"
         trial.state = "finished"
         trial.failure = kind.value
         trial.row = build_row(

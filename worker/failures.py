@@ -7,6 +7,7 @@ the infrastructure: they are scored (reward from the verifier, usually 0) and ne
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -14,7 +15,9 @@ from leaderboard.rows import FailureCategory
 
 
 class FailureKind(StrEnum):
-    SANDBOX_START = "sandbox_start"
+    SANDBOX_START = "sandbox_start"  # transient: the engine answered 5xx, timed out, went away
+    SANDBOX_BUILD = "sandbox_build"  # deterministic: the image build failed / base image missing
+    SANDBOX_CONFIG = "sandbox_config"  # deterministic: the engine refused the task's config (4xx)
     SANDBOX_UNSUPPORTED = "sandbox_unsupported"
     SANDBOX_LOST = "sandbox_lost"
     AGENT_INSTALL = "agent_install"
@@ -45,6 +48,9 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.SANDBOX_START: Semantics(
         retried=True, score_eligible=False, category="sandbox_error"
     ),
+    # Deterministic: the same task fails the same way on a retry (and a build can take minutes).
+    FailureKind.SANDBOX_BUILD: Semantics(False, False, "sandbox_error"),
+    FailureKind.SANDBOX_CONFIG: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_UNSUPPORTED: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error"),
     FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error"),
@@ -82,3 +88,19 @@ class RetryPolicy:
 
     def backoff_sec(self, attempts_so_far: int) -> float:
         return float(min(self.backoff_base_sec * 2 ** (attempts_so_far - 1), self.backoff_max_sec))
+
+
+ERROR_TEXT_CHARS = 2000
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def plain_text(text: str, limit: int = ERROR_TEXT_CHARS) -> str:
+    """An error text fit for a row, a result and a summary: no ANSI escape codes (the Docker
+    builder colours its output) or other control characters, at most ``limit`` characters (the
+    head and the tail, where a build log says what failed)."""
+    text = _ANSI_ESCAPE.sub("", text)
+    text = "".join(ch if ch.isprintable() or ch in "\n\t" else " " for ch in text).strip()
+    if len(text) > limit:
+        keep = (limit - 5) // 2
+        text = f"{text[:keep]} ... {text[-keep:]}"
+    return text

@@ -22,7 +22,7 @@ class ProgressView:
         self.errored = 0
         self.started = time.monotonic()
 
-    def row(self, trial_key: str, row: dict[str, Any]) -> None:
+    def row(self, trial_key: str, row: dict[str, Any], reason: str | None = None) -> None:
         self.done += 1
         if not row["score_eligible"]:
             self.errored += 1
@@ -37,6 +37,8 @@ class ProgressView:
             f"[{self.done}/{self.total}] {trial_key} {verdict} reward={row['reward']:g}"
             f" time={_secs(row['time_used'])}"
         )
+        if reason and not row["passed"]:
+            line += f" -- {reason}"
         if self.live:
             self._clear()
         print(line, file=self.stream, flush=True)
@@ -70,9 +72,11 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
-def summary_table(rows: list[dict[str, Any]]) -> str:
-    """A fixed-width table: one line per row, then the totals."""
-    headers = ("task", "trial", "reward", "passed", "failure", "time")
+def summary_table(rows: list[dict[str, Any]], reasons: dict[str, str] | None = None) -> str:
+    """A fixed-width table: one line per row (a trial that did not pass says why, from
+    ``reasons`` by trial id), then the totals."""
+    reasons = reasons or {}
+    headers = ("task", "trial", "reward", "passed", "failure", "time", "why")
     lines = [
         (
             row["task_id"],
@@ -81,13 +85,16 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
             "yes" if row["passed"] else "no",
             row["infra_failure_type"] or "-",
             _secs(row["time_used"]),
+            "" if row["passed"] else reasons.get(row["trial_id"]) or "-",
         )
         for row in rows
     ]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    out += [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ]
     passed = sum(1 for row in rows if row["passed"])
     errors = sum(1 for row in rows if not row["score_eligible"])
     mean = sum(row["reward"] for row in rows) / len(rows) if rows else 0.0

@@ -46,6 +46,7 @@ class AttemptRecord(BaseModel):
     failure: str | None = None  # FailureKind value
     error: str | None = None
     host_processes: list[HostProcessRecord] = Field(default_factory=list)
+    reason: str | None = None  # why it did not pass, one line (worker/trial.py)
 
 
 class TrialRecord(BaseModel):

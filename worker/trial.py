@@ -24,7 +24,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.capped import CopyBudget
 from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import FailureKind, semantics
+from worker.failures import FailureKind, plain_text, semantics
 from worker.limits import OutputCaps
 from worker.public_rows import build_row
 from worker.sandbox.base import (
@@ -38,6 +38,7 @@ from worker.sandbox.base import (
     SandboxUnsupported,
     sandbox_class,
 )
+from worker.sandbox_failures import FirstStarts, failure_kind_of
 from worker.store import write_atomic
 from worker.trajectory import TrajectoryRecorder, utc_now
 from worker.usage.trial import TrialUsage
@@ -77,6 +78,7 @@ class TrialPlan:
     owner: str = ""  # the worker's identity (SandboxSpec.owner)
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps)
+    first_starts: FirstStarts | None = None  # the run's: a broken image is built once per run
 
     @property
     def with_skills(self) -> bool:
@@ -101,6 +103,7 @@ class TrialOutcome:
     failure: FailureKind | None
     error: str | None
     row: dict[str, Any]
+    reason: str | None = None  # why the trial did not pass, in one line (None when it passed)
 
 
 class _Phases:
@@ -235,13 +238,22 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         )
         with phases.phase("environment_setup"):
             try:
-                await backend.task_init(spec)
-                state.sandbox = sandbox = backend(spec)
-                await sandbox.start()
-            except SandboxUnsupported as exc:
-                raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
-            except SandboxError as exc:
-                raise _Failed(FailureKind.SANDBOX_START, str(exc)) from None
+
+                async def start_sandbox() -> None:
+                    await backend.task_init(spec)
+                    state.sandbox = backend(spec)
+                    await state.sandbox.start()
+
+                if plan.first_starts is not None:
+                    await plan.first_starts.start(task.task_id, start_sandbox)
+                else:
+                    await start_sandbox()
+                sandbox = state.sandbox
+                assert sandbox is not None
+            except SandboxError as exc:  # the failure table says which are worth another try
+                raise _Failed(failure_kind_of(exc), str(exc)) from None
+            except OSError as exc:  # talking to the engine failed (a timeout, a reset): transient
+                raise _Failed(FailureKind.SANDBOX_START, f"{type(exc).__name__}: {exc}") from None
         with phases.phase("agent_setup"):
             snapshot = await _infra(_snapshot(plan, sandbox, skills_dir))
         state.agent_outcome = agent_outcome = await _run_agent(
@@ -476,6 +488,10 @@ def _finish(
     usage = state.usage
     usage.read_native(plan.trial_dir)
     failure, error = usage.enforce(failure, error)
+    # The one place an error text is recorded: plain text, bounded, wherever it came from.
+    error = plain_text(error) if error is not None else None
+    if agent_outcome is not None and agent_outcome.message is not None:
+        agent_outcome.message = plain_text(agent_outcome.message)
     timing = dict(state.phases.timing)
     time_used = None
     if "agent_execution" in timing:
@@ -492,6 +508,7 @@ def _finish(
         time_used=time_used,
     )
     meaning = semantics(failure) if failure is not None else None
+    reason = None if row["passed"] else _reason(plan, state, failure, error)
     result: dict[str, Any] = {
         "schema_version": RESULT_SCHEMA_VERSION,
         "run_id": plan.run_id,
@@ -513,6 +530,7 @@ def _finish(
         "retried": meaning.retried if meaning else False,
         "infra_failure_type": row["infra_failure_type"],
         "error": error,
+        "reason": reason,
         "agent_result": None
         if agent_outcome is None
         else {
@@ -533,7 +551,52 @@ def _finish(
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing)
     _write_json(plan.trial_dir / "result.json", result)
-    return TrialOutcome(failure=failure, error=error, row=row)
+    return TrialOutcome(failure=failure, error=error, row=row, reason=reason)
+
+
+REASON_LINES = 3  # the verifier's last lines in a failed trial's reason
+REASON_CHARS = 300
+
+
+def _reason(
+    plan: TrialPlan, state: _TrialState, failure: FailureKind | None, error: str | None
+) -> str:
+    """Why a trial did not pass, in one line: the failure, or for a scored fail the agent's
+    exit code and the verifier's exit code and last lines."""
+    if failure is not None and not semantics(failure).score_eligible:
+        return _one_line(f"{failure.value}: {error or 'no detail'}")
+    parts = []
+    outcome = state.agent_outcome
+    if failure is not None:
+        parts.append(f"{failure.value}: {error}" if error else failure.value)
+    elif outcome is not None:
+        exit_code = (outcome.details or {}).get("exit_code")
+        agent = f"agent {outcome.status}"
+        if isinstance(exit_code, int):
+            agent += f" (exit {exit_code})"
+        parts.append(agent)
+    if "exit_code" in state.verifier:
+        parts.append(f"verifier exit {state.verifier['exit_code']}")
+        tail = _last_lines(plan.trial_dir / "verifier" / "test-stdout.txt")
+        if tail:
+            parts.append(tail)
+    return _one_line("; ".join(parts) or "reward below 1")
+
+
+def _last_lines(path: Path, lines: int = REASON_LINES) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 4096))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    kept = [line.strip() for line in plain_text(text, 4096).splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
 def _caps_report(plan: TrialPlan, state: _TrialState) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 from test_worker_cheat_probes import PROBE_TEST, PROBES
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
+from worker.api import RunRequest
 from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
@@ -103,3 +104,69 @@ async def test_cancel_leaves_no_container(
     assert status["status"] == "cancelled"
     assert status["rows"][0]["infra_failure_type"] == "worker_cancelled"
     assert docker_client.containers.list(all=True, filters=label) == []
+
+
+async def test_a_failing_build_is_tried_once_per_run_and_says_why_in_plain_text(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    make_task(
+        tasks_dir,
+        "failing-run",
+        dockerfile="FROM python:3.11-slim\nRUN printf '\\033[91mno such package\\033[0m\\n'; exit 3\n",
+    )
+    jobs = tmp_path / "jobs-build"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="docker",
+            concurrency=2,
+            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(
+            RunRequest.model_validate(run_payload(["failing-run"], "oracle", num_instances=2))
+        )
+        run = await asyncio.wait_for(engine.wait(run.run_id), 300)
+    finally:
+        await engine.close()
+    errors = []
+    for trial in run.trials.values():
+        (attempt,) = trial.attempts  # deterministic: one try, no retry
+        assert attempt.failure == "sandbox_build"
+        assert trial.row is not None and trial.row["infra_failure_type"] == "sandbox_error"
+        assert attempt.error is not None and "\x1b" not in attempt.error
+        assert "no such package" in attempt.error and "3" in attempt.error
+        assert attempt.reason is not None and attempt.reason.startswith("sandbox_build: ")
+        errors.append(attempt.error)
+    # The second trial did not build again: it carries the first one's failure.
+    assert sum("earlier trial of this task" in error for error in errors) == 1
+
+
+async def test_a_config_the_engine_refuses_is_tried_once(tmp_path: Path, tasks_dir: Path) -> None:
+    toml = make_task(tasks_dir, "tiny-memory") / "task.toml"
+    # Docker refuses memory limits under 6 MB with a 400: the task's fault, not the engine's.
+    toml.write_text(toml.read_text().replace("[environment]\n", "[environment]\nmemory_mb = 1\n"))
+    jobs = tmp_path / "jobs-config"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="docker",
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(RunRequest.model_validate(run_payload(["tiny-memory"], "oracle")))
+        run = await asyncio.wait_for(engine.wait(run.run_id), 300)
+    finally:
+        await engine.close()
+    (attempt,) = run.trials["tiny-memory#0"].attempts
+    assert attempt.failure == "sandbox_config", attempt.error
+    assert attempt.error is not None and "container failed to start" in attempt.error

@@ -47,6 +47,20 @@ def test_live_bar_on_a_terminal() -> None:
 def test_summary_table_totals() -> None:
     table = summary_table([_row("a", 1.0), _row("b", 0.0), _row("c", 0.0, "verifier_error")])
     lines = table.splitlines()
-    assert lines[0].split() == ["task", "trial", "reward", "passed", "failure", "time"]
+    assert lines[0].split() == ["task", "trial", "reward", "passed", "failure", "time", "why"]
     assert "verifier_error" in lines[4]
     assert lines[-1] == "1/3 passed, 1 infrastructure errors, mean reward 0.333"
+
+
+def test_a_trial_that_did_not_pass_says_why() -> None:
+    reasons = {"b__agentbeats__0123abcd": "agent completed (exit 3); verifier exit 1; no answer"}
+    table = summary_table([_row("a", 1.0), _row("b", 0.0)], reasons)
+    lines = table.splitlines()
+    assert lines[2].split()[-1] == "1.2s"  # a passed trial has no reason
+    assert lines[3].endswith("agent completed (exit 3); verifier exit 1; no answer")
+    out = io.StringIO()
+    view = ProgressView(1, stream=out, live=False)
+    view.row("b#0", _row("b", 0.0), reasons["b__agentbeats__0123abcd"])
+    assert (
+        out.getvalue().strip().endswith("-- agent completed (exit 3); verifier exit 1; no answer")
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from leaderboard.rows import ROW_KEYS, PublicRow
@@ -152,3 +154,63 @@ def test_required_durable_proof_is_checked_at_startup(tmp_path: object) -> None:
     )
     assert ok.require_durable and ok.uri_prefix == "s3://bucket/p"
     assert ProofSettings.from_env(jobs, {}).directory == jobs / "private-proof"
+
+
+def test_error_texts_are_plain_and_bounded() -> None:
+    from worker.failures import ERROR_TEXT_CHARS, plain_text
+
+    builder = "\x1b[91mE: Unable to locate package nope\x1b[0m\r\n\x1b]0;title\x07done\x00"
+    assert plain_text(builder) == "E: Unable to locate package nope \ndone"
+    long = "head " + "x" * 10_000 + " tail"
+    text = plain_text(long)
+    assert len(text) <= ERROR_TEXT_CHARS
+    assert text.startswith("head ") and text.endswith(" tail")
+
+
+def test_deterministic_sandbox_failures_end_after_one_try() -> None:
+    from worker.sandbox.base import SandboxError, SandboxUnsupported
+    from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
+    from worker.sandbox_failures import failure_kind_of
+
+    policy = RetryPolicy(max_attempts=3)
+    kinds = {
+        failure_kind_of(exc)
+        for exc in (ImageBuildFailed("x"), SandboxConfigRefused("x"), SandboxUnsupported("x"))
+    }
+    assert kinds == {
+        FailureKind.SANDBOX_BUILD,
+        FailureKind.SANDBOX_CONFIG,
+        FailureKind.SANDBOX_UNSUPPORTED,
+    }
+    assert not any(policy.should_retry(kind, 1) for kind in kinds)
+    assert failure_kind_of(SandboxError("engine said 500")) is FailureKind.SANDBOX_START
+    assert policy.should_retry(FailureKind.SANDBOX_START, 1)
+
+
+async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
+    from worker.sandbox.base import SandboxError
+    from worker.sandbox.errors import ImageBuildFailed
+    from worker.sandbox_failures import FirstStarts
+
+    starts: list[str] = []
+
+    def starter(key: str, error: SandboxError | None) -> Any:
+        async def start() -> None:
+            starts.append(key)
+            if error is not None:
+                raise error
+
+        return start
+
+    gate = FirstStarts()
+    for _ in range(3):
+        with pytest.raises(ImageBuildFailed) as info:
+            await gate.start("broken", starter("broken", ImageBuildFailed("RUN exit 3")))
+    assert starts == ["broken"]  # built once; the others got the same failure
+    assert "RUN exit 3" in str(info.value) and "earlier trial" in str(info.value)
+    for _ in range(2):  # a transient failure is not remembered: each trial tries again
+        with pytest.raises(SandboxError):
+            await gate.start("flaky", starter("flaky", SandboxError("engine said 500")))
+    await gate.start("flaky", starter("flaky", None))
+    await gate.start("flaky", starter("flaky", None))
+    assert starts == ["broken", "flaky", "flaky", "flaky", "flaky"]

@@ -90,3 +90,65 @@ def test_bad_input_is_one_line(
     done = _run("--tasks-dir", str(tasks_dir), "--jobs-dir", str(tmp_path / "jobs"), *args)
     assert done.returncode == 2
     assert needle in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failed_trial_says_why(tmp_path: Path, tasks_dir: Path) -> None:
+    make_task(
+        tasks_dir,
+        "says-why",
+        solve_sh="#!/bin/sh\necho 41 > /root/answer.txt\nexit 3\n",
+        test_sh="#!/bin/sh\necho collected 1 item\necho '\033[31mFAILED\033[0m expected 42'\n"
+        "echo 0 > /logs/verifier/reward.txt\nexit 1\n",
+    )
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "says-why", "--agent", "oracle",
+        "--jobs-dir", str(tmp_path / "jobs"), "--expect", "failed",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    why = "agent completed (exit 3); verifier exit 1; collected 1 item | FAILED expected 42"
+    line = next(line for line in done.stdout.splitlines() if line.startswith("says-why"))
+    assert line.endswith(why)
+    assert done.stderr.count(why) == 1  # the progress line too
+
+
+def test_infrastructure_errors_are_neither_passed_nor_failed(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    make_task(tasks_dir, "needs-docker", dockerfile="FROM python:3.11-slim\nRUN apt-get update\n")
+    both = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--task-id", "needs-docker",
+        "--agent", "nop", "--jobs-dir", str(tmp_path / "jobs"), "--expect", "failed",
+    )  # fmt: skip
+    assert both.returncode == 1
+    assert "infrastructure errors (not graded): needs-docker" in both.stderr
+    assert "expected every trial" not in both.stderr  # answer-42 did fail, as expected
+    line = next(line for line in both.stdout.splitlines() if line.startswith("needs-docker"))
+    assert "sandbox_unsupported: task needs-docker needs the docker environment" in line
+    # A run that graded nothing fails, --expect or not.
+    only = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "needs-docker", "--agent", "oracle",
+        "--jobs-dir", str(tmp_path / "jobs"),
+    )  # fmt: skip
+    assert only.returncode == 1
+    assert "every trial was an infrastructure error" in only.stderr
+
+
+def test_an_unbuildable_task_is_tried_once_per_run(tmp_path: Path, tasks_dir: Path) -> None:
+    make_task(tasks_dir, "bad-dockerfile", dockerfile="FROM python:3.11-slim\nENV\n")
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "bad-dockerfile", "--agent", "oracle",
+        "--num-instances", "2", "--jobs-dir", str(tmp_path / "jobs"),
+    )  # fmt: skip
+    assert done.returncode == 1  # nothing was graded
+    (run_doc,) = (tmp_path / "jobs" / "runs").glob("*/run.json")
+    trials = json.loads(run_doc.read_text())["trials"]
+    errors = []
+    for trial in trials.values():
+        (attempt,) = trial["attempts"]  # deterministic: no retry
+        assert attempt["failure"] == "sandbox_build" and "ENV needs arguments" in attempt["error"]
+        errors.append(attempt["error"])
+    assert sum("earlier trial of this task" in error for error in errors) == 1
+    why = [line for line in done.stdout.splitlines() if line.startswith("bad-dockerfile")]
+    assert len(why) == 2
+    assert all("sandbox_build: task bad-dockerfile: " in line for line in why)
+    assert all(line.endswith(("ENV needs arguments", "in this run)")) for line in why)

@@ -8,10 +8,11 @@ import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
+from worker.sandbox.local import LocalSandbox
 from worker_helpers import (
     make_task,
     process_cmdlines_containing,
@@ -22,10 +23,12 @@ from worker_helpers import (
 )
 
 from leaderboard.rows import ROW_KEYS, PublicRow
+from worker.api import RunRequest
 from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
+from worker.sandbox.base import SandboxError, sandbox_backend
 
 
 @pytest.fixture
@@ -207,19 +210,56 @@ async def test_what_the_backend_cannot_do_is_not_retried(
     assert attempt["failure"] == "sandbox_unsupported" and "nobody" in attempt["error"]
 
 
-async def test_infrastructure_failures_are_retried_with_fresh_trial_ids(
-    http: httpx.AsyncClient, tmp_path: Path
-) -> None:
+async def test_a_broken_build_is_not_retried(http: httpx.AsyncClient, tmp_path: Path) -> None:
     run_id, _, status = await submit_and_follow(http, run_payload(["broken-copy"], agent="oracle"))
     row = status["rows"][0]
     assert not row["score_eligible"] and row["infra_failure_type"] == "sandbox_error"
     stored = json.loads((tmp_path / "jobs" / "runs" / run_id / "run.json").read_text())
-    attempts = stored["trials"]["broken-copy#0"]["attempts"]
-    assert [a["outcome"] for a in attempts] == ["retried", "finished"]  # max_attempts=2
-    assert all(a["failure"] == "sandbox_start" for a in attempts)
-    assert len({a["trial_id"] for a in attempts}) == 2
-    assert row["trial_id"] == attempts[-1]["trial_id"]
-    assert "missing.txt" in attempts[-1]["error"]
+    (attempt,) = stored["trials"]["broken-copy#0"]["attempts"]
+    assert attempt["failure"] == "sandbox_build" and "missing.txt" in attempt["error"]
+
+
+@sandbox_backend("flaky-local")
+class _FlakyLocal(LocalSandbox):
+    """The local sandbox, except that the first start of each task fails the way an engine that
+    answered 503 does (nothing real fails transiently on demand)."""
+
+    failed: ClassVar[set[str]] = set()
+
+    async def start(self) -> None:
+        key = f"{self.spec.run_id}/{self.spec.task.task_id}"
+        if key not in self.failed:
+            self.failed.add(key)
+            raise SandboxError("503 Server Error: the engine is busy")
+        await super().start()
+
+
+async def test_transient_failures_are_retried_with_fresh_trial_ids(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="flaky-local",
+            retry=RetryPolicy(max_attempts=2, backoff_base_sec=0.1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(RunRequest.model_validate(run_payload(["answer-42"], "oracle")))
+        run = await asyncio.wait_for(engine.wait(run.run_id), 120)
+    finally:
+        await engine.close()
+    trial = run.trials["answer-42#0"]
+    assert [a.outcome for a in trial.attempts] == ["retried", "finished"]
+    assert trial.attempts[0].failure == "sandbox_start" and "503" in (trial.attempts[0].error or "")
+    assert trial.attempts[1].failure is None
+    assert len({a.trial_id for a in trial.attempts}) == 2
+    assert trial.row is not None and trial.row["passed"]
+    assert trial.row["trial_id"] == trial.attempts[-1].trial_id
 
 
 async def test_cancel_mid_run_keeps_finished_rows_and_leaves_nothing_behind(

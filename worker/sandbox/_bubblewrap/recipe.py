@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from worker.sandbox._bubblewrap.files import copy_in, inside, is_glob, top
 from worker.sandbox._bubblewrap.host import HIDDEN_TOP_LEVEL
-from worker.sandbox.base import SandboxError, SandboxUnsupported
+from worker.sandbox.base import SandboxUnsupported
 from worker.sandbox.dockerfile import Copy, ImageRecipe, Run, is_skills_source
+from worker.sandbox.errors import ImageBuildFailed
 
 if TYPE_CHECKING:
     from worker.sandbox._bubblewrap.sandbox import BubblewrapSandbox
@@ -38,16 +39,18 @@ def _apply_copy(box: BubblewrapSandbox, context: Path, copy: Copy) -> None:
         for match in matches:
             resolved = match.resolve()
             if not resolved.is_relative_to(context.resolve()):
-                raise SandboxError(
+                raise ImageBuildFailed(
                     f"Dockerfile line {copy.line}: {pattern} is outside the build context"
                 )
             if not resolved.exists():
-                raise SandboxError(
+                raise ImageBuildFailed(
                     f"Dockerfile line {copy.line}: {pattern} not found in environment/"
                 )
             sources.append(resolved)
     if not sources:
-        raise SandboxError(f"Dockerfile line {copy.line}: no file matches {' '.join(copy.sources)}")
+        raise ImageBuildFailed(
+            f"Dockerfile line {copy.line}: no file matches {' '.join(copy.sources)}"
+        )
     for source in sources:
         if source.is_dir():
             target = copy.dest

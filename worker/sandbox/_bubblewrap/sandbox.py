@@ -70,6 +70,7 @@ from worker.sandbox.base import (
     sandbox_backend,
 )
 from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
+from worker.sandbox.errors import ImageBuildFailed
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -129,8 +130,8 @@ class BubblewrapSandbox(Sandbox):
         config = self.config
         try:
             recipe = parse_dockerfile(config.dockerfile)
-        except DockerfileError as exc:
-            raise SandboxError(f"task {config.task_id}: {exc}") from None
+        except DockerfileError as exc:  # the task's fault: a retry would fail the same way
+            raise ImageBuildFailed(f"task {config.task_id}: {exc}") from None
         if recipe.stages > 1:
             raise SandboxUnsupported(
                 f"task {config.task_id} needs the docker environment: a multi-stage Dockerfile"

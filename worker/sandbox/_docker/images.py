@@ -16,6 +16,7 @@ from worker.sandbox._docker.client import client_lock
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxError
 from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
+from worker.sandbox.errors import ImageBuildFailed
 
 IMAGE_REPOSITORY = "skillsbench-env"
 _build_locks: dict[str, threading.Lock] = {}
@@ -153,7 +154,7 @@ def build_image(
             try:
                 prepare_context(environment, context, with_skills, skills_dir)
             except (OSError, DockerfileError) as exc:
-                raise SandboxError(f"cannot prepare the build context: {exc}") from None
+                raise ImageBuildFailed(f"cannot prepare the build context: {exc}") from None
             try:
                 client.images.build(
                     path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
@@ -162,6 +163,6 @@ def build_image(
                 logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
                 tail = [text.strip() for text in logged if text.strip()][-5:]
                 detail = " | ".join(tail) or str(exc)
-                raise SandboxError(f"image build failed: {exc.msg}: {detail}") from None
-            except errors.DockerException as exc:
+                raise ImageBuildFailed(f"image build failed: {exc.msg}: {detail}") from None
+            except errors.DockerException as exc:  # the engine, not the Dockerfile: transient
                 raise SandboxError(f"image build failed: {exc}") from None

@@ -47,6 +47,7 @@ from worker.sandbox.base import (
     SandboxSpec,
     sandbox_backend,
 )
+from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
 from worker.sandbox.scripts import shell_script
 
 if TYPE_CHECKING:
@@ -197,6 +198,9 @@ class DockerSandbox(Sandbox):
                     await asyncio.to_thread(made.remove, force=True, v=True)
                 raise
         except docker_errors().DockerException as exc:
+            if isinstance(exc, docker_errors().APIError) and exc.is_client_error():
+                # 4xx: the engine refuses this task's config (e.g. more CPUs than the host has)
+                raise SandboxConfigRefused(f"container failed to start: {exc}") from None
             raise SandboxError(f"container failed to start: {exc}") from None
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
@@ -260,7 +264,7 @@ class DockerSandbox(Sandbox):
         try:
             await asyncio.wait_for(build, config.build_timeout_sec)
         except TimeoutError:
-            raise SandboxError(
+            raise ImageBuildFailed(
                 f"task {config.task_id}: image build timed out after {config.build_timeout_sec:g}s"
             ) from None
         return tag
