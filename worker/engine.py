@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worker.admission import Rejected, check_request
 from worker.agents.base import Agent
 from worker.agents.registry import resolve_agent
 from worker.api import (
@@ -48,6 +49,9 @@ from worker.trial import TrialOutcome, TrialPlan, run_trial
 log = logging.getLogger(__name__)
 
 CANCEL_WAIT_SEC = 30.0
+# Closing the unfinished trials of a run yields to the event loop after this many rows, so that a
+# 10,000-trial cancel never holds the loop for long.
+FINALIZE_BATCH = 200
 KEEPALIVE = "keepalive"
 
 
@@ -84,6 +88,7 @@ class Engine:
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
+        self._run_tasks: dict[str, dict[str, RunTask]] = {}  # run id -> task id -> its RunTask
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
         self._closing = False
 
@@ -100,6 +105,13 @@ class Engine:
         for run in runs:
             self._runs[run.run_id] = run
             if run.terminal:
+                continue
+            try:
+                check_request(run.request)
+            except Rejected as exc:  # stored by an older worker that admitted it: end it now
+                log.error("run %s cannot finish (%s); ending it", run.run_id, exc)
+                run.error = f"the run's request is not admissible: {exc}"
+                await self._finalize(run)
                 continue
             for trial in run.trials.values():
                 if trial.state == "running":
@@ -144,7 +156,9 @@ class Engine:
     # ---- runs ------------------------------------------------------------------------------
 
     def prepare(self, request: RunRequest) -> Agent:
-        """Check a request before accepting it: UnknownTask, or ValueError naming the problem."""
+        """Check a request before accepting it: UnknownTask, or ValueError naming the problem
+        (:class:`~worker.admission.Rejected` with its field for the rules its rows will meet)."""
+        check_request(request)
         for task in request.tasks:
             self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
         spec = request.agent
@@ -223,7 +237,8 @@ class Engine:
 
     # ---- status and events -----------------------------------------------------------------
 
-    def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
+    @staticmethod
+    def progress(run: RunRecord) -> Progress:
         progress = Progress(total=len(run.trials))
         for trial in run.trials.values():
             if trial.state == "finished":
@@ -232,6 +247,10 @@ class Engine:
                     progress.passed += 1
             elif trial.state == "running":
                 progress.running += 1
+        return progress
+
+    def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
+        progress = self.progress(run)
         return RunStatus(
             run_id=run.run_id,
             status=run.status,
@@ -288,12 +307,14 @@ class Engine:
         for queue in self._subscribers.get(run_id, ()):
             queue.put_nowait(event)
 
-    def _row_event(self, run: RunRecord, trial: TrialRecord) -> dict[str, Any]:
+    def _row_event(
+        self, run: RunRecord, trial: TrialRecord, progress: Progress | None = None
+    ) -> dict[str, Any]:
         return {
             "run_id": run.run_id,
             "trial_key": trial.key,
             "row": trial.row,
-            "progress": self.status(run, with_rows=False).progress.model_dump(),
+            "progress": (progress or self.progress(run)).model_dump(),
         }
 
     # ---- scheduling ------------------------------------------------------------------------
@@ -305,21 +326,55 @@ class Engine:
         if run.cancel_requested:
             await self._finalize(run)
             return
+        # A trial gets its task only once it holds a slot of the worker's concurrency, so a
+        # queued trial costs nothing to cancel however many there are (O(trials) in all).
         group: set[asyncio.Task[None]] = set()
         self._trial_tasks[run.run_id] = group
-        for trial in run.trials.values():
-            if trial.state != "finished":
-                group.add(asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}"))
-        if group:
-            await asyncio.wait(group)
-        for task in group:
+        self._track(
+            run,
+            group,
+            asyncio.create_task(self._spawn(run, group), name=f"run {run.run_id} spawner"),
+        )
+        while group:
+            await asyncio.wait(list(group))
+        if self._closing:
+            return
+        await self._finalize(run)
+
+    async def _spawn(self, run: RunRecord, group: set[asyncio.Task[None]]) -> None:
+        """Start the run's unfinished trials one by one, each when a slot is free."""
+        for trial in list(run.trials.values()):
+            if trial.state == "finished":
+                continue
+            await self._slots.acquire()
+            if run.cancel_requested or self._closing:
+                self._slots.release()
+                return
+            task = asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}")
+            self._track(run, group, task, holds_slot=True)
+
+    def _track(
+        self,
+        run: RunRecord,
+        group: set[asyncio.Task[None]],
+        task: asyncio.Task[None],
+        *,
+        holds_slot: bool = False,
+    ) -> None:
+        """Keep ``task`` in the run's group until it ends; then free its slot (even when it was
+        cancelled before it started) and record a crash."""
+        group.add(task)
+
+        def done(task: asyncio.Task[None]) -> None:
+            group.discard(task)
+            if holds_slot:
+                self._slots.release()
             if not task.cancelled() and task.exception() is not None:
                 exc = task.exception()
                 log.error("trial task of run %s crashed: %r", run.run_id, exc)
                 run.error = f"internal error: {exc!r}"
-        if self._closing:
-            return
-        await self._finalize(run)
+
+        task.add_done_callback(done)
 
     async def _set_running(self, run: RunRecord) -> None:
         if run.status == "queued":
@@ -329,30 +384,27 @@ class Engine:
             self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
 
     async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
-        request = run.request
-        run_task = next(t for t in request.tasks if t.task_id == trial.task_id)
-        async with self._slots:
-            if run.cancel_requested or self._closing:
-                return
-            while True:
-                outcome = await self._attempt(run, trial, run_task)
-                attempts = len(trial.attempts)
-                if outcome is not None and self.settings.retry.should_retry(
-                    outcome.failure, attempts
-                ):
-                    assert trial.current is not None
-                    trial.current.outcome = "retried"
-                    trial.state = "queued"
-                    await self.store.save(run)
-                    log.warning(
-                        "trial %s failed (%s), retrying: %s",
-                        trial.key,
-                        outcome.failure,
-                        outcome.error,
-                    )
-                    await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
-                    continue
-                break
+        """One trial, holding a slot the spawner took for it (its done callback frees it)."""
+        run_task = self._run_task(run, trial.task_id)
+        if run.cancel_requested or self._closing:
+            return
+        while True:
+            outcome = await self._attempt(run, trial, run_task)
+            attempts = len(trial.attempts)
+            if outcome is not None and self.settings.retry.should_retry(outcome.failure, attempts):
+                assert trial.current is not None
+                trial.current.outcome = "retried"
+                trial.state = "queued"
+                await self.store.save(run)
+                log.warning(
+                    "trial %s failed (%s), retrying: %s",
+                    trial.key,
+                    outcome.failure,
+                    outcome.error,
+                )
+                await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
+                continue
+            break
         if outcome is None:
             await self.store.save(run)
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
@@ -418,12 +470,24 @@ class Engine:
         if run.terminal:
             return
         kind = FailureKind.WORKER_CANCELLED if run.cancel_requested else FailureKind.WORKER_ERROR
-        for trial in run.trials.values():
+        message = ("the run was cancelled" if run.cancel_requested else run.error) or (
+            "the trial did not finish"
+        )
+        transport = _transport(run.agent)
+        progress = self.progress(run)  # kept up to date below: O(trials) in all
+        closed = 0
+        for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
-            message = "the run was cancelled" if run.cancel_requested else run.error
-            self._close_trial(run, trial, kind, message or "the trial did not finish")
-            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+            progress.running -= trial.state == "running"
+            self._close_trial(run, trial, kind, message, transport=transport)
+            progress.finished += 1
+            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
+            closed += 1
+            if closed % FINALIZE_BATCH == 0:
+                await asyncio.sleep(0)  # let other requests in
+        if run.terminal:  # finished by a concurrent _finalize while this one yielded
+            return
         run.status = "cancelled" if run.cancel_requested else "completed"
         if run.error and not run.cancel_requested:
             run.status = "failed"
@@ -438,12 +502,26 @@ class Engine:
         await self.store.save(run)
         self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
+        self._run_tasks.pop(run.run_id, None)
+
+    def _run_task(self, run: RunRecord, task_id: str) -> RunTask:
+        tasks = self._run_tasks.get(run.run_id)
+        if tasks is None:
+            tasks = self._run_tasks[run.run_id] = {t.task_id: t for t in run.request.tasks}
+        return tasks[task_id]
 
     def _close_trial(
-        self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
+        self,
+        run: RunRecord,
+        trial: TrialRecord,
+        kind: FailureKind,
+        message: str,
+        *,
+        transport: str | None = None,
     ) -> None:
-        """Give an unfinished trial its failure row (keeping its last trial id)."""
-        run_task = next(t for t in run.request.tasks if t.task_id == trial.task_id)
+        """Give an unfinished trial its failure row (keeping its last trial id). A run whose
+        rows cannot be built (stored by a worker that admitted it) gets its error instead."""
+        run_task = self._run_task(run, trial.task_id)
         current = trial.current
         if current is None or current.outcome not in ("running", "retried"):
             trial_id = new_trial_id(trial.task_id)
@@ -459,15 +537,18 @@ class Engine:
         current.error = message
         trial.state = "finished"
         trial.failure = kind.value
-        trial.row = build_row(
-            run.request,
-            run_task,
-            trial_id=current.trial_id,
-            agent_transport=_transport(run.agent),
-            reward=None,
-            failure=kind,
-            time_used=None,
-        )
+        try:
+            trial.row = build_row(
+                run.request,
+                run_task,
+                trial_id=current.trial_id,
+                agent_transport=transport or _transport(run.agent),
+                reward=None,
+                failure=kind,
+                time_used=None,
+            )
+        except ValueError as exc:  # pydantic's ValidationError is one
+            run.error = run.error or f"rows cannot be built: {str(exc).splitlines()[0]}"
 
 
 def _transport(spec: str) -> str:
