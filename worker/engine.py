@@ -250,23 +250,25 @@ class Engine:
         return progress
 
     def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
-        progress = self.progress(run)
-        return RunStatus(
+        return RunStatus.model_validate(self.status_doc(run, with_rows=with_rows))
+
+    def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
+        """:meth:`status` as JSON, built in O(trials). The rows (public-row JSON already) and the
+        proof refs are not validated again: 10,000 of them would hold the event loop for long."""
+        doc = RunStatus(
             run_id=run.run_id,
             status=run.status,
             created_at=run.created_at,
             updated_at=run.updated_at,
-            progress=progress,
-            tasks={key: trial.state for key, trial in run.trials.items()},
-            rows=run.rows() if with_rows else [],
+            progress=self.progress(run),
             worker_meta=run.worker_meta,
             error=run.error,
-            private_proof_refs=run.private_proof_refs,
             private_proof_manifest=run.private_proof_manifest,
-        )
-
-    def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
-        return self.status(run, with_rows=with_rows).model_dump(mode="json", by_alias=True)
+        ).model_dump(mode="json", by_alias=True)
+        doc["tasks"] = {key: trial.state for key, trial in run.trials.items()}
+        doc["rows"] = run.rows() if with_rows else []
+        doc["_private_proof_refs"] = run.private_proof_refs
+        return doc
 
     async def events(
         self, run_id: str, *, keepalive_sec: float | None = None
@@ -279,9 +281,10 @@ class Engine:
         queue: asyncio.Queue[Event] = asyncio.Queue()
         # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
         yield_first: list[Event] = [(EVENT_STATUS, self.status_doc(run, with_rows=False))]
+        progress = self.progress(run)  # once for the replay: O(trials), not O(trials^2)
         for trial in run.trials.values():
             if trial.row is not None:
-                yield_first.append((EVENT_ROW, self._row_event(run, trial)))
+                yield_first.append((EVENT_ROW, self._row_event(run, trial, progress)))
         if run.terminal:
             yield_first.append((EVENT_END, self.status_doc(run)))
         else:
@@ -475,12 +478,14 @@ class Engine:
         )
         transport = _transport(run.agent)
         progress = self.progress(run)  # kept up to date below: O(trials) in all
+        rows: dict[str, dict[str, Any]] = {}
+        now = utc_now()
         closed = 0
         for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
             progress.running -= trial.state == "running"
-            self._close_trial(run, trial, kind, message, transport=transport)
+            self._close_trial(run, trial, kind, message, transport=transport, rows=rows, now=now)
             progress.finished += 1
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
             closed += 1
@@ -499,8 +504,10 @@ class Engine:
             log.error("private proof of run %s not written: %s", run.run_id, exc)
             run.error = run.error or f"private proof not written: {exc}"
         run.updated_at = utc_now()
+        await asyncio.sleep(0)  # the save below serializes the whole run: a step of its own
         await self.store.save(run)
-        self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
+        if self._subscribers.get(run.run_id):
+            self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
         self._run_tasks.pop(run.run_id, None)
 
@@ -518,25 +525,35 @@ class Engine:
         message: str,
         *,
         transport: str | None = None,
+        rows: dict[str, dict[str, Any]] | None = None,
+        now: str | None = None,
     ) -> None:
         """Give an unfinished trial its failure row (keeping its last trial id). A run whose
-        rows cannot be built (stored by a worker that admitted it) gets its error instead."""
+        rows cannot be built (stored by a worker that admitted it) gets its error instead.
+
+        ``rows``: the rows already built by this close, per task; a trial of the same task gets
+        a copy with its own trial id (one row validation per task, not per trial)."""
         run_task = self._run_task(run, trial.task_id)
+        now = now or utc_now()
         current = trial.current
         if current is None or current.outcome not in ("running", "retried"):
             trial_id = new_trial_id(trial.task_id)
             current = AttemptRecord(
                 trial_id=trial_id,
-                trial_dir=self.store.relative(self.store.trial_dir(run.run_id, trial_id)),
-                started_at=utc_now(),
+                trial_dir=self.store.relative_trial_dir(run.run_id, trial_id),
+                started_at=now,
             )
             trial.attempts.append(current)
         current.outcome = "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
-        current.finished_at = current.finished_at or utc_now()
+        current.finished_at = current.finished_at or now
         current.failure = kind.value
         current.error = message
         trial.state = "finished"
         trial.failure = kind.value
+        built = rows.get(trial.task_id) if rows is not None else None
+        if built is not None:
+            trial.row = {**built, "trial_id": current.trial_id}  # the key keeps its place
+            return
         try:
             trial.row = build_row(
                 run.request,
@@ -549,6 +566,9 @@ class Engine:
             )
         except ValueError as exc:  # pydantic's ValidationError is one
             run.error = run.error or f"rows cannot be built: {str(exc).splitlines()[0]}"
+            return
+        if rows is not None:
+            rows[trial.task_id] = trial.row
 
 
 def _transport(spec: str) -> str:
