@@ -24,7 +24,7 @@ from typing import Any
 
 from worker.admission import Rejected, check_request
 from worker.agents.base import Agent
-from worker.agents.registry import resolve_agent
+from worker.agents.registry import load_plugins, resolve_agent
 from worker.api import (
     EVENT_END,
     EVENT_ROW,
@@ -97,6 +97,9 @@ class Engine:
     async def start(self, *, resume: bool = True) -> None:
         """Load the store and resume every run that was not finished."""
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        # The agent kinds' modules, imported now rather than inside the first request (an
+        # import on the event loop held it for a second and more).
+        await asyncio.to_thread(load_plugins)
         if not resume:
             return
         runs, problems = await asyncio.to_thread(self.store.load_all)
