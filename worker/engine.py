@@ -1,8 +1,9 @@
 """The worker engine: run store + one asyncio scheduler + run events. Used by the HTTP service
 and, in-process, by ``skillsbench-agentbeats run``.
 
-Scheduling: every run has a driver task that starts one task per unfinished trial; trials share
-one semaphore (the worker's trial concurrency). A trial that fails with a retried failure kind
+Scheduling: every run has a driver task and a spawner that starts a task for each unfinished
+trial once it holds a slot of one semaphore shared by all runs (the worker's trial concurrency),
+so a queued trial costs nothing and cancelling a run is O(trials). A trial that fails with a retried failure kind
 is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
 every trial has its row (failed trials included), or ``cancelled``.
 
