@@ -499,7 +499,8 @@ class Engine:
             progress.running -= trial.state == "running"
             self._close_trial(run, trial, kind, message, transport=transport, rows=rows, now=now)
             progress.finished += 1
-            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
+            if self._subscribers.get(run.run_id):  # no event to build when nobody listens
+                self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
             closed += 1
             if closed % FINALIZE_BATCH == 0:
                 await asyncio.sleep(0)  # let other requests in
