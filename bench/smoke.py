@@ -34,6 +34,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("trial_overhead.py", ["--environment", "local"], False),
     ("host_capacity.py", ["--environment", "local"], False),
     ("leaderboard_queries.py", [], False),
+    ("cancel_latency.py", [], False),
     ("sandbox_primitives.py", ["--backend", "local"], False),
 ]
 

@@ -55,8 +55,11 @@ async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncIterator[str]:
-    """The real worker service in this process; yields its base URL (no trailing slash)."""
+async def local_worker(
+    jobs_dir: Path, environment: str = "local", *, script_dir: Path | None = None
+) -> AsyncIterator[str]:
+    """The real worker service in this process; yields its base URL (no trailing slash).
+    ``script_dir``: the folder ``script:`` agents may come from (none: no script agents)."""
     from worker.app import create_app
     from worker.catalog import default_tasks_dir
     from worker.engine import Engine, EngineSettings
@@ -64,7 +67,9 @@ async def local_worker(jobs_dir: Path, environment: str = "local") -> AsyncItera
     settings = EngineSettings(
         jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
     )
-    async with serve_app(lambda url: create_app(Engine(settings), token=None)) as url:
+    async with serve_app(
+        lambda url: create_app(Engine(settings), token=None, script_dir=script_dir)
+    ) as url:
         yield url.rstrip("/")
 
 

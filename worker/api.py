@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION: Final = "skillsbench.agentbeats.worker_api.v1"
 
+# The worker service's setting (``--script-dir``): the folder ``script:<file>`` agents may come
+# from over the API; unset, script agents are refused there.
+SCRIPT_DIR_VAR: Final = "SKILLSBENCH_WORKER_SCRIPT_DIR"
+
 RunState = Literal["queued", "running", "completed", "failed", "cancelled"]
 TERMINAL_STATES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 
@@ -27,7 +31,9 @@ def is_loopback_host(host: str, *, unspecified: bool = False) -> bool:
     """A loopback name or address (``[::1]`` brackets allowed). With ``unspecified``, the
     unspecified address (``0.0.0.0``, ``::``) counts too: as a destination it reaches this machine
     (as a listening address it means every interface, so it does not by default)."""
-    host = host.strip().strip("[]").lower()
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):  # a bracketed IPv6 address, as in a URL
+        host = host[1:-1]
     if host in LOOPBACK_NAMES or host.endswith(".localhost"):
         return True
     try:

@@ -65,11 +65,15 @@ class TaskCatalog:
         if "/" in task_id or task_id in ("", ".", ".."):
             raise UnknownTask(f"unknown task {task_id!r}")
         folder = self.tasks_dir / task_id
-        if not (folder / "task.toml").is_file():
-            raise UnknownTask(f"unknown task {task_id!r}: no task folder in {self.tasks_dir}")
+        try:
+            found = (folder / "task.toml").is_file()
+        except (OSError, ValueError):  # a name the file system refuses (too long, NUL byte)
+            found = False
+        if not found:
+            raise UnknownTask(f"unknown task {task_id[:80]!r}: no task folder in {self.tasks_dir}")
         try:
             task = load_task(folder)
-        except TaskError as exc:
+        except (TaskError, OSError) as exc:
             raise UnknownTask(f"task {task_id!r} cannot be loaded: {exc}") from None
         self._cache[task_id] = task
         return task

@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from pathlib import Path
 
 import click
 
+from worker.api import SCRIPT_DIR_VAR
 from worker.failures import RetryPolicy
 from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+
+
+def listen_host(host: str, port: int) -> str:
+    """The address to bind: ``[::1]`` (URL form) becomes ``::1``; an address this machine cannot
+    listen on is refused here, naming it, instead of failing inside the server."""
+    host = host.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise click.BadParameter(f"cannot listen on {host!r}: {exc}", param_hint="--host") from None
+    return host
 
 
 def concurrency_or_cores(value: int | None) -> int:
@@ -51,6 +66,14 @@ def concurrency_or_cores(value: int | None) -> int:
     show_default=True,
     help="Tries per trial for retried infrastructure failures.",
 )
+@click.option(
+    "--script-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    envvar=SCRIPT_DIR_VAR,
+    help="The folder script:<file> agents may come from over the API "
+    "(default: none; script agents are refused).",
+)
 @click.option("--log-level", default="info", show_default=True)
 def worker(
     host: str,
@@ -60,6 +83,7 @@ def worker(
     environment: str,
     concurrency: int | None,
     max_attempts: int,
+    script_dir: Path | None,
     log_level: str,
 ) -> None:
     import uvicorn
@@ -71,6 +95,7 @@ def worker(
     from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.meta import ProofSettings
 
+    host = listen_host(host, port)
     token = os.environ.get(TOKEN_VAR) or None
     if not is_loopback_host(host) and token is None:
         raise ValueError(
@@ -89,5 +114,5 @@ def worker(
         prebuilt=PrebuiltImages.from_env(),
         proxies=ParticipantProxies.from_env(),
     )
-    app = create_app(Engine(settings), token=token)
+    app = create_app(Engine(settings), token=token, script_dir=script_dir)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)

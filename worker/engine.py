@@ -1,8 +1,9 @@
 """The worker engine: run store + one asyncio scheduler + run events. Used by the HTTP service
 and, in-process, by ``skillsbench-agentbeats run``.
 
-Scheduling: every run has a driver task that starts one task per unfinished trial; trials share
-one semaphore (the worker's trial concurrency). A trial that fails with a retried failure kind
+Scheduling: every run has a driver task and a spawner that starts a task for each unfinished
+trial once it holds a slot of one semaphore shared by all runs (the worker's trial concurrency),
+so a queued trial costs nothing and cancelling a run is O(trials). A trial that fails with a retried failure kind
 is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
 every trial has its row (failed trials included), or ``cancelled``.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -24,11 +26,12 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
+from worker.admission import Rejected, check_request
 from worker.agents.base import Agent
-from worker.agents.registry import resolve_agent
+from worker.agents.registry import load_plugins, resolve_agent
 from worker.api import (
     EVENT_END,
     EVENT_ROW,
@@ -61,6 +64,9 @@ from worker.trial import TrialOutcome, TrialPlan, run_trial
 log = logging.getLogger(__name__)
 
 CANCEL_WAIT_SEC = 30.0
+# Closing the unfinished trials of a run yields to the event loop after this many rows, so that a
+# 10,000-trial cancel never holds the loop for long.
+FINALIZE_BATCH = 200
 KEEPALIVE = "keepalive"
 
 
@@ -101,6 +107,7 @@ class Engine:
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
+        self._run_tasks: dict[str, dict[str, RunTask]] = {}  # run id -> task id -> its RunTask
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
         self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
         self._closing = False
@@ -111,6 +118,9 @@ class Engine:
     async def start(self, *, resume: bool = True) -> None:
         """Load the store and resume every run that was not finished."""
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        # The agent kinds' modules, imported now rather than inside the first request (an
+        # import on the event loop held it for a second and more).
+        await asyncio.to_thread(load_plugins)
         if not resume:
             return
         runs, problems = await asyncio.to_thread(self.store.load_all)
@@ -120,6 +130,13 @@ class Engine:
         for run in runs:
             self._runs[run.run_id] = run
             if run.terminal:
+                continue
+            try:
+                check_request(run.request)
+            except Rejected as exc:  # stored by an older worker that admitted it: end it now
+                log.error("run %s cannot finish (%s); ending it", run.run_id, exc)
+                run.error = f"the run's request is not admissible: {exc}"
+                await self._finalize(run)
                 continue
             for trial in run.trials.values():
                 if trial.state == "running":
@@ -191,7 +208,9 @@ class Engine:
     # ---- runs ------------------------------------------------------------------------------
 
     def prepare(self, request: RunRequest) -> Agent:
-        """Check a request before accepting it: UnknownTask, or ValueError naming the problem."""
+        """Check a request before accepting it: UnknownTask, or ValueError naming the problem
+        (:class:`~worker.admission.Rejected` with its field for the rules its rows will meet)."""
+        check_request(request)
         for task in request.tasks:
             self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
         spec = request.agent
@@ -206,6 +225,16 @@ class Engine:
         return agent
 
     async def submit(self, request: RunRequest) -> RunRecord:
+        # Checking the request (task folders, one probe row per task) and building up to
+        # 10,000 trial records is CPU and disk work: done off the event loop.
+        run = await asyncio.to_thread(self._new_run, request)
+        _settle()
+        self._runs[run.run_id] = run
+        await self.store.save(run)
+        self._launch(run)
+        return run
+
+    def _new_run(self, request: RunRequest) -> RunRecord:
         agent = self.prepare(request)
         now = utc_now()
         run_id = f"run-{uuid.uuid4().hex[:16]}"
@@ -229,9 +258,6 @@ class Engine:
                 env=self.settings.env,
             ),
         )
-        self._runs[run_id] = run
-        await self.store.save(run)
-        self._launch(run)
         return run
 
     def get(self, run_id: str) -> RunRecord:
@@ -270,7 +296,8 @@ class Engine:
 
     # ---- status and events -----------------------------------------------------------------
 
-    def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
+    @staticmethod
+    def progress(run: RunRecord) -> Progress:
         progress = Progress(total=len(run.trials))
         for trial in run.trials.values():
             if trial.state == "finished":
@@ -279,22 +306,28 @@ class Engine:
                     progress.passed += 1
             elif trial.state == "running":
                 progress.running += 1
-        return RunStatus(
+        return progress
+
+    def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
+        return RunStatus.model_validate(self.status_doc(run, with_rows=with_rows))
+
+    def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
+        """:meth:`status` as JSON, built in O(trials). The rows (public-row JSON already) and the
+        proof refs are not validated again: 10,000 of them would hold the event loop for long."""
+        doc = RunStatus(
             run_id=run.run_id,
             status=run.status,
             created_at=run.created_at,
             updated_at=run.updated_at,
-            progress=progress,
-            tasks={key: trial.state for key, trial in run.trials.items()},
-            rows=run.rows() if with_rows else [],
+            progress=self.progress(run),
             worker_meta=run.worker_meta,
             error=run.error,
-            private_proof_refs=run.private_proof_refs,
             private_proof_manifest=run.private_proof_manifest,
-        )
-
-    def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
-        return self.status(run, with_rows=with_rows).model_dump(mode="json", by_alias=True)
+        ).model_dump(mode="json", by_alias=True)
+        doc["tasks"] = {key: trial.state for key, trial in run.trials.items()}
+        doc["rows"] = run.rows() if with_rows else []
+        doc["_private_proof_refs"] = run.private_proof_refs
+        return doc
 
     async def events(
         self, run_id: str, *, keepalive_sec: float | None = None
@@ -307,9 +340,10 @@ class Engine:
         queue: asyncio.Queue[Event] = asyncio.Queue()
         # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
         yield_first: list[Event] = [(EVENT_STATUS, self.status_doc(run, with_rows=False))]
+        progress = self.progress(run)  # once for the replay: O(trials), not O(trials^2)
         for trial in run.trials.values():
             if trial.row is not None:
-                yield_first.append((EVENT_ROW, self._row_event(run, trial)))
+                yield_first.append((EVENT_ROW, self._row_event(run, trial, progress)))
         if run.terminal:
             yield_first.append((EVENT_END, self.status_doc(run)))
         else:
@@ -335,13 +369,15 @@ class Engine:
         for queue in self._subscribers.get(run_id, ()):
             queue.put_nowait(event)
 
-    def _row_event(self, run: RunRecord, trial: TrialRecord) -> dict[str, Any]:
+    def _row_event(
+        self, run: RunRecord, trial: TrialRecord, progress: Progress | None = None
+    ) -> dict[str, Any]:
         return {
             "run_id": run.run_id,
             "trial_key": trial.key,
             "row": trial.row,
             "reason": trial.current.reason if trial.current is not None else None,
-            "progress": self.status(run, with_rows=False).progress.model_dump(),
+            "progress": (progress or self.progress(run)).model_dump(),
         }
 
     # ---- scheduling ------------------------------------------------------------------------
@@ -353,21 +389,55 @@ class Engine:
         if run.cancel_requested:
             await self._finalize(run)
             return
+        # A trial gets its task only once it holds a slot of the worker's concurrency, so a
+        # queued trial costs nothing to cancel however many there are (O(trials) in all).
         group: set[asyncio.Task[None]] = set()
         self._trial_tasks[run.run_id] = group
-        for trial in run.trials.values():
-            if trial.state != "finished":
-                group.add(asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}"))
-        if group:
-            await asyncio.wait(group)
-        for task in group:
+        self._track(
+            run,
+            group,
+            asyncio.create_task(self._spawn(run, group), name=f"run {run.run_id} spawner"),
+        )
+        while group:
+            await asyncio.wait(list(group))
+        if self._closing:
+            return
+        await self._finalize(run)
+
+    async def _spawn(self, run: RunRecord, group: set[asyncio.Task[None]]) -> None:
+        """Start the run's unfinished trials one by one, each when a slot is free."""
+        for trial in list(run.trials.values()):
+            if trial.state == "finished":
+                continue
+            await self._slots.acquire()
+            if run.cancel_requested or self._closing:
+                self._slots.release()
+                return
+            task = asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}")
+            self._track(run, group, task, holds_slot=True)
+
+    def _track(
+        self,
+        run: RunRecord,
+        group: set[asyncio.Task[None]],
+        task: asyncio.Task[None],
+        *,
+        holds_slot: bool = False,
+    ) -> None:
+        """Keep ``task`` in the run's group until it ends; then free its slot (even when it was
+        cancelled before it started) and record a crash."""
+        group.add(task)
+
+        def done(task: asyncio.Task[None]) -> None:
+            group.discard(task)
+            if holds_slot:
+                self._slots.release()
             if not task.cancelled() and task.exception() is not None:
                 exc = task.exception()
                 log.error("trial task of run %s crashed: %r", run.run_id, exc)
                 run.error = f"internal error: {exc!r}"
-        if self._closing:
-            return
-        await self._finalize(run)
+
+        task.add_done_callback(done)
 
     async def _set_running(self, run: RunRecord) -> None:
         if run.status == "queued":
@@ -377,30 +447,27 @@ class Engine:
             self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
 
     async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
-        request = run.request
-        run_task = next(t for t in request.tasks if t.task_id == trial.task_id)
-        async with self._slots:
-            if run.cancel_requested or self._closing:
-                return
-            while True:
-                outcome = await self._attempt(run, trial, run_task)
-                attempts = len(trial.attempts)
-                if outcome is not None and self.settings.retry.should_retry(
-                    outcome.failure, attempts
-                ):
-                    assert trial.current is not None
-                    trial.current.outcome = "retried"
-                    trial.state = "queued"
-                    await self.store.save(run)
-                    log.warning(
-                        "trial %s failed (%s), retrying: %s",
-                        trial.key,
-                        outcome.failure,
-                        outcome.error,
-                    )
-                    await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
-                    continue
-                break
+        """One trial, holding a slot the spawner took for it (its done callback frees it)."""
+        run_task = self._run_task(run, trial.task_id)
+        if run.cancel_requested or self._closing:
+            return
+        while True:
+            outcome = await self._attempt(run, trial, run_task)
+            attempts = len(trial.attempts)
+            if outcome is not None and self.settings.retry.should_retry(outcome.failure, attempts):
+                assert trial.current is not None
+                trial.current.outcome = "retried"
+                trial.state = "queued"
+                await self.store.save(run)
+                log.warning(
+                    "trial %s failed (%s), retrying: %s",
+                    trial.key,
+                    outcome.failure,
+                    outcome.error,
+                )
+                await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
+                continue
+            break
         if outcome is None:
             await self.store.save(run)
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
@@ -483,12 +550,27 @@ class Engine:
         if run.terminal:
             return
         kind = FailureKind.WORKER_CANCELLED if run.cancel_requested else FailureKind.WORKER_ERROR
-        for trial in run.trials.values():
+        message = ("the run was cancelled" if run.cancel_requested else run.error) or (
+            "the trial did not finish"
+        )
+        transport = _transport(run.agent)
+        progress = self.progress(run)  # kept up to date below: O(trials) in all
+        rows: dict[str, dict[str, Any]] = {}
+        now = utc_now()
+        closed = 0
+        for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
-            message = "the run was cancelled" if run.cancel_requested else run.error
-            self._close_trial(run, trial, kind, message or "the trial did not finish")
-            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+            progress.running -= trial.state == "running"
+            self._close_trial(run, trial, kind, message, transport=transport, rows=rows, now=now)
+            progress.finished += 1
+            if self._subscribers.get(run.run_id):  # no event to build when nobody listens
+                self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
+            closed += 1
+            if closed % FINALIZE_BATCH == 0:
+                await asyncio.sleep(0)  # let other requests in
+        if run.terminal:  # finished by a concurrent _finalize while this one yielded
+            return
         run.status = "cancelled" if run.cancel_requested else "completed"
         if run.error and not run.cancel_requested:
             run.status = "failed"
@@ -500,41 +582,83 @@ class Engine:
             log.error("private proof of run %s not written: %s", run.run_id, exc)
             run.error = run.error or f"private proof not written: {exc}"
         run.updated_at = utc_now()
+        await asyncio.sleep(0)  # the save below serializes the whole run: a step of its own
         await self.store.save(run)
-        self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
+        if self._subscribers.get(run.run_id):
+            self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
         self._first_starts.pop(run.run_id, None)
+        self._run_tasks.pop(run.run_id, None)
+        _settle()
+
+    def _run_task(self, run: RunRecord, task_id: str) -> RunTask:
+        tasks = self._run_tasks.get(run.run_id)
+        if tasks is None:
+            tasks = self._run_tasks[run.run_id] = {t.task_id: t for t in run.request.tasks}
+        return tasks[task_id]
 
     def _close_trial(
-        self, run: RunRecord, trial: TrialRecord, kind: FailureKind, message: str
+        self,
+        run: RunRecord,
+        trial: TrialRecord,
+        kind: FailureKind,
+        message: str,
+        *,
+        transport: str | None = None,
+        rows: dict[str, dict[str, Any]] | None = None,
+        now: str | None = None,
     ) -> None:
-        """Give an unfinished trial its failure row (keeping its last trial id)."""
-        run_task = next(t for t in run.request.tasks if t.task_id == trial.task_id)
+        """Give an unfinished trial its failure row (keeping its last trial id). A run whose
+        rows cannot be built (stored by a worker that admitted it) gets its error instead.
+
+        ``rows``: the rows already built by this close, per task; a trial of the same task gets
+        a copy with its own trial id (one row validation per task, not per trial)."""
+        run_task = self._run_task(run, trial.task_id)
+        now = now or utc_now()
         current = trial.current
+        outcome: Literal["cancelled", "finished"] = (
+            "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
+        )
         if current is None or current.outcome not in ("running", "retried"):
             trial_id = new_trial_id(trial.task_id)
-            current = AttemptRecord(
+            current = AttemptRecord.model_construct(  # all fields known valid: cheap per trial
                 trial_id=trial_id,
-                trial_dir=self.store.relative(self.store.trial_dir(run.run_id, trial_id)),
-                started_at=utc_now(),
+                trial_dir=self.store.relative_trial_dir(run.run_id, trial_id),
+                started_at=now,
+                finished_at=now,
+                outcome=outcome,
+                failure=kind.value,
+                error=message,
+                reason=f"{kind.value}: {message}",
             )
             trial.attempts.append(current)
-        current.outcome = "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
-        current.finished_at = current.finished_at or utc_now()
-        current.failure = kind.value
-        current.error = message
-        current.reason = f"{kind.value}: {message}"
+        else:
+            current.outcome = outcome
+            current.finished_at = current.finished_at or now
+            current.failure = kind.value
+            current.error = message
+            current.reason = f"{kind.value}: {message}"
         trial.state = "finished"
         trial.failure = kind.value
-        trial.row = build_row(
-            run.request,
-            run_task,
-            trial_id=current.trial_id,
-            agent_transport=_transport(run.agent),
-            reward=None,
-            failure=kind,
-            time_used=None,
-        )
+        built = rows.get(trial.task_id) if rows is not None else None
+        if built is not None:
+            trial.row = {**built, "trial_id": current.trial_id}  # the key keeps its place
+            return
+        try:
+            trial.row = build_row(
+                run.request,
+                run_task,
+                trial_id=current.trial_id,
+                agent_transport=transport or _transport(run.agent),
+                reward=None,
+                failure=kind,
+                time_used=None,
+            )
+        except ValueError as exc:  # pydantic's ValidationError is one
+            run.error = run.error or f"rows cannot be built: {str(exc).splitlines()[0]}"
+            return
+        if rows is not None:
+            rows[trial.task_id] = trial.row
 
 
 def _remove_tree(path: Path) -> None:
@@ -561,6 +685,13 @@ def _transport(spec: str) -> str:
         return resolve_agent(spec).kind
     except ValueError:
         return spec.split(":", 1)[0]
+
+
+def _settle() -> None:
+    """Move what exists now out of the garbage collector's scans. A run's records live as long
+    as the worker; with 10,000 trials a full collection walking them held the event loop for
+    100 ms and more, at random moments. (They are still freed by reference counting.)"""
+    gc.freeze()
 
 
 def _unfinished(run: RunRecord) -> int:

@@ -10,11 +10,15 @@ from worker.api import RunRequest, RunTask
 from worker.failures import FailureKind, semantics
 
 TRIAL_ID_INFIX = "__agentbeats__"
+_TRIAL_ID_SUFFIX_HEX = 8
+# A trial id is the task id, the infix and the suffix, and public trial ids have at most 200
+# characters (leaderboard.rows.TRIAL_ID_PATTERN): the longest task id a run may carry.
+MAX_TASK_ID_LENGTH = 200 - len(TRIAL_ID_INFIX) - _TRIAL_ID_SUFFIX_HEX
 
 
 def new_trial_id(task_id: str) -> str:
     """``<task_id>__agentbeats__<8 hex>``, as in the published results."""
-    return f"{task_id}{TRIAL_ID_INFIX}{secrets.token_hex(4)}"
+    return f"{task_id}{TRIAL_ID_INFIX}{secrets.token_hex(_TRIAL_ID_SUFFIX_HEX // 2)}"
 
 
 def build_row(

@@ -62,12 +62,16 @@ class RunStore:
     def trial_dir(self, run_id: str, trial_id: str) -> Path:
         return self.run_dir(run_id) / "trials" / trial_id
 
+    def relative_trial_dir(self, run_id: str, trial_id: str) -> str:
+        """``trial_dir`` relative to the jobs dir (without building paths: cheap per trial)."""
+        return f"{RUNS_DIRNAME}/{run_id}/trials/{trial_id}"
+
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.jobs_dir))
 
     async def save(self, record: RunRecord) -> None:
         """Persist ``record`` as it is now (the snapshot is taken before any await)."""
-        data = record.model_dump_json(indent=1).encode()
+        data = record.model_dump_json().encode()  # compact: half the time of an indented dump
         lock = self._locks.setdefault(record.run_id, asyncio.Lock())
         async with lock:
             await asyncio.to_thread(write_atomic, self.run_dir(record.run_id) / RUN_FILENAME, data)

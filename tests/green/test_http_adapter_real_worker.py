@@ -45,7 +45,7 @@ async def test_oracle_rows_arrive_over_the_event_stream(tmp_path: Path) -> None:
 async def test_cancel_ends_the_run_cancelled(tmp_path: Path) -> None:
     script = tmp_path / "slow.sh"
     script.write_text("sleep 60\n")
-    async with local_worker(tmp_path / "jobs") as url:
+    async with local_worker(tmp_path / "jobs", script_dir=tmp_path) as url:
         assert url is not None
         adapter = HttpWorkerAdapter(url, timeout_sec=120.0)
         try:
@@ -63,7 +63,7 @@ async def test_cancel_ends_the_run_cancelled(tmp_path: Path) -> None:
 async def test_timeout_cancels_the_real_run(tmp_path: Path) -> None:
     script = tmp_path / "slow.sh"
     script.write_text("sleep 60\n")
-    async with local_worker(tmp_path / "jobs") as url:
+    async with local_worker(tmp_path / "jobs", script_dir=tmp_path) as url:
         assert url is not None
         adapter = HttpWorkerAdapter(url, timeout_sec=1.5)
         try:

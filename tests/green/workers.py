@@ -129,5 +129,5 @@ async def worker_under_test(
                 proof=ProofSettings.from_env(jobs, {}),
             )
         )
-        async with serve_app(lambda url: create_app(engine, token=token)) as url:
+        async with serve_app(lambda url: create_app(engine, token=token, script_dir=root)) as url:
             yield WorkerUnderTest(kind, url.rstrip("/"), purple_url, jobs)

@@ -28,7 +28,7 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "worker", "--port", str(self.port), "--jobs-dir", str(jobs),
              "--tasks-dir", str(tasks), "--concurrency", "2", "--log-level", "warning",
-             "--environment", environment],
+             "--environment", environment, "--script-dir", str(jobs.parent)],
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 60

@@ -55,7 +55,7 @@ BAD_BODIES: list[tuple[Any, str]] = [
     (run_payload([]), "tasks"),
     ({**run_payload(["answer-42"]), "task_set_digest": "sha256:nothex"}, "task_set_digest"),
     ({**run_payload(["answer-42"]), "surprise": 1}, "surprise"),
-    ({**run_payload(["answer-42"]), "tasks": [{"task_id": ""}]}, "tasks.0.task_id"),
+    ({**run_payload(["answer-42"]), "tasks": [{"task_id": ""}]}, "tasks[0].task_id"),
     ({**run_payload(["answer-42"]), "tasks": "answer-42"}, "tasks"),
     ({**run_payload(["answer-42", "answer-42"])}, "tasks"),
     ({**run_payload(["answer-42"]), "participants": {"agent": {"url": ""}}}, "participants"),

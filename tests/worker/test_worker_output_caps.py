@@ -66,7 +66,7 @@ async def test_a_sparse_gigabyte_in_logs_stays_under_the_cap(
         )
     )
     async with (
-        serve(create_app(engine)) as url,
+        serve(create_app(engine, script_dir=tmp_path)) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as http,
     ):
         payload = run_payload(["answer-42"], agent=script(tmp_path, "sparse", SPARSE))

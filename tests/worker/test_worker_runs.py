@@ -68,7 +68,7 @@ def _engine(tmp_path: Path, tasks_dir: Path, concurrency: int = 2) -> Engine:
 @pytest.fixture
 async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
     async with (
-        serve(create_app(_engine(tmp_path, tasks_dir))) as url,
+        serve(create_app(_engine(tmp_path, tasks_dir), script_dir=tmp_path)) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         yield client
