@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 import pytest
-from worker.sandbox.local import LocalSandbox
 from worker_helpers import (
     make_task,
     process_cmdlines_containing,
@@ -28,7 +27,8 @@ from worker.app import create_app
 from worker.engine import Engine, EngineSettings
 from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
-from worker.sandbox.base import SandboxError, sandbox_backend
+from worker.sandbox._bubblewrap import BubblewrapSandbox
+from worker.sandbox.base import SandboxError, sandbox_backend, unregister_backend
 
 
 @pytest.fixture
@@ -219,23 +219,32 @@ async def test_a_broken_build_is_not_retried(http: httpx.AsyncClient, tmp_path: 
     assert attempt["failure"] == "sandbox_build" and "missing.txt" in attempt["error"]
 
 
-@sandbox_backend("flaky-local")
-class _FlakyLocal(LocalSandbox):
+class _FlakyLocal(BubblewrapSandbox):
     """The local sandbox, except that the first start of each task fails the way an engine that
     answered 503 does (nothing real fails transiently on demand)."""
 
     failed: ClassVar[set[str]] = set()
 
     async def start(self) -> None:
-        key = f"{self.spec.run_id}/{self.spec.task.task_id}"
+        key = f"{self.spec.run_id}/{self.spec.config.task_id}"
         if key not in self.failed:
             self.failed.add(key)
             raise SandboxError("503 Server Error: the engine is busy")
         await super().start()
 
 
+@pytest.fixture
+def flaky_local() -> Iterator[None]:
+    """The flaky backend, registered for one test (the registry is left as it was)."""
+    sandbox_backend("flaky-local")(_FlakyLocal)
+    try:
+        yield
+    finally:
+        unregister_backend("flaky-local")
+
+
 async def test_transient_failures_are_retried_with_fresh_trial_ids(
-    tmp_path: Path, tasks_dir: Path
+    tmp_path: Path, tasks_dir: Path, flaky_local: None
 ) -> None:
     jobs = tmp_path / "jobs"
     engine = Engine(
