@@ -22,6 +22,7 @@ import click
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from skillsbench_agentbeats.in_process import local_green, local_worker
+from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 
 
 def _load_config(value: str) -> dict[str, Any]:
@@ -90,8 +91,8 @@ async def _assess(
 )
 @click.option(
     "--environment",
-    type=click.Choice(["local", "docker"]),
-    default="local",
+    type=click.Choice(backend_names()),
+    default=DEFAULT_BACKEND,
     show_default=True,
     help="Sandbox of the local worker (without --green).",
 )
