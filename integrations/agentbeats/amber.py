@@ -24,8 +24,8 @@ from integrations.agentbeats.amber_manifest import (
     TOP_LEVEL_KEYS,
     VERSION_GATES,
     VERSION_PATTERN,
+    AmberManifestCheck,
     Loader,
-    ManifestCheck,
     Use,
     as_list,
     as_obj,
@@ -39,7 +39,7 @@ from leaderboard.findings import Finding, child, json_path
 __all__ = ["RULES", "check_manifests", "deny_lints"]
 
 
-class _Checker(ManifestCheck):
+class _Checker(AmberManifestCheck):
     """Parse-time rules for one manifest, then the link checks and the lints."""
 
     # --- the whole manifest ---------------------------------------------------------------

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from integrations.agentbeats.amber_manifest import (
-    Manifest,
-    ManifestCheck,
+    AmberManifest,
+    AmberManifestCheck,
     as_list,
     as_obj,
     binding_parts,
@@ -16,7 +16,7 @@ from integrations.agentbeats.amber_manifest import (
 from leaderboard.findings import child, json_path
 
 
-def check_children(c: ManifestCheck, features: set[str]) -> None:
+def check_children(c: AmberManifestCheck, features: set[str]) -> None:
     bound: dict[str, set[str]] = {}
     for binding in c.manifest.data.get("bindings") or []:
         parsed = binding_parts(binding)
@@ -55,7 +55,7 @@ def check_children(c: ManifestCheck, features: set[str]) -> None:
     _binding_kinds(c)
 
 
-def _child_config(c: ManifestCheck, manifest: Manifest, config: Any, p: str) -> None:
+def _child_config(c: AmberManifestCheck, manifest: AmberManifest, config: Any, p: str) -> None:
     schema = manifest.data.get("config_schema")
     if not isinstance(schema, dict):
         return
@@ -69,7 +69,7 @@ def _child_config(c: ManifestCheck, manifest: Manifest, config: Any, p: str) -> 
             c.add(p, "child_config", f"required config {key!r} is missing")
 
 
-def _binding_kinds(c: ManifestCheck) -> None:
+def _binding_kinds(c: AmberManifestCheck) -> None:
     for i, binding in enumerate(c.manifest.data.get("bindings") or []):
         parsed = binding_parts(binding)
         if parsed is None:
@@ -97,7 +97,7 @@ def _binding_kinds(c: ManifestCheck) -> None:
             )
 
 
-def _source_kind(c: ManifestCheck, ref: str, capability: str, p: str) -> str | None:
+def _source_kind(c: AmberManifestCheck, ref: str, capability: str, p: str) -> str | None:
     if ref == "framework":
         return "docker" if capability == "docker" else None
     if ref in ("slots", "provides", "resources"):
@@ -116,7 +116,7 @@ def _source_kind(c: ManifestCheck, ref: str, capability: str, p: str) -> str | N
     return decl.get("kind") if isinstance(decl, dict) else None
 
 
-def _child_manifest(c: ManifestCheck, ref: str) -> Manifest | None:
+def _child_manifest(c: AmberManifestCheck, ref: str) -> AmberManifest | None:
     decl = c.manifest.section("components").get(ref[1:]) if ref.startswith("#") else None
     ref_value = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
     url = ref_value.get("url") if isinstance(ref_value, dict) else ref_value

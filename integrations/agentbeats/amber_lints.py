@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from integrations.agentbeats.amber_manifest import ManifestCheck, Use, binding_parts
+from integrations.agentbeats.amber_manifest import AmberManifestCheck, Use, binding_parts
 from integrations.agentbeats.amber_schema import property_names
 from leaderboard.findings import json_path
 
 
-def check_lints(c: ManifestCheck, uses: list[Use]) -> None:
+def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
     data = c.manifest.data
     slots, provides = c.manifest.section("slots"), c.manifest.section("provides")
     used_slots: set[str] = set()

@@ -93,7 +93,7 @@ VERSION_GATES = {"when": (0, 2, 0), "each": (0, 3, 0), "use": (0, 4, 0), "overla
 
 
 @dataclass
-class Manifest:
+class AmberManifest:
     path: Path
     data: dict[str, Any]
     version: tuple[int, int, int] | None
@@ -115,10 +115,10 @@ class Use:
 
 
 @dataclass
-class ManifestCheck:
+class AmberManifestCheck:
     """A manifest under check; ``add`` records a finding (lints as warnings)."""
 
-    manifest: Manifest
+    manifest: AmberManifest
     loader: Loader
     findings: list[Finding] = field(default_factory=list)
 
@@ -184,16 +184,16 @@ class Loader:
     """Loads and caches manifests (parse errors are reported once, by the file's own check)."""
 
     def __init__(self) -> None:
-        self._cache: dict[Path, tuple[Manifest | None, str]] = {}
+        self._cache: dict[Path, tuple[AmberManifest | None, str]] = {}
 
-    def load(self, path: Path) -> tuple[Manifest | None, str]:
+    def load(self, path: Path) -> tuple[AmberManifest | None, str]:
         key = path.resolve()
         if key not in self._cache:
-            self._cache[key] = parse_manifest(path)
+            self._cache[key] = parse_amber_manifest(path)
         return self._cache[key]
 
 
-def parse_manifest(path: Path) -> tuple[Manifest | None, str]:
+def parse_amber_manifest(path: Path) -> tuple[AmberManifest | None, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -207,4 +207,4 @@ def parse_manifest(path: Path) -> tuple[Manifest | None, str]:
     version_text = data.get("manifest_version")
     match = VERSION_PATTERN.match(version_text) if isinstance(version_text, str) else None
     version = (int(match[1]), int(match[2]), int(match[3])) if match else None
-    return Manifest(path, data, version), ""
+    return AmberManifest(path, data, version), ""

@@ -12,7 +12,7 @@ import pytest
 from testsupport import make_task
 
 from task_sets.task import Task, load_task
-from worker.acp.manifest import AgentManifest, CredentialFile
+from worker.acp.agent_manifest import AgentManifest, CredentialFile
 from worker.acp.provision import provision
 from worker.agents.a2a import A2AAgent
 from worker.agents.builtin import OracleAgent

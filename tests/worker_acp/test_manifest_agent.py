@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.acp.manifest import ManifestError, discover, find, load_manifest
+from worker.acp.agent_manifest import AgentManifestError, discover, find, load_agent_manifest
 from worker.agents.acp import ManifestAgent
 from worker.failures import FailureKind
 from worker.sandbox.base import Sandbox
@@ -136,9 +136,11 @@ def test_invalid_manifest_names_file_and_key(tmp_path: Path) -> None:
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "manifest.toml").write_text('name = "bad"\nprotocol = "cli"\n')
-    with pytest.raises(ManifestError, match=r"bad/manifest.toml: .*contract_version.*protocol"):
+    with pytest.raises(
+        AgentManifestError, match=r"bad/manifest.toml: .*contract_version.*protocol"
+    ):
         discover({"SKILLSBENCH_AGENTS_DIR": str(tmp_path)})
-    with pytest.raises(ManifestError, match="unknown agent 'nope'"):
+    with pytest.raises(AgentManifestError, match="unknown agent 'nope'"):
         find("nope", {"SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR)})
 
 
@@ -300,5 +302,5 @@ def test_unsafe_provisioning_keys_are_refused(tmp_path: Path, extra: str) -> Non
         + extra
         + "\n"
     )
-    with pytest.raises(ManifestError):
-        load_manifest(manifest)
+    with pytest.raises(AgentManifestError):
+        load_agent_manifest(manifest)

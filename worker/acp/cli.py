@@ -6,7 +6,13 @@ import os
 
 import click
 
-from worker.acp.manifest import AGENTS_DIR_VARS, ManifestEntry, agents_dirs, discover, find
+from worker.acp.agent_manifest import (
+    AGENTS_DIR_VARS,
+    AgentManifestEntry,
+    agents_dirs,
+    discover,
+    find,
+)
 
 
 @click.command(name="agents")
@@ -28,7 +34,7 @@ def agents(name: str | None) -> None:
         click.echo(f"{m.name:<28} {m.description}{flag}")
 
 
-def _show(entry: ManifestEntry) -> None:
+def _show(entry: AgentManifestEntry) -> None:
     m = entry.manifest
     lines = [
         m.name,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from worker.acp.manifest import AgentManifest
+from worker.acp.agent_manifest import AgentManifest
 from worker.sandbox.base import Sandbox
 
 SETUP_TIMEOUT_SEC = 60.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from worker.acp.manifest import ManifestEntry, ManifestError, discover, find
+from worker.acp.agent_manifest import AgentManifestEntry, AgentManifestError, discover, find
 from worker.acp.provision import ProvisionError, provision
 from worker.acp.session import SessionConfig
 from worker.agents.acp_session import outcome_of, run_process_session
@@ -30,7 +30,7 @@ class ManifestAgent(Agent):
 
     idle_timeout_sec: float | None = 600.0  # no session/update for this long: stopped
 
-    def __init__(self, spec: str, entry: ManifestEntry | None = None) -> None:
+    def __init__(self, spec: str, entry: AgentManifestEntry | None = None) -> None:
         super().__init__(spec)
         self._entry = entry
 
@@ -39,7 +39,7 @@ class ManifestAgent(Agent):
         kind, sep, name = self.spec.partition(":")
         return name if sep and kind == "acp" else self.spec
 
-    def entry(self) -> ManifestEntry:
+    def entry(self) -> AgentManifestEntry:
         if self._entry is None:
             self._entry = find(self.manifest_name)
         return self._entry
@@ -47,14 +47,14 @@ class ManifestAgent(Agent):
     async def run(self, ctx: AgentContext) -> AgentOutcome:
         try:
             entry = self.entry()
-        except ManifestError as exc:
+        except AgentManifestError as exc:
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
         manifest = entry.manifest
         if (problem := await agent_user_problem(ctx)) is not None:  # before a long install
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, problem)
         try:
             env = agent_env(entry, ctx.env)
-        except ManifestError as exc:
+        except AgentManifestError as exc:
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, str(exc))
         secrets = [v for k, v in env.items() if k != "SKILLSBENCH_AGENT_SRC" and len(v) >= 4]
         try:
@@ -116,7 +116,7 @@ class ManifestAgent(Agent):
         return outcome_of(result)
 
 
-def agent_env(entry: ManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
+def agent_env(entry: AgentManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
     """The agent's process environment: the trial's extra env, the required host variables, the
     provider variables under the agent's own names (``env_mapping``), and its source folder."""
     manifest = entry.manifest
@@ -129,7 +129,7 @@ def agent_env(entry: ManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
         else:
             env[name] = value
     if missing:
-        raise ManifestError(f"agent {manifest.name!r} needs {', '.join(missing)} set")
+        raise AgentManifestError(f"agent {manifest.name!r} needs {', '.join(missing)} set")
     for source, target in manifest.env_mapping.items():
         for candidate in (
             source,

@@ -19,7 +19,7 @@ AGENTS_DIR_VARS = ("SKILLSBENCH_AGENTS_DIR", "BENCHFLOW_AGENTS_DIR")
 MANIFEST_FILE = "manifest.toml"
 
 
-class ManifestError(ValueError):
+class AgentManifestError(ValueError):
     """A manifest that cannot be used; the message names the file and the problem."""
 
 
@@ -106,7 +106,7 @@ class AgentManifest(BaseModel):
 
 
 @dataclass(frozen=True)
-class ManifestEntry:
+class AgentManifestEntry:
     manifest: AgentManifest
     path: Path  # the manifest.toml
 
@@ -125,39 +125,39 @@ def agents_dirs(environ: dict[str, str] | None = None) -> list[Path]:
     return dirs
 
 
-def load_manifest(path: Path) -> AgentManifest:
+def load_agent_manifest(path: Path) -> AgentManifest:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{path}: invalid TOML: {exc}") from None
+        raise AgentManifestError(f"{path}: invalid TOML: {exc}") from None
     try:
         return AgentManifest.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
         )
-        raise ManifestError(f"{path}: {problems}") from None
+        raise AgentManifestError(f"{path}: {problems}") from None
 
 
-def discover(environ: dict[str, str] | None = None) -> dict[str, ManifestEntry]:
+def discover(environ: dict[str, str] | None = None) -> dict[str, AgentManifestEntry]:
     """Every manifest agent by name and alias; the first folder listed wins a name clash."""
-    found: dict[str, ManifestEntry] = {}
+    found: dict[str, AgentManifestEntry] = {}
     for folder in agents_dirs(environ):
         if not folder.is_dir():
-            raise ManifestError(f"{folder}: agents folder does not exist")
+            raise AgentManifestError(f"{folder}: agents folder does not exist")
         for path in sorted(folder.glob(f"*/{MANIFEST_FILE}")):
-            entry = ManifestEntry(load_manifest(path), path)
+            entry = AgentManifestEntry(load_agent_manifest(path), path)
             for name in (entry.manifest.name, *entry.manifest.aliases):
                 found.setdefault(name, entry)
     return found
 
 
-def find(name: str, environ: dict[str, str] | None = None) -> ManifestEntry:
+def find(name: str, environ: dict[str, str] | None = None) -> AgentManifestEntry:
     agents = discover(environ)
     if name not in agents:
         where = (
             ", ".join(str(d) for d in agents_dirs(environ))
             or f"none ({' / '.join(AGENTS_DIR_VARS)} unset)"
         )
-        raise ManifestError(f"unknown agent {name!r} (agents folders: {where})")
+        raise AgentManifestError(f"unknown agent {name!r} (agents folders: {where})")
     return agents[name]
