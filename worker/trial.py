@@ -24,7 +24,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.capped import CopyBudget
 from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import FailureKind, semantics
+from worker.failures import FailureKind, sandbox_ended, semantics
 from worker.limits import OutputCaps
 from worker.public_rows import build_row
 from worker.sandbox.base import (
@@ -373,7 +373,7 @@ async def _run_agent(
                 kind = (
                     FailureKind.SANDBOX_UNSUPPORTED
                     if isinstance(exc, SandboxUnsupported)
-                    else FailureKind.SANDBOX_LOST
+                    else await _sandbox_failure(sandbox, FailureKind.SANDBOX_LOST)
                 )
                 outcome = AgentOutcome(status="failed", failure=kind, message=str(exc))
         else:
@@ -434,7 +434,8 @@ async def _verify(
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
-        raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
+        kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
+        raise _Failed(kind, f"verifier could not run: {exc}") from None
     if result.timed_out:
         raise _Failed(
             FailureKind.VERIFIER_TIMEOUT,
@@ -447,6 +448,16 @@ async def _verify(
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
         raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
     return reward.value, reward.source
+
+
+async def _sandbox_failure(sandbox: Sandbox, infra: FailureKind) -> FailureKind:
+    """The failure kind of a SandboxError while the sandbox should run: the failure table's
+    rule on who ended it, ``infra`` while it runs or when that cannot be told."""
+    try:
+        end = await asyncio.wait_for(sandbox.ended(), ABORT_WAIT_SEC)
+    except (SandboxError, TimeoutError):
+        end = None
+    return sandbox_ended(end, infra)
 
 
 async def _stop(sandbox: Sandbox, state: _TrialState) -> None:
