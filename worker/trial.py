@@ -373,7 +373,7 @@ async def _run_agent(
                 kind = (
                     FailureKind.SANDBOX_UNSUPPORTED
                     if isinstance(exc, SandboxUnsupported)
-                    else await _sandbox_failure(sandbox, FailureKind.SANDBOX_LOST)
+                    else FailureKind.SANDBOX_LOST
                 )
                 outcome = AgentOutcome(status="failed", failure=kind, message=str(exc))
         else:
@@ -386,6 +386,9 @@ async def _run_agent(
                 await asyncio.wait_for(kill_agent_processes(sandbox), ABORT_WAIT_SEC)
             await asyncio.wait({agent_task}, timeout=ABORT_WAIT_SEC)
             outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
+    if outcome.failure is not None and not semantics(outcome.failure).score_eligible:
+        # An infrastructure failure may be the sandbox ending under the agent: its own doing?
+        outcome.failure = await _sandbox_failure(sandbox, outcome.failure)
     outcome.n_tool_calls = max(outcome.n_tool_calls, record.n_tool_calls)
     return outcome
 
