@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from leaderboard.rows import FailureCategory
+from worker.sandbox.base import SandboxEnd
 
 
 class FailureKind(StrEnum):
@@ -19,7 +20,8 @@ class FailureKind(StrEnum):
     SANDBOX_BUILD = "sandbox_build"  # deterministic: the image build failed / base image missing
     SANDBOX_CONFIG = "sandbox_config"  # deterministic: the engine refused the task's config (4xx)
     SANDBOX_UNSUPPORTED = "sandbox_unsupported"
-    SANDBOX_LOST = "sandbox_lost"
+    SANDBOX_LOST = "sandbox_lost"  # the sandbox ended from outside (engine, host): infra
+    SANDBOX_ENDED_BY_AGENT = "sandbox_ended_by_agent"  # ended from inside: scored, reward 0
     AGENT_INSTALL = "agent_install"
     AGENT_LAUNCH = "agent_launch"  # agent process died at start / pipe closed
     AGENT_PROTOCOL = "agent_protocol"  # ACP error from a local agent
@@ -53,6 +55,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.SANDBOX_CONFIG: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_UNSUPPORTED: Semantics(False, False, "sandbox_error"),
     FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error"),
+    FailureKind.SANDBOX_ENDED_BY_AGENT: Semantics(False, True, None),  # the agent's own doing
     FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error"),
     FailureKind.AGENT_LAUNCH: Semantics(True, False, "worker_error"),
     FailureKind.AGENT_PROTOCOL: Semantics(False, False, "worker_error"),
@@ -73,6 +76,15 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
 
 def semantics(kind: FailureKind) -> Semantics:
     return FAILURE_TABLE[kind]
+
+
+def sandbox_ended(end: SandboxEnd | None, infra: FailureKind) -> FailureKind:
+    """The one rule for a sandbox that died while the trial still needed it (``end``: what
+    ``Sandbox.ended`` answered). Ended from inside (the agent's processes exited, its memory
+    limit's OOM kill) is the agent's doing: a failed, score-eligible trial (reward 0), never
+    retried. Anything else (the engine's or the host's fault, or unknown) is ``infra`` (an
+    infrastructure kind of the phase that noticed: retried, not scored)."""
+    return FailureKind.SANDBOX_ENDED_BY_AGENT if end is SandboxEnd.INSIDE else infra
 
 
 @dataclass(frozen=True)

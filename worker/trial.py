@@ -24,7 +24,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.capped import CopyBudget
 from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import FailureKind, plain_text, semantics
+from worker.failures import FailureKind, plain_text, sandbox_ended, semantics
 from worker.limits import OutputCaps
 from worker.public_rows import build_row
 from worker.sandbox.base import (
@@ -398,6 +398,9 @@ async def _run_agent(
                 await asyncio.wait_for(kill_agent_processes(sandbox), ABORT_WAIT_SEC)
             await asyncio.wait({agent_task}, timeout=ABORT_WAIT_SEC)
             outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
+    if outcome.failure is not None and not semantics(outcome.failure).score_eligible:
+        # An infrastructure failure may be the sandbox ending under the agent: its own doing?
+        outcome.failure = await _sandbox_failure(sandbox, outcome.failure)
     outcome.n_tool_calls = max(outcome.n_tool_calls, record.n_tool_calls)
     return outcome
 
@@ -446,7 +449,8 @@ async def _verify(
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
-        raise _Failed(FailureKind.VERIFIER_INFRA, f"verifier could not run: {exc}") from None
+        kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
+        raise _Failed(kind, f"verifier could not run: {exc}") from None
     if result.timed_out:
         raise _Failed(
             FailureKind.VERIFIER_TIMEOUT,
@@ -459,6 +463,16 @@ async def _verify(
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
         raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
     return reward.value, reward.source
+
+
+async def _sandbox_failure(sandbox: Sandbox, infra: FailureKind) -> FailureKind:
+    """The failure kind of a SandboxError while the sandbox should run: the failure table's
+    rule on who ended it, ``infra`` while it runs or when that cannot be told."""
+    try:
+        end = await asyncio.wait_for(sandbox.ended(), ABORT_WAIT_SEC)
+    except (SandboxError, TimeoutError):
+        end = None
+    return sandbox_ended(end, infra)
 
 
 async def _stop(sandbox: Sandbox, state: _TrialState) -> None:

@@ -165,8 +165,8 @@ async def test_kill_upload_exec_with_and_without_tar_in_the_image(
             filters={"container": sb._container_id, "event": "exec_start"},
             decode=True,
         )
-        # (the sandbox's own setup exec reads the keep-alive's pid; it may fall in the window)
-        execs = [e for e in events if "/proc/1/task/1/children" not in e.get("Action", "")]
+        # (the sandbox's own setup exec may fall in the window)
+        execs = [e for e in events if "chmod 777" not in e.get("Action", "")]
         assert len(execs) == (1 if tar else 2)  # the fallback adds the kill-all exec (and a put)
         gone = await sb.exec("ls -A / | grep -c skillsbench-stage; true")
         assert gone.stdout == "0\n"

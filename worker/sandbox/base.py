@@ -24,6 +24,7 @@ import abc
 import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
@@ -51,6 +52,14 @@ ROOT_ENV = {"HOME": "/root"}
 
 class SandboxError(RuntimeError):
     """The sandbox could not be started or driven (an infrastructure failure, not the agent's)."""
+
+
+class SandboxEnd(StrEnum):
+    """Who ended a sandbox that stopped running before the trial stopped it (what
+    :meth:`Sandbox.ended` answers; :func:`worker.failures.sandbox_ended` is the rule it feeds)."""
+
+    INSIDE = "inside"  # what ran in it: its processes exited, the OOM kill of its memory limit
+    OUTSIDE = "outside"  # the engine or the host: a daemon error, removed or killed from outside
 
 
 class SandboxUnsupported(SandboxError):
@@ -300,6 +309,12 @@ class Sandbox(abc.ABC):
 
         Files stay; later ``exec`` calls work. Defeats background processes left by the agent.
         """
+
+    async def ended(self) -> SandboxEnd | None:
+        """Asked after a SandboxError: None while the sandbox still runs (or when the backend
+        cannot tell), else who ended it. A backend answers INSIDE only when it knows that what
+        ran in the sandbox ended it; any doubt is OUTSIDE (an infrastructure failure)."""
+        return None
 
     async def kill_upload_exec(
         self,

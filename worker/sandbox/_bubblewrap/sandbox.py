@@ -63,6 +63,7 @@ from worker.sandbox.base import (
     ExecResult,
     Sandbox,
     SandboxConfig,
+    SandboxEnd,
     SandboxError,
     SandboxProcess,
     SandboxSpec,
@@ -207,6 +208,14 @@ class BubblewrapSandbox(Sandbox):
         await self._kill_all()
         if not self._stopped and self._started:
             await self._new_init()
+
+    async def ended(self) -> SandboxEnd | None:
+        # Every command runs in a child PID namespace of the init's: nothing inside sees the
+        # init, so nothing inside can end it. An init gone by itself was ended from outside.
+        process = self._init.process
+        if self._stopped or process is None or process.poll() is None:
+            return None
+        return SandboxEnd.OUTSIDE
 
     async def _kill_all(self) -> None:
         await self._init.kill()

@@ -19,7 +19,7 @@ from worker.sandbox._docker.client import (
     docker_client,
 )
 from worker.sandbox._docker.client import errors as docker_errors
-from worker.sandbox.base import SandboxError
+from worker.sandbox.base import SandboxEnd, SandboxError
 
 
 def remove_containers(client: Any, run_id: str, trial_id: str | None, known: str | None) -> int:
@@ -44,6 +44,29 @@ def remove_containers(client: Any, run_id: str, trial_id: str | None, known: str
             continue
         removed += 1
     return removed
+
+
+def container_end(client: Any, container_id: str) -> SandboxEnd | None:
+    """Who ended the container: None while it runs (paused too: only the host pauses it).
+
+    The init (init.sh) never exits by itself and no signal from inside reaches it, so an init
+    that ended by a signal (exit code 128+n) was ended from outside, unless the container's own
+    memory limit killed it (``OOMKilled``, the agent's doing). An init that exited by itself
+    (a code below 128) did so because of what ran inside. A container the engine no longer
+    knows, or an engine that does not answer, is the host's fault."""
+    errors = docker_errors()
+    try:
+        state = client.api.inspect_container(container_id)["State"]
+    except errors.DockerException:
+        return SandboxEnd.OUTSIDE
+    if state.get("Running"):
+        return None
+    if state.get("OOMKilled"):
+        return SandboxEnd.INSIDE
+    code = state.get("ExitCode")
+    if isinstance(code, int) and 0 <= code < 128 and not state.get("Error"):
+        return SandboxEnd.INSIDE
+    return SandboxEnd.OUTSIDE
 
 
 # -- reaper ---------------------------------------------------------------------------------

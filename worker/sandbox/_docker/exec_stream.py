@@ -170,11 +170,15 @@ async def finish(awaitable: Awaitable[T]) -> tuple[asyncio.Future[T], bool]:
 
 
 async def exit_code(exec_id: str, wait: float = 30.0) -> int:
-    """The exec's exit code once the engine reports it ended; -1 after ``wait`` seconds."""
+    """The exec's exit code once the engine reports it ended; -1 after ``wait`` seconds;
+    SandboxError when the engine no longer knows the exec."""
     client = await asyncio.to_thread(docker_client)
     deadline = asyncio.get_running_loop().time() + wait
     while True:
-        info = await asyncio.to_thread(client.api.exec_inspect, exec_id)
+        try:
+            info = await asyncio.to_thread(client.api.exec_inspect, exec_id)
+        except errors().DockerException as exc:  # e.g. its container was removed meanwhile
+            raise SandboxError(f"exec lost: {exc}") from None
         if not info.get("Running") and info.get("ExitCode") is not None:
             return int(info["ExitCode"])
         if asyncio.get_running_loop().time() > deadline:

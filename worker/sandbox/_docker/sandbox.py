@@ -42,6 +42,7 @@ from worker.sandbox.base import (
     ExecResult,
     Sandbox,
     SandboxConfig,
+    SandboxEnd,
     SandboxError,
     SandboxProcess,
     SandboxSpec,
@@ -53,21 +54,24 @@ from worker.sandbox.scripts import shell_script
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
 
-# The container's init (docker-init) keeps running only while its child, the keep-alive, does.
-_KEEP_ALIVE_PID = "cat /proc/1/task/1/children"
 _SCRIPTS = "worker.sandbox._docker.scripts"
 # What stage.sh prints on stderr (exit 125) when it cannot place the upload.
 _STAGE_FAILED = "skillsbench-stage-failed:"
 
 
+def _init() -> str:
+    """PID 1 of the container: nothing inside can end it, and it never exits by itself."""
+    return shell_script(_SCRIPTS, "init.sh")
+
+
 def _kill_all() -> str:
-    """Stop, then kill, every process but init and the keep-alive (``$1``)."""
+    """Stop, then kill, every process but the init."""
     return shell_script(_SCRIPTS, "kill_all.sh")
 
 
 def _kill_upload_exec() -> str:
-    """``kill_upload_exec`` in one exec: kill_all.sh, then stage.sh (arguments: keep-alive pid,
-    target, stage folder, the command's argv; stdin: :func:`transfer.stage_archive`)."""
+    """``kill_upload_exec`` in one exec: kill_all.sh, then stage.sh (arguments: target, stage
+    folder, the command's argv; stdin: :func:`transfer.stage_archive`)."""
     return shell_script(_SCRIPTS, "kill_all.sh", "stage.sh")
 
 
@@ -143,7 +147,6 @@ class DockerSandbox(Sandbox):
         self.config: DockerConfig = spec.config  # type: ignore[assignment]
         self._workdir = self.config.workdir or DEFAULT_WORKDIR
         self._sessions: set[Session] = set()
-        self._keep_alive = 0
         self._has_tar = False  # the image has tar: kill_upload_exec can be one exec
         self._started = False
         self._stopped = False
@@ -172,9 +175,9 @@ class DockerSandbox(Sandbox):
         environment = {**env_config.env, **self.spec.env}
         kwargs: dict[str, Any] = {
             "detach": True,
-            "init": True,
-            "entrypoint": ["sleep", "infinity"],
+            "entrypoint": ["/bin/sh", "-c", _init(), "skillsbench-init"],
             "command": [],
+            "stdin_open": True,  # the init's fallback blocks reading it (see init.sh)
             "labels": self.labels,
             "environment": environment,
             "nano_cpus": int(env_config.cpus * 1e9),
@@ -205,8 +208,8 @@ class DockerSandbox(Sandbox):
         self._container_id = container.id
         dirs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR, self._workdir])
         logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
-        # One exec sets up the folders, finds the keep-alive, and (with tar in the image)
-        # unpacks spec.files from its stdin: no put_archive round trip per file.
+        # One exec sets up the folders and (with tar in the image) unpacks spec.files from its
+        # stdin: no put_archive round trip per file.
         files = (
             await asyncio.to_thread(transfer.files_archive, self.spec.files)
             if self.spec.files
@@ -214,20 +217,16 @@ class DockerSandbox(Sandbox):
         )
         unpack = " && tar -xf - -C /" if files else ""
         ready = await self.exec(
-            f"mkdir -p {dirs} && chmod 777 {logs} && {_KEEP_ALIVE_PID} && "
+            f"mkdir -p {dirs} && chmod 777 {logs} && "
             f"if command -v tar >/dev/null 2>&1; then echo tar{unpack}; fi",
             user=ROOT_USER,  # whatever USER the image ends with
             timeout_sec=60,
             stdin=files,
         )
-        try:
-            if ready.exit_code != 0:
-                raise ValueError(ready.stderr.strip() or ready.stdout.strip())
-            words = ready.stdout.split()
-            self._keep_alive = int(words[0])
-            self._has_tar = "tar" in words[1:]
-        except (IndexError, ValueError) as exc:
-            raise SandboxError(f"container setup failed: {exc}") from None
+        if ready.exit_code != 0:
+            detail = ready.stderr.strip() or ready.stdout.strip()
+            raise SandboxError(f"container setup failed: {detail}")
+        self._has_tar = "tar" in ready.stdout.split()
         if files and not self._has_tar:
             await self._upload_spec_files()
 
@@ -295,11 +294,17 @@ class DockerSandbox(Sandbox):
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
             await self.exec(
-                ["sh", "-c", _kill_all(), "sh", str(self._keep_alive)],
+                ["sh", "-c", _kill_all()],
                 user=ROOT_USER,
                 timeout_sec=30,
             )
         await self._close_sessions()
+
+    async def ended(self) -> SandboxEnd | None:
+        if self._container_id is None or self._stopped:
+            return None
+        client = await asyncio.to_thread(docker_client)
+        return await asyncio.to_thread(containers.container_end, client, self._container_id)
 
     async def _close_sessions(self) -> None:
         """After a kill-all: let the killed sessions' pumps finish, then drop them."""
@@ -343,7 +348,6 @@ class DockerSandbox(Sandbox):
             "-c",
             _kill_upload_exec(),
             "sh",
-            str(self._keep_alive),
             posixpath.normpath(target),
             stage,
             *(["/bin/sh", "-c", command] if isinstance(command, str) else command),

@@ -1,12 +1,12 @@
 # shellcheck shell=sh
 # Runs after kill_all.sh in the same shell: kill_upload_exec in one exec.
-# Arguments: $1 keep-alive pid (kill_all.sh), $2 target, $3 stage folder, $4... the command.
+# Arguments: $1 target, $2 stage folder, $3... the command.
 # Stdin: a tar of files/ (the upload) and stdin (the command's stdin).
 # Unpacks into a fresh stage, reports what of the old target the upload does not replace, swaps
 # the target, then becomes the command with the staged stdin. The kill comes first, so no agent
 # process sees the stage or the new target. Failures before the command exit 125 with a
 # "skillsbench-stage-failed:" line on stderr (the docker backend reads it).
-t=$2 s=$3
+t=$1 s=$2
 fail() { echo "skillsbench-stage-failed: $1" >&2; exit 125; }
 # shellcheck disable=SC2015  # any step failing fails the stage (fail exits)
 rm -rf "$s" && mkdir -m 700 "$s" && tar -xf - -C "$s" || fail "cannot unpack into $s"
@@ -29,5 +29,5 @@ case $t in /*/*) mkdir -p "${t%/*}" || fail "cannot make the parent of $t" ;; es
 mv "$s/files" "$t" || fail "cannot move the upload to $t"
 exec <"$s/stdin"  # (a failed redirection ends the shell: no reward, an error)
 rm -rf "$s"
-shift 3
+shift 2
 exec "$@"
