@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from leaderboard.rows import FailureCategory
-from worker.sandbox.base import SandboxEnd
+
+
+class SandboxEnd(StrEnum):
+    """Who ended a sandbox that stopped running before the trial stopped it (what
+    ``Sandbox.ended`` answers; :func:`sandbox_ended` is the rule it feeds). Defined here, beside
+    the rule, so the sandbox package depends on the failure table and not the other way round."""
+
+    INSIDE = "inside"  # what ran in it: its processes exited, the OOM kill of its memory limit
+    OUTSIDE = "outside"  # the engine or the host: a daemon error, removed or killed from outside
 
 
 class FailureKind(StrEnum):

@@ -24,12 +24,12 @@ import abc
 import asyncio
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
+from worker.failures import SandboxEnd
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -52,14 +52,6 @@ ROOT_ENV = {"HOME": "/root"}
 
 class SandboxError(RuntimeError):
     """The sandbox could not be started or driven (an infrastructure failure, not the agent's)."""
-
-
-class SandboxEnd(StrEnum):
-    """Who ended a sandbox that stopped running before the trial stopped it (what
-    :meth:`Sandbox.ended` answers; :func:`worker.failures.sandbox_ended` is the rule it feeds)."""
-
-    INSIDE = "inside"  # what ran in it: its processes exited, the OOM kill of its memory limit
-    OUTSIDE = "outside"  # the engine or the host: a daemon error, removed or killed from outside
 
 
 class SandboxUnsupported(SandboxError):
