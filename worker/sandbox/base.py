@@ -218,10 +218,16 @@ class Sandbox(abc.ABC):
 
     @classmethod
     def reaches_host_sockets(cls) -> bool:
-        """Whether a process in the sandbox can connect to a unix socket in the host's folders
-        (so a relay inside reaches a host service without any network); else it needs
-        ``spec.internet`` and :meth:`host_address`."""
+        """Whether a process in the sandbox can reach a unix socket in a host folder the worker
+        lends it (:meth:`lend`), so a relay inside reaches a host service without any network;
+        else it needs ``spec.internet`` and :meth:`host_address`."""
         return False
+
+    async def lend(self, host_folder: Path, sandbox_path: str) -> None:
+        """Show a host folder of the worker's own (a service's socket) read-only at
+        ``sandbox_path`` to processes started from now on. Backends that answer
+        :meth:`reaches_host_sockets` with True implement it."""
+        raise SandboxUnsupported(f"{type(self).__name__} cannot lend host folders")
 
     @classmethod
     async def host_address(cls) -> str:

@@ -39,7 +39,7 @@ from worker.usage.upstream import FORWARDERS, error_response
 log = logging.getLogger(__name__)
 
 ApiProtocol = Literal["openai-completions", "openai-responses", "anthropic-messages"]
-UNIX_SOCKET_PARENT: Final = "/var/tmp"  # shown read-only inside the local sandbox
+UNIX_SOCKET_PARENT: Final = "/var/tmp"  # a host folder; the sandbox is lent its socket folder only
 
 
 class _Server(uvicorn.Server):
@@ -99,8 +99,8 @@ class ModelProxy:
         self._listeners[host] = (server, serving, bound)
 
     async def listen_unix(self) -> str:
-        """Also listen on a unix socket in a host folder sandboxes see (read-only) through
-        their view of the host root; returns its path."""
+        """Also listen on a unix socket in a folder of its own, which the trial lends to a
+        sandbox that reaches host sockets (``Sandbox.lend``); returns its path."""
         if self.unix_path is not None:
             return self.unix_path
         folder = tempfile.mkdtemp(prefix="skillsbench-model-proxy-", dir=UNIX_SOCKET_PARENT)

@@ -355,6 +355,7 @@ class TrialUsage:
 
 FORWARD_PORT: Final = 18080  # in the agent's own network namespace: always free
 FORWARDER_DIR: Final = "/tmp/skillsbench-model-proxy"
+LENT_PROXY_DIR: Final = "/run/skillsbench-model-proxy"  # the proxy's socket folder, read-only
 _PYTHONS: Final = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
 
 
@@ -377,9 +378,12 @@ async def _forwarder(proxy: ModelProxy, ctx: AgentContext) -> tuple[str, list[st
     python = found.stdout.strip().splitlines()[0] if found.stdout.strip() else ""
     if not python:
         raise OSError("no python3 in the sandbox to run the forwarder")
-    socket_path = await proxy.listen_unix()
+    socket_path = Path(await proxy.listen_unix())
+    # The proxy's socket folder is lent at a fixed path: the host's own folders stay unseen.
+    await sandbox.lend(socket_path.parent, LENT_PROXY_DIR)
     await sandbox.upload(Path(forward.__file__), f"{FORWARDER_DIR}/forward.py")
-    prefix = [python, f"{FORWARDER_DIR}/forward.py", str(FORWARD_PORT), socket_path, "--"]
+    lent_socket = f"{LENT_PROXY_DIR}/{socket_path.name}"
+    prefix = [python, f"{FORWARDER_DIR}/forward.py", str(FORWARD_PORT), lent_socket, "--"]
     return f"http://127.0.0.1:{FORWARD_PORT}", prefix
 
 

@@ -100,7 +100,7 @@ class BubblewrapSandbox(Sandbox):
 
     @classmethod
     def reaches_host_sockets(cls) -> bool:
-        return True  # the host's root is shown read-only, unix sockets included
+        return True  # a lent host folder (lend) is bound read-only: its sockets work
 
     def __init__(self, spec: SandboxSpec) -> None:
         super().__init__(spec)
@@ -108,6 +108,7 @@ class BubblewrapSandbox(Sandbox):
         self._root = spec.state_dir / "sandbox"
         self._workdir = DEFAULT_WORKDIR
         self._image_env: dict[str, str] = {}
+        self._lent: dict[str, Path] = {}  # sandbox path -> host folder (read-only), see lend
         # Writable binds: sandbox path -> host folder (or file, for /instruction.md).
         self._binds: dict[str, Path] = {}
         self.layer = self._root / "layer"
@@ -273,6 +274,8 @@ class BubblewrapSandbox(Sandbox):
         argv += mount_args(
             self.layer, self._binds, masks(self._hidden(), {top(path) for path in self._binds})
         )
+        for path, host_folder in sorted(self._lent.items()):
+            argv += ["--ro-bind", str(host_folder), path]
         argv += ["--chdir", cwd or self._workdir, "--", *command]
         return argv
 
@@ -403,6 +406,9 @@ class BubblewrapSandbox(Sandbox):
         if self.config.tasks_root is not None:
             hidden.insert(0, self.config.tasks_root)
         return hidden
+
+    async def lend(self, host_folder: Path, sandbox_path: str) -> None:
+        self._lent[normalize(sandbox_path)] = host_folder
 
     def bind_for(self, path: str) -> tuple[str, Path, str] | None:
         """The writable bind holding ``path``: (sandbox root, host root, relative path)."""
