@@ -58,6 +58,7 @@ AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
 STOP_TIMEOUT_SEC = 60.0
 ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
 SETUP_BUDGET_SEC = 300.0  # sandbox start + placement + teardown, on top of the task's budgets
+TAMPER_EVIDENCE_MAX = 100  # changed paths kept in result.json (all of them are counted)
 
 
 @dataclass(frozen=True)
@@ -401,7 +402,19 @@ async def _verify(
     verifier_cfg = task.config.verifier
     try:
         # The agent's processes die first (harden's first step); nothing it left can see tests/
-        # or write a reward.
+        # or write a reward. A backend that can tell whether the agent changed what the verifier
+        # runs (an interpreter, a shell, a library, a start-up hook) says so first: then the
+        # verifier does not run at all.
+        tampered = await sandbox.tamper_evidence()
+        if tampered:
+            state.verifier["tampering"] = tampered[:TAMPER_EVIDENCE_MAX]
+            state.verifier["n_tampered_paths"] = len(tampered)
+            raise _Failed(
+                FailureKind.VERIFIER_TAMPERED,
+                f"the agent changed what the verifier runs: {tampered[0]['path']} "
+                f"({tampered[0]['reason']})"
+                + (f" and {len(tampered) - 1} more" if len(tampered) > 1 else ""),
+            )
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,

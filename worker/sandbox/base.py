@@ -14,6 +14,8 @@ The lifecycle, as the worker drives it (after Inspect AI's ``SandboxEnvironment`
 * :meth:`Sandbox.run_cleanup` for each run resumed after a restart;
 * per trial: :meth:`Sandbox.task_init` (per-task work such as an image build; cheap once done),
   then ``start()`` ... ``stop()`` of one instance;
+* after the agent, before the verifier: :meth:`Sandbox.tamper_evidence` (changes to what the
+  verifier runs);
 * :meth:`Sandbox.reaches_host_sockets` and :meth:`Sandbox.host_address`: how a process in the
   sandbox reaches a service of the worker's host (the model proxy).
 """
@@ -293,6 +295,14 @@ class Sandbox(abc.ABC):
         (default: the default caps of :class:`worker.limits.OutputCaps`): never more than its
         caps are read or written, whatever the files' apparent sizes (sparse files too).
         """
+
+    async def tamper_evidence(self) -> list[dict[str, str]] | None:
+        """After the agent stage, before the verifier: every change the agent made to what the
+        verifier executes or loads (:mod:`worker.sandbox.tamper`), one ``{"path", "change",
+        "reason"}`` each, ``[]`` when there is none; None when this backend cannot tell (its
+        system folders may be read-only, say). A backend that can tell kills every process
+        first, so that nothing changes after it looked. SandboxError when it cannot look."""
+        return None
 
     @abc.abstractmethod
     async def kill_processes(self) -> None:

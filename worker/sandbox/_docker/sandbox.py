@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.sandbox._docker import containers, exec_stream, images, transfer
+from worker.sandbox._docker import changes, containers, exec_stream, images, transfer
 from worker.sandbox._docker.client import (
     LABEL_BUILT,
     LABEL_MANAGED,
@@ -296,6 +296,14 @@ class DockerSandbox(Sandbox):
                 timeout_sec=30,
             )
         await self._close_sessions()
+
+    async def tamper_evidence(self) -> list[dict[str, str]] | None:
+        """Kill everything, then ask the engine what differs from the image (``docker diff``)."""
+        await self.kill_processes()
+        container = self._container()
+        client = await asyncio.to_thread(docker_client)
+        found = await asyncio.to_thread(changes.tampering, client, container)
+        return [item.as_dict() for item in found]
 
     async def _close_sessions(self) -> None:
         """After a kill-all: let the killed sessions' pumps finish, then drop them."""

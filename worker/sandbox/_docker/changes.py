@@ -1,0 +1,102 @@
+"""What the agent changed in a container, by the engine's own account: ``GET
+/containers/{id}/changes`` (``docker diff``) lists every path of the container's writable layer
+against its image in one call; the rules of :mod:`worker.sandbox.tamper` decide what of it
+touches the verifier, with a look at single paths (``HEAD /containers/{id}/archive``) only for
+the few new files that could shadow something."""
+
+from __future__ import annotations
+
+import contextlib
+import tarfile
+from typing import Any
+
+from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox.base import SandboxError
+from worker.sandbox.tamper import (
+    DEFAULT_PATH,
+    SYSTEM_ROOTS,
+    Change,
+    ChangeKind,
+    PathStat,
+    Tampering,
+    find_tampering,
+)
+
+# The engine's change kinds (``Kind`` of each entry).
+_KINDS: dict[int, ChangeKind] = {0: "modified", 1: "added", 2: "deleted"}
+_DIR_BIT = 1 << 31  # Go's os.ModeDir in the archive stat's mode
+_LINK_BIT = 1 << 27  # os.ModeSymlink
+
+
+class _ContainerProbe:
+    """:class:`~worker.sandbox.tamper.FileProbe` over the engine's archive endpoint."""
+
+    def __init__(self, client: Any, container: str) -> None:
+        self.api = client.api
+        self.container = container
+
+    def _url(self) -> str:
+        return str(self.api._url("/containers/{0}/archive", self.container))
+
+    def stat(self, path: str) -> PathStat | None:
+        response = self.api.head(self._url(), params={"path": path})
+        if response.status_code == 404:
+            return None
+        self.api._raise_for_status(response)
+        from docker.utils import decode_json_header
+
+        header = response.headers.get("x-docker-container-path-stat")
+        stat = decode_json_header(header) if header else {}
+        mode = int(stat.get("mode") or 0)
+        link = stat.get("linkTarget") or None
+        return PathStat(
+            is_dir=bool(mode & _DIR_BIT), link_target=link if mode & _LINK_BIT else None
+        )
+
+    def head(self, path: str, limit: int) -> bytes | None:
+        response = self.api._get(self._url(), params={"path": path}, stream=True)
+        try:
+            if response.status_code == 404:
+                return None
+            self.api._raise_for_status(response)
+            with tarfile.open(fileobj=response.raw, mode="r|") as archive:
+                member = archive.next()
+                if member is None or not member.isfile():
+                    return None
+                handle = archive.extractfile(member)
+                return handle.read(limit) if handle is not None else None
+        finally:
+            with contextlib.suppress(Exception):
+                response.close()
+
+
+def container_changes(client: Any, container: str) -> list[Change]:
+    """Every path of the container's writable layer, as the engine lists it."""
+    entries = client.api.diff(container) or []
+    return [Change(str(e["Path"]), _KINDS.get(int(e["Kind"]), "modified")) for e in entries]
+
+
+def _container_path(client: Any, container: str) -> str:
+    """The PATH a command of the container runs with (its image's, else Docker's default)."""
+    env = client.api.inspect_container(container).get("Config", {}).get("Env") or []
+    for item in env:
+        if item.startswith("PATH="):
+            return str(item[len("PATH=") :])
+    return DEFAULT_PATH
+
+
+def tampering(client: Any, container: str) -> list[Tampering]:
+    """What of the container's changes touches what the verifier runs (blocking: a thread)."""
+    try:
+        changes = container_changes(client, container)
+        relevant = [c for c in changes if c.path.startswith(("/etc/", *SYSTEM_ROOTS))]
+        if not relevant:
+            return []
+        path = (
+            _container_path(client, container)
+            if any(c.kind == "added" for c in relevant)
+            else DEFAULT_PATH
+        )
+        return find_tampering(changes, _ContainerProbe(client, container), path=path)
+    except docker_errors().DockerException as exc:
+        raise SandboxError(f"cannot list the container's changes: {exc}") from None
