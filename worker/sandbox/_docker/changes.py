@@ -6,7 +6,7 @@ the few new files that could shadow something."""
 
 from __future__ import annotations
 
-import contextlib
+import io
 import tarfile
 from typing import Any
 
@@ -54,20 +54,24 @@ class _ContainerProbe:
         )
 
     def head(self, path: str, limit: int) -> bytes | None:
-        response = self.api._get(self._url(), params={"path": path}, stream=True)
         try:
-            if response.status_code == 404:
-                return None
-            self.api._raise_for_status(response)
-            with tarfile.open(fileobj=response.raw, mode="r|") as archive:
+            stream, _ = self.api.get_archive(self.container, path, chunk_size=64 * 1024)
+        except docker_errors().NotFound:
+            return None
+        data = bytearray()
+        for chunk in stream:
+            data += chunk
+            if len(data) > limit + 8192:  # the tar header, the first ``limit`` bytes, padding
+                break
+        try:
+            with tarfile.open(fileobj=io.BytesIO(bytes(data)), mode="r|") as archive:
                 member = archive.next()
                 if member is None or not member.isfile():
                     return None
                 handle = archive.extractfile(member)
-                return handle.read(limit) if handle is not None else None
-        finally:
-            with contextlib.suppress(Exception):
-                response.close()
+                return handle.read(min(limit, member.size)) if handle is not None else None
+        except (tarfile.TarError, OSError):
+            return None
 
 
 def container_changes(client: Any, container: str) -> list[Change]:
