@@ -167,3 +167,33 @@ def _trial(tmp_path: Path, run_id: str, row: dict[str, Any]) -> Path:
 
 def _result(tmp_path: Path, run_id: str, row: dict[str, Any]) -> dict[str, Any]:
     return json.loads((_trial(tmp_path, run_id, row) / "result.json").read_text())
+
+
+async def test_folders_touched_and_what_the_harness_installed_are_not_evidence(
+    tmp_path: Path, tasks_dir: Path, request: pytest.FixtureRequest
+) -> None:
+    """A folder whose only change is a file made and removed again is no evidence; what the
+    harness installed (``trust_current_changes``) is forgiven until the agent changes it."""
+    from test_worker_cheat_probes import started_sandbox
+
+    async with started_sandbox(
+        "docker", tasks_dir / "checked", tmp_path / "sandbox", "tamper-trust", request
+    ) as sandbox:
+        made = await sandbox.exec(
+            "touch /usr/lib/python3.11/tmpfile && rm /usr/lib/python3.11/tmpfile && "
+            "mkdir -p /usr/local/lib/newtool && echo x > /usr/local/lib/newtool/data && "
+            "mkdir -p /etc/ld.so.conf.d && "
+            "echo /usr/local/lib/installed > /etc/ld.so.conf.d/installed.conf"
+        )
+        assert made.exit_code == 0, made
+        evidence = await sandbox.tamper_evidence()
+        assert evidence is not None
+        assert {e["path"] for e in evidence} == {
+            "/etc/ld.so.conf.d",
+            "/etc/ld.so.conf.d/installed.conf",
+        }, evidence
+        await sandbox.trust_current_changes()
+        assert await sandbox.tamper_evidence() == []
+        await sandbox.exec("echo /tmp/evil >> /etc/ld.so.conf.d/installed.conf")
+        again = await sandbox.tamper_evidence()
+        assert again and again[0]["path"] == "/etc/ld.so.conf.d/installed.conf", again

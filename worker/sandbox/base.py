@@ -304,6 +304,12 @@ class Sandbox(abc.ABC):
         first, so that nothing changes after it looked. SandboxError when it cannot look."""
         return None
 
+    async def trust_current_changes(self) -> None:
+        """What differs from the image now is the harness's doing, not the agent's (an agent's
+        ``install_cmd``, run as root before the agent sees the task): :meth:`tamper_evidence`
+        does not count it while it stays as it is."""
+        return None
+
     @abc.abstractmethod
     async def kill_processes(self) -> None:
         """Kill every process started in the sandbox (the trial calls it before verifying).

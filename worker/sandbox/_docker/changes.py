@@ -7,6 +7,7 @@ the few new files that could shadow something."""
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 from typing import Any
 
@@ -38,7 +39,7 @@ class _ContainerProbe:
     def _url(self) -> str:
         return str(self.api._url("/containers/{0}/archive", self.container))
 
-    def stat(self, path: str) -> PathStat | None:
+    def _stat(self, path: str) -> dict[str, Any] | None:
         response = self.api.head(self._url(), params={"path": path})
         if response.status_code == 404:
             return None
@@ -46,7 +47,17 @@ class _ContainerProbe:
         from docker.utils import decode_json_header
 
         header = response.headers.get("x-docker-container-path-stat")
-        stat = decode_json_header(header) if header else {}
+        return dict(decode_json_header(header)) if header else {}
+
+    def signature(self, path: str) -> str | None:
+        """Size, mode, modification time and link target of ``path`` (None: it is gone)."""
+        stat = self._stat(path)
+        return None if stat is None else json.dumps(stat, sort_keys=True)
+
+    def stat(self, path: str) -> PathStat | None:
+        stat = self._stat(path)
+        if stat is None:
+            return None
         mode = int(stat.get("mode") or 0)
         link = stat.get("linkTarget") or None
         return PathStat(
@@ -89,8 +100,13 @@ def _container_path(client: Any, container: str) -> str:
     return DEFAULT_PATH
 
 
-def tampering(client: Any, container: str) -> list[Tampering]:
-    """What of the container's changes touches what the verifier runs (blocking: a thread)."""
+# Evidence the harness itself left (path -> its change and the path's signature then).
+Trusted = dict[str, tuple[str, str | None]]
+
+
+def tampering(client: Any, container: str, trusted: Trusted | None = None) -> list[Tampering]:
+    """What of the container's changes touches what the verifier runs (blocking: a thread),
+    except what ``trusted`` holds unchanged since (see :func:`trust`)."""
     try:
         changes = container_changes(client, container)
         relevant = [c for c in changes if c.path.startswith(("/etc/", *SYSTEM_ROOTS))]
@@ -101,6 +117,27 @@ def tampering(client: Any, container: str) -> list[Tampering]:
             if any(c.kind == "added" for c in relevant)
             else DEFAULT_PATH
         )
-        return find_tampering(changes, _ContainerProbe(client, container), path=path)
+        probe = _ContainerProbe(client, container)
+        found = find_tampering(changes, probe, path=path)
+        if trusted:
+            found = [
+                item
+                for item in found
+                if trusted.get(item.path) != (item.change, probe.signature(item.path))
+            ]
+        return found
     except docker_errors().DockerException as exc:
         raise SandboxError(f"cannot list the container's changes: {exc}") from None
+
+
+def trust(client: Any, container: str) -> Trusted:
+    """What :func:`tampering` finds now, with each path's signature: the harness's own doing
+    (an agent's install), which a later look forgives while the path stays as it is."""
+    found = tampering(client, container)
+    if not found:
+        return {}
+    probe = _ContainerProbe(client, container)
+    try:
+        return {item.path: (item.change, probe.signature(item.path)) for item in found}
+    except docker_errors().DockerException as exc:
+        raise SandboxError(f"cannot look at the container's changes: {exc}") from None

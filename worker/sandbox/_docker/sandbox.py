@@ -147,6 +147,7 @@ class DockerSandbox(Sandbox):
         self._started = False
         self._stopped = False
         self.image: str | None = None
+        self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
 
     @property
     def workdir(self) -> str:
@@ -302,8 +303,12 @@ class DockerSandbox(Sandbox):
         await self.kill_processes()
         container = self._container()
         client = await asyncio.to_thread(docker_client)
-        found = await asyncio.to_thread(changes.tampering, client, container)
+        found = await asyncio.to_thread(changes.tampering, client, container, self._trusted)
         return [item.as_dict() for item in found]
+
+    async def trust_current_changes(self) -> None:
+        client = await asyncio.to_thread(docker_client)
+        self._trusted = await asyncio.to_thread(changes.trust, client, self._container())
 
     async def _close_sessions(self) -> None:
         """After a kill-all: let the killed sessions' pumps finish, then drop them."""
