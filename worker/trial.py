@@ -1,5 +1,5 @@
-"""One trial, start to finish: sandbox up → instruction placed → agent → agent killed → workspace
-hardened → tests copied in → verifier → reward → sandbox torn down.
+"""One trial, start to finish: sandbox up → instruction placed → agent → agent killed → checked
+for tampering → workspace hardened → tests copied in → verifier → reward → sandbox torn down.
 
 ``run_trial`` never raises for a failure of the trial itself: every failure becomes a
 :class:`~worker.failures.FailureKind` in the outcome (the failure table decides what it means).
