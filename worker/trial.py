@@ -35,6 +35,7 @@ from worker.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxSpec,
+    SandboxTampered,
     SandboxUnsupported,
     sandbox_class,
 )
@@ -403,18 +404,8 @@ async def _verify(
     try:
         # The agent's processes die first (harden's first step); nothing it left can see tests/
         # or write a reward. A backend that can tell whether the agent changed what the verifier
-        # runs (an interpreter, a shell, a library, a start-up hook) says so first: then the
-        # verifier does not run at all.
-        tampered = await sandbox.tamper_evidence()
-        if tampered:
-            state.verifier["tampering"] = tampered[:TAMPER_EVIDENCE_MAX]
-            state.verifier["n_tampered_paths"] = len(tampered)
-            raise _Failed(
-                FailureKind.VERIFIER_TAMPERED,
-                f"the agent changed what the verifier runs: {tampered[0]['path']} "
-                f"({tampered[0]['reason']})"
-                + (f" and {len(tampered) - 1} more" if len(tampered) > 1 else ""),
-            )
+        # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
+        # (SandboxTampered): then the verifier does not run at all.
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,
@@ -444,6 +435,10 @@ async def _verify(
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
         with contextlib.suppress(Exception):
             await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget)
+    except SandboxTampered as exc:
+        state.verifier["tampering"] = exc.evidence[:TAMPER_EVIDENCE_MAX]
+        state.verifier["n_tampered_paths"] = len(exc.evidence)
+        raise _Failed(FailureKind.VERIFIER_TAMPERED, str(exc)) from None
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import posixpath
 import secrets
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -45,6 +45,7 @@ from worker.sandbox.base import (
     SandboxError,
     SandboxProcess,
     SandboxSpec,
+    SandboxTampered,
     sandbox_backend,
 )
 from worker.sandbox.scripts import shell_script
@@ -65,9 +66,14 @@ def _kill_all() -> str:
 
 
 def _kill_upload_exec() -> str:
-    """``kill_upload_exec`` in one exec: kill_all.sh, then stage.sh (arguments: keep-alive pid,
-    target, stage folder, the command's argv; stdin: :func:`transfer.stage_archive`)."""
-    return shell_script(_SCRIPTS, "kill_all.sh", "stage.sh")
+    """``kill_upload_exec`` in one exec: kill_all.sh, gate.sh (the line :data:`_GATE_MARK` once
+    every process is dead; the stdin comes only after the host looked for tampering), then
+    stage.sh (arguments: keep-alive pid, target, stage folder, the command's argv; stdin:
+    :func:`transfer.stage_archive`)."""
+    return shell_script(_SCRIPTS, "kill_all.sh", "gate.sh", "stage.sh")
+
+
+_GATE_MARK = b"skillsbench-killed\n"  # gate.sh's
 
 
 class DockerProcess(SandboxProcess):
@@ -299,8 +305,7 @@ class DockerSandbox(Sandbox):
         await self._close_sessions()
 
     async def tamper_evidence(self) -> list[dict[str, str]] | None:
-        """Kill everything, then ask the engine what differs from the image (``docker diff``)."""
-        await self.kill_processes()
+        """What the engine says differs from the image (``docker diff``), by the rules."""
         container = self._container()
         client = await asyncio.to_thread(docker_client)
         found = await asyncio.to_thread(changes.tampering, client, container, self._trusted)
@@ -365,6 +370,7 @@ class DockerSandbox(Sandbox):
                 user=ROOT_USER,
                 timeout_sec=timeout_sec,
                 stdin=archive,
+                _gate=self.tamper_evidence,
             )
         finally:
             await self._close_sessions()
@@ -443,12 +449,16 @@ class DockerSandbox(Sandbox):
         timeout_sec: float | None = None,
         stdin: bytes | None = None,
         max_output_bytes: int | None = None,
+        _gate: Callable[[], Awaitable[list[dict[str, str]] | None]] | None = None,
     ) -> ExecResult:
+        """(``_gate``: for kill_upload_exec, see :func:`_kill_upload_exec`.)"""
         session = await self._open(command, cwd, env, user, stdin is not None)
         out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
         timed_out = False
         try:
             async with asyncio.timeout(timeout_sec):
+                if _gate is not None:
+                    await self._pass_gate(session, _gate, out)
                 if stdin is not None:
                     with contextlib.suppress(ConnectionError, OSError):
                         session.writer.write(stdin)
@@ -474,6 +484,24 @@ class DockerSandbox(Sandbox):
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
         )
+
+    async def _pass_gate(
+        self,
+        session: Session,
+        gate: Callable[[], Awaitable[list[dict[str, str]] | None]],
+        out: OutputBuffer,
+    ) -> None:
+        """Wait for gate.sh's line, then ask ``gate``: SandboxTampered (the command killed
+        before it has its stdin) when it found anything."""
+        line = await session.stdout.readline()
+        if line != _GATE_MARK:
+            # The script ended early: its own error tells, unless it ended because the agent
+            # replaced the shell it runs in (then what the agent changed is the story).
+            out.feed(line)
+        evidence = await gate()
+        if evidence:
+            await self._kill_group(session)
+            raise SandboxTampered(evidence)
 
     async def open_process(
         self,
