@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
@@ -406,13 +407,19 @@ async def _verify(
         # or write a reward. A backend that can tell whether the agent changed what the verifier
         # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
         # (SandboxTampered): then the verifier does not run at all.
+        # Python reads and writes its bytecode caches under a fresh folder the agent cannot
+        # have seen, not in the __pycache__ folders where it could plant a compiled module.
+        verifier_env = {
+            "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
+            **verifier_cfg.env,
+        }
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,
                 snapshot,
                 state.skills_dir,
                 task.tests_dir,
-                env=dict(verifier_cfg.env),
+                env=verifier_env,
                 timeout_sec=verifier_cfg.timeout_sec,
             )
         else:
@@ -420,7 +427,7 @@ async def _verify(
             result = await sandbox.exec(
                 list(TEST_COMMAND),
                 cwd=sandbox.workdir,
-                env=dict(verifier_cfg.env),
+                env=verifier_env,
                 user=verifier_cfg.user,
                 timeout_sec=verifier_cfg.timeout_sec,
             )

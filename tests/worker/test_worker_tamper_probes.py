@@ -67,6 +67,20 @@ PROBES = {
     "stdlib-shadow": "echo 'x = 1' > /usr/lib/python3.11/pathlib_evil.py && "
     "mkdir -p /usr/lib/python3.11/answerlib && touch /usr/lib/python3.11/answerlib/__init__.py",
 }
+# A compiled module planted in the standard library's __pycache__ for a source that had none
+# (Python itself writes those, so they are no evidence): the verifier must not load it.
+PYC_PROBE = """\
+python3 - <<'EOF'
+import importlib._bootstrap_external as ext, importlib.util, os, pathlib
+source = "/usr/lib/python3.11/pathlib.py"
+body = "open('/logs/verifier/reward.txt', 'w').write('1')\\nimport os\\nos._exit(0)\\n"
+code = compile(body, source, "exec")
+st = os.stat(source)
+cache = pathlib.Path(importlib.util.cache_from_source(source))
+cache.parent.mkdir(parents=True, exist_ok=True)
+cache.write_bytes(ext._code_to_timestamp_pyc(code, st.st_mtime, st.st_size))
+EOF
+"""
 # The legitimate agent's work: a module where python3 finds it and a program under a new name.
 INSTALL = """\
 #!/bin/sh
@@ -134,13 +148,16 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
     }
     runs = [("checked", spec) for spec in specs.values()]
     runs += [("checked", "oracle"), ("checked", "nop"), ("installs", "oracle")]
+    runs += [("checked", script(tmp_path, "pyc", PYC_PROBE))]
     results = await asyncio.gather(
         *(
             submit_and_follow(http, run_payload([task], agent=spec), timeout=300)
             for task, spec in runs
         )
     )
-    by_name = dict(zip([*specs, "oracle", "nop", "install"], results, strict=True))
+    by_name = dict(zip([*specs, "oracle", "nop", "install", "pyc"], results, strict=True))
+    (pyc,) = by_name.pop("pyc")[2]["rows"]
+    assert pyc["score_eligible"] and pyc["reward"] == 0.0, pyc
     for name in ("oracle", "install"):
         run_id, _, status = by_name.pop(name)
         (row,) = status["rows"]
