@@ -40,7 +40,8 @@ RUN printf '#!/bin/sh\\nexec python3 /tests/check.py\\n' > {RUNNER} && chmod 755
 """
 TEST_SH = """\
 #!/bin/bash
-run-checks
+export PATH="$HOME/.local/bin:$PATH"  # as uv's installer has it
+bash -c run-checks
 """
 CHECK_PY = """\
 import pathlib
@@ -62,6 +63,7 @@ PROBES = {
     "chmod 755 /usr/local/sbin/python3",
     "pth-hook": "d=$(python3 -c 'import site; print(site.getsitepackages()[0])') && "
     'mkdir -p "$d" && echo "import os; os.system(\'true\')" > "$d/zz_hook.pth"',
+    "home-bin-shadow": 'mkdir -p /root/.local/bin && cp "$FAKE" /root/.local/bin/bash',
     "sitecustomize": "d=$(python3 -c 'import site; print(site.getsitepackages()[0])') && "
     'mkdir -p "$d" && echo \'import os\' > "$d/sitecustomize.py"',
     "stdlib-shadow": "echo 'x = 1' > /usr/lib/python3.11/pathlib_evil.py && "

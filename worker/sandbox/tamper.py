@@ -60,6 +60,10 @@ LOADER_DIRS: tuple[str, ...] = (
     "/usr/lib/aarch64-linux-gnu",
 )
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Folders a test.sh commonly puts first on its PATH itself (uv's installer: ``source
+# $HOME/.local/bin/env``; the verifier's HOME is /root): a new program there of a name found on
+# PATH shadows it as well.
+HOME_BIN_DIRS = ("/root/.local/bin", "/root/bin")
 PYTHON_HOOKS = ("sitecustomize.py", "usercustomize.py")
 _SHARED_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?$")
 # The standard library's own folder (and its extension folder): searched before site-packages,
@@ -174,6 +178,14 @@ def find_tampering(
         name = posixpath.basename(where)
         if _is_config(where):
             flag(change, "configuration of the dynamic loader or the interpreters")
+            continue
+        if change.kind == "added" and posixpath.dirname(where) in HOME_BIN_DIRS:
+            if shadow := _shadowed(
+                where, [posixpath.dirname(where), *path_dirs], resolver, later_only=True
+            ):
+                flag(
+                    change, f"shadows {shadow} once the verifier puts its HOME's bin first on PATH"
+                )
             continue
         if not _under(where, SYSTEM_ROOTS):
             continue

@@ -15,6 +15,7 @@ from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxError
 from worker.sandbox.tamper import (
     DEFAULT_PATH,
+    HOME_BIN_DIRS,
     SYSTEM_ROOTS,
     Change,
     ChangeKind,
@@ -109,7 +110,9 @@ def tampering(client: Any, container: str, trusted: Trusted | None = None) -> li
     except what ``trusted`` holds unchanged since (see :func:`trust`)."""
     try:
         changes = container_changes(client, container)
-        relevant = [c for c in changes if c.path.startswith(("/etc/", *SYSTEM_ROOTS))]
+        relevant = [
+            c for c in changes if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS))
+        ]
         if not relevant:
             return []
         path = (
