@@ -71,6 +71,8 @@ _SHARED_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?$")
 _STDLIB_ENTRY = re.compile(r"/lib/python[0-9][0-9.]*(/lib-dynload)?/[^/]+$")
 _NOT_MODULES = ("site-packages", "dist-packages", "__pycache__")
 _PTH_HEAD_BYTES = 64 * 1024
+# Enough evidence: past it the look stops (each finding may cost a look at the sandbox).
+MAX_FINDINGS = 1000
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def find_tampering(
     changes: Sequence[Change], probe: FileProbe, *, path: str = DEFAULT_PATH
 ) -> list[Tampering]:
     """Every change of ``changes`` to what the verifier executes or loads (``path``: the
-    verifier's PATH), in the order given."""
+    verifier's PATH), in the order given; at most :data:`MAX_FINDINGS`."""
     parents = {posixpath.dirname(c.path) for c in changes}
     path_dirs = [d for d in path.split(":") if d.startswith("/")]
     resolver = _Resolver(probe)
@@ -174,6 +176,8 @@ def find_tampering(
         found.append(Tampering(change.path, change.kind, reason))
 
     for change in changes:
+        if len(found) >= MAX_FINDINGS:
+            break
         where = change.path
         name = posixpath.basename(where)
         if _is_config(where):
