@@ -71,6 +71,7 @@ def test_a_new_program_module_or_library_of_a_new_name_is_no_evidence() -> None:
             "/usr/local/lib/python3.11/site-packages/answerlib/__init__.py": b"",
             "/usr/local/lib/python3.11/site-packages/paths.pth": b"/opt/extra\n",
             "/usr/lib/x86_64-linux-gnu/libnew.so.1": b"elf",
+            "/root/.local/lib/python3.11/site-packages/answerlib2.py": b"",
         }
     )
     items = changes(
@@ -87,6 +88,7 @@ def test_a_new_program_module_or_library_of_a_new_name_is_no_evidence() -> None:
         ("added", "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc"),
         ("modified", "/root"),
         ("added", "/root/answer.txt"),
+        ("added", "/root/.local/lib/python3.11/site-packages/answerlib2.py"),
         ("modified", "/usr/lib/python3.11"),  # a folder, though nothing in it is listed
     )
     assert flagged(tree, items) == {}
@@ -101,6 +103,7 @@ def test_each_change_to_what_the_verifier_runs_is_evidence() -> None:
             "/usr/local/lib/libm.so.6": b"evil",
             "/usr/lib/python3.11/pytest.py": b"",
             "/etc/ld.so.preload": b"/tmp/x.so",
+            "/root/.local/lib/python3.11/site-packages/numpy/__init__.py": b"",
         }
     )
     items = changes(
@@ -113,6 +116,7 @@ def test_each_change_to_what_the_verifier_runs_is_evidence() -> None:
         ("added", "/usr/lib/python3.11/pytest.py"),
         ("added", "/etc/ld.so.preload"),
         ("added", "/usr/local/lib/python3.11/site-packages/sitecustomize.py"),
+        ("added", "/root/.local/lib/python3.11/site-packages/numpy"),
     )
     found = flagged(tree, items)
     assert set(found) == {c.path for c in items} - {"/usr/local/sbin"}, found

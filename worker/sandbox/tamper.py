@@ -64,6 +64,19 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # $HOME/.local/bin/env``; the verifier's HOME is /root): a new program there of a name found on
 # PATH shadows it as well.
 HOME_BIN_DIRS = ("/root/.local/bin", "/root/bin")
+USER_SITE_ROOT = "/root/.local/lib"
+# Python's module folders after its standard library, in the order ``sys.path`` has them (the
+# user site of HOME=/root first); ``{v}`` is the version of the folder a new module is in.
+SITE_DIRS = (
+    "/root/.local/lib/python{v}/site-packages",
+    "/usr/local/lib/python{v}/site-packages",
+    "/usr/local/lib/python{v}/dist-packages",
+    "/usr/lib/python3/dist-packages",
+    "/usr/lib/python{v}/dist-packages",
+    "/usr/lib/python{v}/site-packages",
+)
+_SITE_ENTRY = re.compile(r"/python([0-9][0-9.]*|3)/(site|dist)-packages/([^/]+)$")
+_MODULE_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.py|\.pyc|\.[A-Za-z0-9_-]+\.so|\.so)?$")
 PYTHON_HOOKS = ("sitecustomize.py", "usercustomize.py")
 _SHARED_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?$")
 # The standard library's own folder (and its extension folder): searched before site-packages,
@@ -191,6 +204,9 @@ def find_tampering(
                     change, f"shadows {shadow} once the verifier puts its HOME's bin first on PATH"
                 )
             continue
+        if change.kind == "added" and (shadow := _shadowed_module(where, resolver)):
+            flag(change, f"a Python module of the same name as {shadow}, found later on sys.path")
+            continue
         if not _under(where, SYSTEM_ROOTS):
             continue
         if change.kind == "deleted":
@@ -219,6 +235,28 @@ def find_tampering(
         ):
             flag(change, f"a shared library of the same name as {shadow}")
     return found
+
+
+def _shadowed_module(path: str, resolver: _Resolver) -> str:
+    """For a new top-level module (or package) of a Python site folder: the module of that name
+    in a site folder searched after it, or ""."""
+    match = _SITE_ENTRY.search(path)
+    if match is None:
+        return ""
+    module = _MODULE_NAME.match(match.group(3))
+    if module is None or module.group(1) == "__pycache__":
+        return ""
+    version = match.group(1)
+    if version == "3":  # Debian's /usr/lib/python3/dist-packages: last but for rare ones
+        return ""
+    folder = posixpath.dirname(path)
+    dirs = [d.format(v=version) for d in SITE_DIRS]
+    name = module.group(1)
+    for candidate in (name, f"{name}.py"):
+        probe_path = posixpath.join(folder, candidate)
+        if shadow := _shadowed(probe_path, dirs, resolver, later_only=True):
+            return shadow
+    return ""
 
 
 def _pth_runs_code(probe: FileProbe, path: str) -> bool:

@@ -17,6 +17,7 @@ from worker.sandbox.tamper import (
     DEFAULT_PATH,
     HOME_BIN_DIRS,
     SYSTEM_ROOTS,
+    USER_SITE_ROOT,
     Change,
     ChangeKind,
     PathStat,
@@ -111,7 +112,9 @@ def tampering(client: Any, container: str, trusted: Trusted | None = None) -> li
     try:
         changes = container_changes(client, container)
         relevant = [
-            c for c in changes if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS))
+            c
+            for c in changes
+            if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS, USER_SITE_ROOT))
         ]
         if not relevant:
             return []
