@@ -40,6 +40,9 @@ class FailureKind(StrEnum):
     VERIFIER_INFRA = "verifier_infra"  # verifier could not run (sandbox exec failed)
     VERIFIER_TIMEOUT = "verifier_timeout"
     VERIFIER_NO_REWARD = "verifier_no_reward"  # ran, produced no/invalid reward
+    # The agent changed what the verifier runs or loads (an interpreter, a shell, a library, the
+    # loader's configuration, a Python start-up hook): the verifier is not run, the row fails.
+    VERIFIER_TAMPERED = "verifier_tampered"
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
@@ -74,6 +77,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.VERIFIER_INFRA: Semantics(True, False, "verifier_error"),
     FailureKind.VERIFIER_TIMEOUT: Semantics(False, False, "verifier_error"),
     FailureKind.VERIFIER_NO_REWARD: Semantics(False, False, "verifier_error"),
+    FailureKind.VERIFIER_TAMPERED: Semantics(False, True, None),  # the agent's failure: scored 0
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
     FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),

@@ -1,5 +1,5 @@
-"""One trial, start to finish: sandbox up → instruction placed → agent → agent killed → workspace
-hardened → tests copied in → verifier → reward → sandbox torn down.
+"""One trial, start to finish: sandbox up → instruction placed → agent → agent killed → checked
+for tampering → workspace hardened → tests copied in → verifier → reward → sandbox torn down.
 
 ``run_trial`` never raises for a failure of the trial itself: every failure becomes a
 :class:`~worker.failures.FailureKind` in the outcome (the failure table decides what it means).
@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from worker.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxSpec,
+    SandboxTampered,
     SandboxUnsupported,
     sandbox_class,
 )
@@ -59,6 +61,7 @@ AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
 STOP_TIMEOUT_SEC = 60.0
 ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
 SETUP_BUDGET_SEC = 300.0  # sandbox start + placement + teardown, on top of the task's budgets
+TAMPER_EVIDENCE_MAX = 100  # changed paths kept in result.json (all of them are counted)
 
 
 @dataclass(frozen=True)
@@ -416,14 +419,22 @@ async def _verify(
     verifier_cfg = task.config.verifier
     try:
         # The agent's processes die first (harden's first step); nothing it left can see tests/
-        # or write a reward.
+        # or write a reward. A backend that can tell whether the agent changed what the verifier
+        # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
+        # (SandboxTampered): then the verifier does not run at all.
+        # Python reads and writes its bytecode caches under a fresh folder the agent cannot
+        # have seen, not in the __pycache__ folders where it could plant a compiled module.
+        verifier_env = {
+            "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
+            **verifier_cfg.env,
+        }
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,
                 snapshot,
                 state.skills_dir,
                 task.tests_dir,
-                env=dict(verifier_cfg.env),
+                env=verifier_env,
                 timeout_sec=verifier_cfg.timeout_sec,
             )
         else:
@@ -431,7 +442,7 @@ async def _verify(
             result = await sandbox.exec(
                 list(TEST_COMMAND),
                 cwd=sandbox.workdir,
-                env=dict(verifier_cfg.env),
+                env=verifier_env,
                 user=verifier_cfg.user,
                 timeout_sec=verifier_cfg.timeout_sec,
             )
@@ -446,6 +457,10 @@ async def _verify(
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
         with contextlib.suppress(Exception):
             await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget)
+    except SandboxTampered as exc:
+        state.verifier["tampering"] = exc.evidence[:TAMPER_EVIDENCE_MAX]
+        state.verifier["n_tampered_paths"] = len(exc.evidence)
+        raise _Failed(FailureKind.VERIFIER_TAMPERED, str(exc)) from None
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:

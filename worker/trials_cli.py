@@ -182,6 +182,19 @@ def summary(folder: Path) -> str:
         + (f"; {result.get('failure')}: {result.get('error')}" if result.get("failure") else "")
         + ")",
     ]
+    verifier = result.get("verifier") or {}
+    tampering = verifier.get("tampering") or []
+    if tampering:
+        lines.append(
+            f"Tampered:  {verifier.get('n_tampered_paths', len(tampering))} path(s) the "
+            "verifier runs or loads were changed by the agent"
+        )
+        lines += [
+            f"  - {item.get('change')} {item.get('path')}: {item.get('reason')}"
+            for item in tampering[:20]
+        ]
+        if len(tampering) > 20:
+            lines.append(f"  … {len(tampering) - 20} more in result.json")
     phases = [
         f"{name} {timing[name]:.1f}s"
         for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", "teardown")

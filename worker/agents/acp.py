@@ -90,6 +90,13 @@ class ManifestAgent(Agent):
             return AgentOutcome(
                 "failed", FailureKind.AGENT_INSTALL, f"set-up of {manifest.name}: {exc}"
             )
+        try:
+            # What the install changed in the system folders is ours, not the agent's work.
+            await ctx.sandbox.trust_current_changes()
+        except SandboxError as exc:
+            return AgentOutcome(
+                "failed", FailureKind.AGENT_INSTALL, f"set-up of {manifest.name}: {exc}"
+            )
         if done:
             with log.open("a", encoding="utf-8") as out:
                 out.write("".join(f"[skillsbench] {line}\n" for line in done))

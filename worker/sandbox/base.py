@@ -14,6 +14,8 @@ The lifecycle, as the worker drives it (after Inspect AI's ``SandboxEnvironment`
 * :meth:`Sandbox.run_cleanup` for each run resumed after a restart;
 * per trial: :meth:`Sandbox.task_init` (per-task work such as an image build; cheap once done),
   then ``start()`` ... ``stop()`` of one instance;
+* after the agent, before the verifier: :meth:`Sandbox.tamper_evidence` (changes to what the
+  verifier runs), part of :meth:`Sandbox.kill_upload_exec`;
 * :meth:`Sandbox.reaches_host_sockets` and :meth:`Sandbox.host_address`: how a process in the
   sandbox reaches a service of the worker's host (the model proxy).
 """
@@ -52,6 +54,20 @@ ROOT_ENV = {"HOME": "/root"}
 
 class SandboxError(RuntimeError):
     """The sandbox could not be started or driven (an infrastructure failure, not the agent's)."""
+
+
+class SandboxTampered(Exception):
+    """The agent changed what the verifier runs or loads (:meth:`Sandbox.tamper_evidence`):
+    the agent's failure, not the infrastructure's, so not a :class:`SandboxError`."""
+
+    def __init__(self, evidence: list[dict[str, str]]) -> None:
+        first = evidence[0] if evidence else {}
+        more = f" and {len(evidence) - 1} more" if len(evidence) > 1 else ""
+        super().__init__(
+            f"the agent changed what the verifier runs: {first.get('path')} "
+            f"({first.get('reason')}){more}"
+        )
+        self.evidence = evidence
 
 
 class SandboxUnsupported(SandboxError):
@@ -301,6 +317,20 @@ class Sandbox(abc.ABC):
         caps are read or written, whatever the files' apparent sizes (sparse files too).
         """
 
+    async def tamper_evidence(self) -> list[dict[str, str]] | None:
+        """Every change the agent made to what the verifier executes or loads
+        (:mod:`worker.sandbox.tamper`), one ``{"path", "change", "reason"}`` each, ``[]`` when
+        there is none; None when this backend cannot tell (its system folders may be read-only,
+        say). :meth:`kill_upload_exec` asks it once every process is dead, so that nothing
+        changes after the look. SandboxError when it cannot look."""
+        return None
+
+    async def trust_current_changes(self) -> None:
+        """What differs from the image now is the harness's doing, not the agent's (an agent's
+        ``install_cmd``, run as root before the agent sees the task): :meth:`tamper_evidence`
+        does not count it while it stays as it is."""
+        return None
+
     @abc.abstractmethod
     async def kill_processes(self) -> None:
         """Kill every process started in the sandbox (the trial calls it before verifying).
@@ -325,8 +355,9 @@ class Sandbox(abc.ABC):
         env: Mapping[str, str] | None = None,
         timeout_sec: float | None = None,
     ) -> ExecResult:
-        """:meth:`kill_processes`, :meth:`upload` of ``upload`` to ``target``, then :meth:`exec`
-        of ``command`` as root (uid 0, HOME=/root unless ``env`` says otherwise): the verifier's
+        """:meth:`kill_processes`, :meth:`tamper_evidence` (:class:`SandboxTampered` when there
+        is any: nothing is uploaded or run), :meth:`upload` of ``upload`` to ``target``, then
+        :meth:`exec` of ``command`` as root (uid 0, HOME=/root unless ``env`` says otherwise): the verifier's
         first step, in this order so that nothing the agent left running can touch what is
         uploaded.
 
@@ -336,6 +367,8 @@ class Sandbox(abc.ABC):
         as a ``removed <path>`` line (the hardening script's format) before ``command`` runs.
         """
         await self.kill_processes()
+        if evidence := await self.tamper_evidence():
+            raise SandboxTampered(evidence)
         await self.upload(upload, target)
         return await self.exec(
             command,

@@ -13,14 +13,14 @@ import asyncio
 import contextlib
 import posixpath
 import secrets
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.sandbox._docker import containers, exec_stream, images, transfer
+from worker.sandbox._docker import changes, containers, exec_stream, images, transfer
 from worker.sandbox._docker.client import (
     LABEL_BUILT,
     LABEL_MANAGED,
@@ -46,6 +46,7 @@ from worker.sandbox.base import (
     SandboxError,
     SandboxProcess,
     SandboxSpec,
+    SandboxTampered,
     sandbox_backend,
 )
 from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
@@ -70,9 +71,14 @@ def _kill_all() -> str:
 
 
 def _kill_upload_exec() -> str:
-    """``kill_upload_exec`` in one exec: kill_all.sh, then stage.sh (arguments: target, stage
-    folder, the command's argv; stdin: :func:`transfer.stage_archive`)."""
-    return shell_script(_SCRIPTS, "kill_all.sh", "stage.sh")
+    """``kill_upload_exec`` in one exec: kill_all.sh, gate.sh (the line :data:`_GATE_MARK` once
+    every process is dead; the stdin comes only after the host looked for tampering), then
+    stage.sh (arguments: target, stage folder, the command's argv; stdin:
+    :func:`transfer.stage_archive`)."""
+    return shell_script(_SCRIPTS, "kill_all.sh", "gate.sh", "stage.sh")
+
+
+_GATE_MARK = b"skillsbench-killed\n"  # gate.sh's
 
 
 class DockerProcess(SandboxProcess):
@@ -151,6 +157,7 @@ class DockerSandbox(Sandbox):
         self._started = False
         self._stopped = False
         self.image: str | None = None
+        self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
 
     @property
     def workdir(self) -> str:
@@ -306,6 +313,17 @@ class DockerSandbox(Sandbox):
         client = await asyncio.to_thread(docker_client)
         return await asyncio.to_thread(containers.container_end, client, self._container_id)
 
+    async def tamper_evidence(self) -> list[dict[str, str]] | None:
+        """What the engine says differs from the image (``docker diff``), by the rules."""
+        container = self._container()
+        client = await asyncio.to_thread(docker_client)
+        found = await asyncio.to_thread(changes.tampering, client, container, self._trusted)
+        return [item.as_dict() for item in found]
+
+    async def trust_current_changes(self) -> None:
+        client = await asyncio.to_thread(docker_client)
+        self._trusted = await asyncio.to_thread(changes.trust, client, self._container())
+
     async def _close_sessions(self) -> None:
         """After a kill-all: let the killed sessions' pumps finish, then drop them."""
         sessions = list(self._sessions)
@@ -360,6 +378,7 @@ class DockerSandbox(Sandbox):
                 user=ROOT_USER,
                 timeout_sec=timeout_sec,
                 stdin=archive,
+                _gate=self.tamper_evidence,
             )
         finally:
             await self._close_sessions()
@@ -438,12 +457,16 @@ class DockerSandbox(Sandbox):
         timeout_sec: float | None = None,
         stdin: bytes | None = None,
         max_output_bytes: int | None = None,
+        _gate: Callable[[], Awaitable[list[dict[str, str]] | None]] | None = None,
     ) -> ExecResult:
+        """(``_gate``: for kill_upload_exec, see :func:`_kill_upload_exec`.)"""
         session = await self._open(command, cwd, env, user, stdin is not None)
         out, err = OutputBuffer(max_output_bytes), OutputBuffer(max_output_bytes)
         timed_out = False
         try:
             async with asyncio.timeout(timeout_sec):
+                if _gate is not None:
+                    await self._pass_gate(session, _gate, out)
                 if stdin is not None:
                     with contextlib.suppress(ConnectionError, OSError):
                         session.writer.write(stdin)
@@ -469,6 +492,24 @@ class DockerSandbox(Sandbox):
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
         )
+
+    async def _pass_gate(
+        self,
+        session: Session,
+        gate: Callable[[], Awaitable[list[dict[str, str]] | None]],
+        out: OutputBuffer,
+    ) -> None:
+        """Wait for gate.sh's line, then ask ``gate``: SandboxTampered (the command killed
+        before it has its stdin) when it found anything."""
+        line = await session.stdout.readline()
+        if line != _GATE_MARK:
+            # The script ended early: its own error tells, unless it ended because the agent
+            # replaced the shell it runs in (then what the agent changed is the story).
+            out.feed(line)
+        evidence = await gate()
+        if evidence:
+            await self._kill_group(session)
+            raise SandboxTampered(evidence)
 
     async def open_process(
         self,

@@ -1,0 +1,149 @@
+"""What the agent changed in a container, by the engine's own account: ``GET
+/containers/{id}/changes`` (``docker diff``) lists every path of the container's writable layer
+against its image in one call; the rules of :mod:`worker.sandbox.tamper` decide what of it
+touches the verifier, with a look at single paths (``HEAD /containers/{id}/archive``) only for
+the few new files that could shadow something."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from typing import Any
+
+from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox.base import SandboxError
+from worker.sandbox.tamper import (
+    DEFAULT_PATH,
+    HOME_BIN_DIRS,
+    SYSTEM_ROOTS,
+    USER_SITE_ROOT,
+    Change,
+    ChangeKind,
+    PathStat,
+    Tampering,
+    find_tampering,
+)
+
+# The engine's change kinds (``Kind`` of each entry).
+_KINDS: dict[int, ChangeKind] = {0: "modified", 1: "added", 2: "deleted"}
+_DIR_BIT = 1 << 31  # Go's os.ModeDir in the archive stat's mode
+_LINK_BIT = 1 << 27  # os.ModeSymlink
+
+
+class _ContainerProbe:
+    """:class:`~worker.sandbox.tamper.FileProbe` over the engine's archive endpoint."""
+
+    def __init__(self, client: Any, container: str) -> None:
+        self.api = client.api
+        self.container = container
+
+    def _url(self) -> str:
+        return str(self.api._url("/containers/{0}/archive", self.container))
+
+    def _stat(self, path: str) -> dict[str, Any] | None:
+        response = self.api.head(self._url(), params={"path": path})
+        if response.status_code == 404:
+            return None
+        self.api._raise_for_status(response)
+        from docker.utils import decode_json_header
+
+        header = response.headers.get("x-docker-container-path-stat")
+        return dict(decode_json_header(header)) if header else {}
+
+    def signature(self, path: str) -> str | None:
+        """Size, mode, modification time and link target of ``path`` (None: it is gone)."""
+        stat = self._stat(path)
+        return None if stat is None else json.dumps(stat, sort_keys=True)
+
+    def stat(self, path: str) -> PathStat | None:
+        stat = self._stat(path)
+        if stat is None:
+            return None
+        mode = int(stat.get("mode") or 0)
+        link = stat.get("linkTarget") or None
+        return PathStat(
+            is_dir=bool(mode & _DIR_BIT), link_target=link if mode & _LINK_BIT else None
+        )
+
+    def head(self, path: str, limit: int) -> bytes | None:
+        try:
+            stream, _ = self.api.get_archive(self.container, path, chunk_size=64 * 1024)
+        except docker_errors().NotFound:
+            return None
+        data = bytearray()
+        for chunk in stream:
+            data += chunk
+            if len(data) > limit + 8192:  # the tar header, the first ``limit`` bytes, padding
+                break
+        try:
+            with tarfile.open(fileobj=io.BytesIO(bytes(data)), mode="r|") as archive:
+                member = archive.next()
+                if member is None or not member.isfile():
+                    return None
+                handle = archive.extractfile(member)
+                return handle.read(min(limit, member.size)) if handle is not None else None
+        except (tarfile.TarError, OSError):
+            return None
+
+
+def container_changes(client: Any, container: str) -> list[Change]:
+    """Every path of the container's writable layer, as the engine lists it."""
+    entries = client.api.diff(container) or []
+    return [Change(str(e["Path"]), _KINDS.get(int(e["Kind"]), "modified")) for e in entries]
+
+
+def _container_path(client: Any, container: str) -> str:
+    """The PATH a command of the container runs with (its image's, else Docker's default)."""
+    env = client.api.inspect_container(container).get("Config", {}).get("Env") or []
+    for item in env:
+        if item.startswith("PATH="):
+            return str(item[len("PATH=") :])
+    return DEFAULT_PATH
+
+
+# Evidence the harness itself left (path -> its change and the path's signature then).
+Trusted = dict[str, tuple[str, str | None]]
+
+
+def tampering(client: Any, container: str, trusted: Trusted | None = None) -> list[Tampering]:
+    """What of the container's changes touches what the verifier runs (blocking: a thread),
+    except what ``trusted`` holds unchanged since (see :func:`trust`)."""
+    try:
+        changes = container_changes(client, container)
+        relevant = [
+            c
+            for c in changes
+            if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS, USER_SITE_ROOT))
+        ]
+        if not relevant:
+            return []
+        path = (
+            _container_path(client, container)
+            if any(c.kind == "added" for c in relevant)
+            else DEFAULT_PATH
+        )
+        probe = _ContainerProbe(client, container)
+        found = find_tampering(changes, probe, path=path)
+        if trusted:
+            found = [
+                item
+                for item in found
+                if trusted.get(item.path) != (item.change, probe.signature(item.path))
+            ]
+        return found
+    except docker_errors().DockerException as exc:
+        raise SandboxError(f"cannot list the container's changes: {exc}") from None
+
+
+def trust(client: Any, container: str) -> Trusted:
+    """What :func:`tampering` finds now, with each path's signature: the harness's own doing
+    (an agent's install), which a later look forgives while the path stays as it is."""
+    found = tampering(client, container)
+    if not found:
+        return {}
+    probe = _ContainerProbe(client, container)
+    try:
+        return {item.path: (item.change, probe.signature(item.path)) for item in found}
+    except docker_errors().DockerException as exc:
+        raise SandboxError(f"cannot look at the container's changes: {exc}") from None
