@@ -135,7 +135,7 @@ async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClie
         )
     )
     async with (
-        serve(create_app(engine)) as url,
+        serve(create_app(engine, script_dir=tmp_path)) as url,
         httpx.AsyncClient(base_url=url, timeout=60) as client,
     ):
         yield client
