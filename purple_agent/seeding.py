@@ -22,6 +22,7 @@ import base64
 import binascii
 import io
 import shlex
+import shutil
 import tarfile
 import uuid
 from pathlib import Path
@@ -105,7 +106,10 @@ class FolderFetch:
             return
         try:
             with tarfile.open(fileobj=io.BytesIO(bytes(self._data)), mode="r:gz") as tar:
-                tar.extractall(self.local, filter="data")
+                if hasattr(tarfile, "data_filter"):  # CPython >= 3.11.4 (and 3.12+)
+                    tar.extractall(self.local, filter="data")
+                else:  # Debian 12's 3.11.2: the same rule for what this copy holds, by hand
+                    _extract_plain(tar, self.local)
         except (tarfile.TarError, OSError) as exc:
             self.note = f"the {self.name} copy could not be unpacked ({type(exc).__name__})"
 
@@ -144,3 +148,23 @@ class FolderFetch:
             f'if [ "$s" -gt {MAX_ARCHIVE_BYTES} ] || [ "$s" -eq 0 ]; then rm -f {archive}; fi && '
             'echo "$s"'
         )
+
+
+def _extract_plain(tar: tarfile.TarFile, target: Path) -> None:
+    """Regular files and folders only, each inside ``target`` (what ``filter="data"`` keeps of
+    a workspace copy; links, devices and escaping names are skipped)."""
+    root = target.resolve()
+    for member in tar.getmembers():
+        dest = (root / member.name).resolve()
+        if not dest.is_relative_to(root) or not (member.isfile() or member.isdir()):
+            continue
+        if member.isdir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        source = tar.extractfile(member)
+        if source is None:
+            continue
+        with source, open(dest, "wb") as handle:
+            shutil.copyfileobj(source, handle)
+        dest.chmod(member.mode & 0o755 | 0o600)

@@ -29,12 +29,12 @@ def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def agent_python() -> dict[str, str]:
-    """A Python with the `acp` SDK, as seen from inside a sandbox that shows the host root."""
+    """A Python with the `acp` SDK, as seen from inside a sandbox: the host's system
+    interpreter of this version with this venv's packages (which the worker lends the sandbox);
+    the venv's own interpreter and a pyenv one live in folders the sandbox does not show."""
     env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_PYTHONPATH": ""}
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
-        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
-        # interpreter of the same version with this venv's packages.
+    if system.exists():
         env["PY_ACP_AGENT_PYTHON"] = str(system)
         site = [p for p in sys.path if p.endswith("site-packages")]
         env["PY_ACP_AGENT_PYTHONPATH"] = os.pathsep.join(site)
