@@ -44,12 +44,12 @@ class Trial:
 
 
 def agent_env(**extra: str) -> dict[str, str]:
-    """A Python with `acp` and `httpx`, as seen from inside a sandbox that shows the host root."""
+    """A Python with `acp` and `httpx`, as seen from inside a sandbox: the host's system
+    interpreter of this version with this venv's packages (lent to the sandbox); the venv's own
+    interpreter and a pyenv one live in folders the sandbox does not show."""
     env = {"MODEL_AGENT_PYTHON": sys.executable}
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if os.path.realpath(sys.base_prefix).startswith("/root/") and system.exists():
-        # A pyenv interpreter under /root is hidden by the sandbox's /root: use the system
-        # interpreter of the same version with this venv's packages.
+    if system.exists():
         env["MODEL_AGENT_PYTHON"] = str(system)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
     return {**env, **extra}
