@@ -28,7 +28,7 @@ from typing import Any
 
 import json5
 
-from leaderboard.results_files import detect_shape
+from leaderboard.results_files import parse_results_file
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN
 from leaderboard.validate import validate_results
 
@@ -69,15 +69,9 @@ def is_agentbeats_id(value: object) -> bool:
 def read_shards(path: Path) -> list[Shard]:
     """The shard envelopes of one results file of any shape."""
     try:
-        data = json.loads(path.read_bytes())
-    except json.JSONDecodeError as exc:
-        raise AggregateError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    except OSError as exc:
-        raise AggregateError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        shape = detect_shape(data)
+        data, shape = parse_results_file(path)
     except ValueError as exc:
-        raise AggregateError(f"{path}: not a results file: {exc}") from None
+        raise AggregateError(str(exc)) from None
     status = data.get("status")
     file_status = status if isinstance(status, str) else "completed"
     if shape == "envelope":

@@ -81,12 +81,8 @@ def detect_shape(data: Any) -> Shape:
     return "gateway_export"
 
 
-def read_results_file(path: Path, participant: str | None = None) -> ResultsFile:
-    """Parse and classify one file; other shapes come with their published-shape rewrite.
-
-    ``participant`` attributes files that carry no top-level participant (gateway exports and
-    bare envelopes); published files keep their own.
-    """
+def parse_results_file(path: Path) -> tuple[dict[str, Any], Shape]:
+    """One file's JSON and its shape; ValueError naming the file and what is wrong."""
     try:
         data = json.loads(path.read_bytes())
     except json.JSONDecodeError as exc:
@@ -97,6 +93,16 @@ def read_results_file(path: Path, participant: str | None = None) -> ResultsFile
         shape = detect_shape(data)
     except ValueError as exc:
         raise ValueError(f"{path}: not a results file: {exc}") from None
+    return data, shape
+
+
+def read_results_file(path: Path, participant: str | None = None) -> ResultsFile:
+    """Parse and classify one file; other shapes come with their published-shape rewrite.
+
+    ``participant`` attributes files that carry no top-level participant (gateway exports and
+    bare envelopes); published files keep their own.
+    """
+    data, shape = parse_results_file(path)
     if shape == "published":
         _require_agent_id(path, _agent_of(data))
         return ResultsFile(path, shape)

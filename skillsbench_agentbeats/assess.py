@@ -22,7 +22,7 @@ import click
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from skillsbench_agentbeats.in_process import local_green, local_worker
-from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+from worker.cli import environment_option
 
 
 def _load_config(value: str) -> dict[str, Any]:
@@ -89,13 +89,7 @@ async def _assess(
     default=None,
     help="Jobs dir of the local worker (without --green; default: a new temporary dir).",
 )
-@click.option(
-    "--environment",
-    type=click.Choice(backend_names()),
-    default=DEFAULT_BACKEND,
-    show_default=True,
-    help="Sandbox of the local worker (without --green).",
-)
+@environment_option(help="Sandbox of the local worker (without --green).")
 def assess(
     participant: str,
     config_arg: str,

@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from worker.cli import concurrency_or_cores
-from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+from worker.cli import concurrency_or_cores, environment_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -25,9 +24,7 @@ from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 @click.option(
     "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
 )
-@click.option(
-    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
-)
+@environment_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",

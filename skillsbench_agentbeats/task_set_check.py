@@ -28,7 +28,7 @@ from typing import Any, Final
 import click
 
 from task_sets.cli import task_set
-from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+from worker.cli import environment_option
 
 REPORT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set_check.v1"
 AGENTS: Final = ("oracle", "nop")
@@ -57,9 +57,7 @@ class TaskCheck:
 )
 @click.option("--task-set", "task_set_name", default=None, help="Check this task set's tasks.")
 @click.option("--task-id", "task_ids", multiple=True, help="Check these tasks (repeatable).")
-@click.option(
-    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
-)
+@environment_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",

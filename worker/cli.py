@@ -9,13 +9,17 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from worker.api import SCRIPT_DIR_VAR
 from worker.failures import RetryPolicy
 from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def listen_host(host: str, port: int) -> str:
@@ -29,6 +33,17 @@ def listen_host(host: str, port: int) -> str:
     except (OSError, UnicodeError) as exc:
         raise click.BadParameter(f"cannot listen on {host!r}: {exc}", param_hint="--host") from None
     return host
+
+
+def environment_option(help: str | None = None) -> Callable[[F], F]:
+    """``--environment``: a registered sandbox backend (the same choices for every command)."""
+    return click.option(
+        "--environment",
+        type=click.Choice(backend_names()),
+        default=DEFAULT_BACKEND,
+        show_default=True,
+        help=help,
+    )
 
 
 def concurrency_or_cores(value: int | None) -> int:
@@ -55,9 +70,7 @@ def concurrency_or_cores(value: int | None) -> int:
     default=None,
     help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
 )
-@click.option(
-    "--environment", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True
-)
+@environment_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--max-attempts",
