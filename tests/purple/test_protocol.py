@@ -92,3 +92,25 @@ def test_result_message_that_names_the_protocol_is_not_a_context() -> None:
     assert find_context([data]) is None
     got = find_action_result([data])
     assert got is not None and got.exit_code == 0 and got.stdout == "ok"
+
+
+def test_usage_is_found_beside_the_action_or_in_its_own_part() -> None:
+    from worker.bridge.protocol import find_usage
+
+    beside = find_usage([{"action": "exec", "command": "ls", "usage": {"input_tokens": 12.0}}])
+    assert beside is not None and beside.input_tokens == 12
+    assert beside.output_tokens is None and beside.cost_usd is None  # unknown stays unknown
+    alone = find_usage([{"action": "finish"}, {"usage": {"model": "m", "calls": 2}}])
+    assert alone is not None and (alone.model, alone.calls) == ("m", 2)
+    assert find_usage([{"action": "finish"}]) is None
+
+
+def test_malformed_usage_names_the_field() -> None:
+    import pytest
+
+    from worker.bridge.protocol import find_usage
+
+    with pytest.raises(ValueError, match="usage: output_tokens"):
+        find_usage([{"usage": {"output_tokens": -3}}])
+    with pytest.raises(ValueError, match="must be an object"):
+        find_usage([{"usage": 5}])

@@ -124,6 +124,20 @@ class ActionResultMessage(_Wire):
     action_result: ActionResult
 
 
+class ParticipantUsage(_Wire):
+    """Optional ``usage`` object on any purple reply: the model calls made since its last reply.
+
+    Reported by the participant, so the bridge records it with ``usage_source`` saying so and never
+    mixes it with usage the worker measured. Every field is optional: unknown stays ``None``, never 0.
+    """
+
+    model: str | None = None
+    calls: int | None = Field(default=None, ge=0)
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+
+
 class ActionError(ValueError):
     """A DataPart that names an action but does not validate."""
 
@@ -145,6 +159,23 @@ def find_action(data_parts: Iterable[Any]) -> Action | None:
     for data in data_parts:
         if isinstance(data, Mapping) and "action" in data:
             return parse_action(data)
+    return None
+
+
+def find_usage(data_parts: Iterable[Any]) -> ParticipantUsage | None:
+    """The ``usage`` object of a reply: the first DataPart object with a ``usage`` key (the action's
+    own DataPart or one of its own); raises ``ValueError`` when it is present but malformed."""
+    for data in data_parts:
+        if isinstance(data, Mapping) and "usage" in data:
+            raw = data["usage"]
+            if raw is None:
+                return None
+            if not isinstance(raw, Mapping):
+                raise ValueError(f"malformed {PROTOCOL} usage: must be an object")
+            try:
+                return ParticipantUsage.model_validate(dict(raw))
+            except ValidationError as exc:
+                raise ValueError(f"malformed {PROTOCOL} usage: {_first_error(exc)}") from exc
     return None
 
 
