@@ -123,7 +123,9 @@ def run(
     from worker.agents.registry import resolve_agent
     from worker.usage.trial import check_model
 
-    check_model(resolve_agent(agent), model)
+    resolved = resolve_agent(agent)
+    check_model(resolved, model)
+    resolved.check_ready(request.usage.agent_env if request.usage else {})  # before any trial
     rows, reasons = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
     )

@@ -220,6 +220,8 @@ class Engine:
             spec = "a2a"
         try:
             agent = resolve_agent(spec)
+            # e.g. a manifest's requires_env unset: refused here, before any trial starts.
+            agent.check_ready(request.usage.agent_env if request.usage else {})
         except ValueError as exc:
             raise ValueError(f"agent: {exc}") from None
         return agent

@@ -51,6 +51,7 @@ async def run_trial(
     inspect: Any = None,
     environment: str = "local",
     skills_dir: str | None = None,
+    model: str | None = None,
 ) -> TrialResult:
     """Run the trial; ``prepare(box)`` runs before the agent, ``inspect(box)`` after the
     verifier and before the sandbox stops."""
@@ -85,6 +86,7 @@ async def run_trial(
             env=env or {},
             participant_url=participant_url,
             skills_dir=skills_dir,
+            model=model,
         )
         record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
         outcome = await agent.run(ctx)

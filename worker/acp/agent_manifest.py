@@ -1,14 +1,21 @@
-"""Agent manifests (BenchFlow's contract): ``<agents dir>/<name>/manifest.toml``.
+"""Agent manifests (BenchFlow's contract): ``manifest.toml`` in a folder anywhere below an
+agents dir (``<agents dir>/acp/<name>/manifest.toml`` as the agents repository keeps them).
 
 Agents dirs come from ``SKILLSBENCH_AGENTS_DIR`` then ``BENCHFLOW_AGENTS_DIR`` (each may list
-several folders separated by ``:``). Keys we do not know are kept and reported, never dropped
-silently: a misspelled key shows up in ``skillsbench-agentbeats agents NAME``.
+several folders separated by ``:``). Validated as BenchFlow's loader does: ``contract_version`` is
+``MAJOR.MINOR`` (or ``MAJOR.MINOR.PATCH``) with major 1; the folders are searched recursively
+(build, vendor and VCS folders skipped, a manifest at the agents dir itself ignored); two
+manifests of one agents dir declaring the same name (or alias) are refused, naming both files.
+Keys we do not know are kept and reported, never dropped silently: a misspelled key shows up in
+``skillsbench-agentbeats agents NAME``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +24,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 AGENTS_DIR_VARS = ("SKILLSBENCH_AGENTS_DIR", "BENCHFLOW_AGENTS_DIR")
 MANIFEST_FILE = "manifest.toml"
+SUPPORTED_CONTRACT_MAJOR = 1
+_CONTRACT_VERSION = re.compile(r"^(\d+)\.\d+(\.\d+)?$")
+# Never searched for manifests (BenchFlow skips the same): build, vendor and VCS folders.
+SKIPPED_DIRS = frozenset(
+    {
+        "node_modules",
+        ".git",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "dist",
+        "build",
+        "site-packages",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+    }
+)
 
 
 class AgentManifestError(ValueError):
@@ -77,11 +102,27 @@ class AgentManifest(BaseModel):
     skill_paths: list[str] = Field(default_factory=list)
     home_dirs: list[str] = Field(default_factory=list)
     credential_files: list[CredentialFile] = Field(default_factory=list)
-    # Read but not acted on by this worker.
+    # The run's model over ACP (worker/acp/session.py): session/set_model (or the agent's "model"
+    # session config option) with the name shaped per acp_model_format, unless the agent says
+    # it takes its model from its launch environment (supports_acp_set_model = false).
+    acp_model_format: str = "bare"
+    supports_acp_set_model: bool = True
+    # "agent": the agent calls its own model endpoint (no model proxy, worker/usage/trial.py).
     model_route: str | None = None
-    acp_model_format: str | None = None
-    supports_acp_set_model: bool | None = None
+    # Read but not acted on by this worker.
     subscription_auth: Any = None  # host login files copied in: never from a shared worker
+
+    @field_validator("contract_version", mode="before")
+    @classmethod
+    def _contract_version(cls, value: Any) -> str:
+        if not isinstance(value, str) or (match := _CONTRACT_VERSION.match(value)) is None:
+            raise ValueError(f'must look like MAJOR.MINOR (e.g. "1.0"); got {value!r}')
+        if int(match.group(1)) != SUPPORTED_CONTRACT_MAJOR:
+            raise ValueError(
+                f"{value!r} declares contract major {match.group(1)}; this worker speaks "
+                f"contract {SUPPORTED_CONTRACT_MAJOR}.x"
+            )
+        return value
 
     @field_validator("skill_paths")
     @classmethod
@@ -104,6 +145,45 @@ class AgentManifest(BaseModel):
     def unknown_keys(self) -> list[str]:
         return sorted(self.model_extra or {})
 
+    def missing_env(
+        self, agent_env: Mapping[str, str], environ: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """``requires_env`` names set neither in the agent's env nor in the worker's."""
+        env = os.environ if environ is None else environ
+        return [name for name in self.requires_env if name not in agent_env and name not in env]
+
+    def acp_model_id(self, model: str) -> str:
+        """``model`` (a litellm route, ``provider/model``) as this agent takes it over ACP:
+        ``bare`` (the default) drops the route's provider (``openai/gpt-4o`` -> ``gpt-4o``);
+        ``provider/model`` keeps it, or infers one for a bare name (``gpt-4o`` ->
+        ``openai/gpt-4o``); ``registered-provider/model`` sends the route as given. Any other
+        value is read as ``bare``, as BenchFlow reads it."""
+        fmt = self.acp_model_format
+        if fmt == "registered-provider/model":
+            return model
+        if fmt == "provider/model":
+            if "/" in model:
+                return model
+            lowered = model.lower()
+            provider = next((p for key, p in _PROVIDER_HINTS if key in lowered), None)
+            return f"{provider}/{model}" if provider else model
+        return model.split("/", 1)[1] if "/" in model else model
+
+
+# A bare model name's provider, for acp_model_format = "provider/model" (models.dev ids).
+_PROVIDER_HINTS = (
+    ("gemini", "google"),
+    ("gemma", "google"),
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("mistral", "mistral"),
+    ("codestral", "mistral"),
+    ("deepseek", "deepseek"),
+)
+
 
 @dataclass(frozen=True)
 class AgentManifestEntry:
@@ -115,7 +195,7 @@ class AgentManifestEntry:
         return self.path.parent
 
 
-def agents_dirs(environ: dict[str, str] | None = None) -> list[Path]:
+def agents_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
     env = os.environ if environ is None else environ
     dirs: list[Path] = []
     for var in AGENTS_DIR_VARS:
@@ -139,20 +219,47 @@ def load_agent_manifest(path: Path) -> AgentManifest:
         raise AgentManifestError(f"{path}: {problems}") from None
 
 
-def discover(environ: dict[str, str] | None = None) -> dict[str, AgentManifestEntry]:
-    """Every manifest agent by name and alias; the first folder listed wins a name clash."""
+def manifest_paths(folder: Path) -> list[Path]:
+    """The ``manifest.toml`` files below ``folder``, at any depth, sorted; one directly in
+    ``folder`` is not an agent (the folder holds agent folders), and build, vendor and VCS
+    folders are not searched."""
+    found = []
+    for path in folder.rglob(MANIFEST_FILE):
+        parts = path.relative_to(folder).parts
+        if len(parts) >= 2 and not any(part in SKIPPED_DIRS for part in parts) and path.is_file():
+            found.append(path)
+    return sorted(found)
+
+
+def _load_folder(folder: Path) -> dict[str, AgentManifestEntry]:
+    """One agents dir's agents by name and alias; a name (or alias) two manifests declare is
+    refused, naming both files."""
+    found: dict[str, AgentManifestEntry] = {}
+    for path in manifest_paths(folder):
+        entry = AgentManifestEntry(load_agent_manifest(path), path)
+        for name in dict.fromkeys((entry.manifest.name, *entry.manifest.aliases)):
+            other = found.get(name)
+            if other is not None:
+                raise AgentManifestError(
+                    f"duplicate agent name {name!r}: declared by {other.path} and by {path}"
+                )
+            found[name] = entry
+    return found
+
+
+def discover(environ: Mapping[str, str] | None = None) -> dict[str, AgentManifestEntry]:
+    """Every manifest agent by name and alias; between agents dirs, the first listed wins a name
+    (an override, as on a search path); within one, a duplicate name is an error."""
     found: dict[str, AgentManifestEntry] = {}
     for folder in agents_dirs(environ):
         if not folder.is_dir():
             raise AgentManifestError(f"{folder}: agents folder does not exist")
-        for path in sorted(folder.glob(f"*/{MANIFEST_FILE}")):
-            entry = AgentManifestEntry(load_agent_manifest(path), path)
-            for name in (entry.manifest.name, *entry.manifest.aliases):
-                found.setdefault(name, entry)
+        for name, entry in _load_folder(folder).items():
+            found.setdefault(name, entry)
     return found
 
 
-def find(name: str, environ: dict[str, str] | None = None) -> AgentManifestEntry:
+def find(name: str, environ: Mapping[str, str] | None = None) -> AgentManifestEntry:
     agents = discover(environ)
     if name not in agents:
         where = (

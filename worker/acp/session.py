@@ -42,6 +42,8 @@ class SessionConfig:
     cancel_grace_sec: float = 5.0
     # Offer fs/* and terminal/* (served in the sandbox) to an agent running outside it.
     serve_sandbox_tools: bool = False
+    # The run's model as the agent takes it over ACP (None: none is sent), see select_model.
+    model_id: str | None = None
 
 
 @dataclass
@@ -51,6 +53,8 @@ class SessionResult:
     message: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     n_tool_calls: int = 0
+    # How the model was sent and whether the agent took it (None: no model was sent).
+    model_selection: dict[str, Any] | None = None
 
 
 def client_capabilities(serve_sandbox_tools: bool) -> ClientCapabilities:
@@ -83,6 +87,16 @@ async def run_session(
             )
         except Exception as exc:  # closed pipe, timeout, error answer, unreadable answer
             return SessionResult("launch_failed", message=f"ACP handshake failed: {_describe(exc)}")
+        selection = None
+        if config.model_id is not None:
+            selection = await select_model(conn, session, config.model_id)
+            client.record(lifecycle_event("set_model", **selection))
+            if not selection["accepted"]:
+                return SessionResult(
+                    "protocol_error",
+                    message=_refusal_message(selection),
+                    model_selection=selection,
+                )
         client.last_activity = time.monotonic()
         deadline = client.last_activity + config.timeout_sec
         prompt = asyncio.create_task(
@@ -101,6 +115,7 @@ async def run_session(
                 tripped,
                 message=_trip_message(tripped, config),
                 n_tool_calls=len(client.tool_call_ids),
+                model_selection=selection,
             )
         try:
             response = prompt.result()
@@ -109,12 +124,14 @@ async def run_session(
                 "crashed",
                 message=f"agent exited mid-prompt: {_describe(exc)}",
                 n_tool_calls=len(client.tool_call_ids),
+                model_selection=selection,
             )
         except Exception as exc:  # an error answer, or one that does not validate
             return SessionResult(
                 "protocol_error",
                 message=f"session/prompt failed: {_describe(exc)}",
                 n_tool_calls=len(client.tool_call_ids),
+                model_selection=selection,
             )
         stop = str(response.stop_reason)
         usage = (
@@ -126,11 +143,67 @@ async def run_session(
             stop_reason=stop,
             meta=dict(response.field_meta or {}),
             n_tool_calls=len(client.tool_call_ids),
+            model_selection=selection,
         )
     finally:
         await client.terminals.close_all()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.close(), 5)
+
+
+SET_MODEL_METHOD = "session/set_model"
+SET_CONFIG_OPTION_METHOD = "session/set_config_option"
+MODEL_CONFIG_ID = "model"
+
+
+async def select_model(conn: Any, session: Any, model_id: str) -> dict[str, Any]:
+    """Send the run's model as BenchFlow does: through the session's ``model`` config option
+    when ``session/new`` advertised one, else ``session/set_model`` (``{sessionId, modelId}``;
+    the SDK no longer models that method, so it goes out as a plain request). Returns what was
+    sent and whether the agent accepted it; never raises for the agent's answer."""
+    options = getattr(session, "config_options", None) or []
+    by_option = any(getattr(o, "id", None) == MODEL_CONFIG_ID for o in options)
+    method = SET_CONFIG_OPTION_METHOD if by_option else SET_MODEL_METHOD
+    selection: dict[str, Any] = {"method": method, "model_id": model_id, "accepted": False}
+    try:
+        if by_option:
+            await asyncio.wait_for(
+                conn.set_config_option(
+                    config_id=MODEL_CONFIG_ID, session_id=session.session_id, value=model_id
+                ),
+                HANDSHAKE_TIMEOUT_SEC,
+            )
+        else:
+            # ClientSideConnection has no set_model; its JSON-RPC connection sends any method.
+            await asyncio.wait_for(
+                conn._conn.send_request(
+                    SET_MODEL_METHOD, {"sessionId": session.session_id, "modelId": model_id}
+                ),
+                HANDSHAKE_TIMEOUT_SEC,
+            )
+    except Exception as exc:  # an error answer, a timeout, a closed pipe
+        selection["error"] = (
+            _describe(exc)
+            if not isinstance(exc, TimeoutError)
+            else (f"no answer within {HANDSHAKE_TIMEOUT_SEC:g} s")
+        )
+        selection["method_not_found"] = isinstance(exc, RequestError) and exc.code == -32601
+        return selection
+    selection["accepted"] = True
+    return selection
+
+
+def _refusal_message(selection: dict[str, Any]) -> str:
+    text = (
+        f"agent refused model {selection['model_id']!r} ({selection['method']}): "
+        f"{selection.get('error') or 'no detail'}"
+    )
+    if selection.get("method_not_found"):
+        text += (
+            "; an agent that takes its model from its launch environment declares "
+            "supports_acp_set_model = false in its manifest"
+        )
+    return text
 
 
 async def _watch(

@@ -44,6 +44,17 @@ class ManifestAgent(Agent):
             self._entry = find(self.manifest_name)
         return self._entry
 
+    def check_ready(self, agent_env: Mapping[str, str]) -> None:
+        """The manifest loads and its ``requires_env`` is set ("must be set before a run
+        starts"): checked by the engine before it accepts a run (``run`` and the worker API)."""
+        try:
+            manifest = self.entry().manifest
+        except AgentManifestError as exc:
+            raise ValueError(str(exc)) from None
+        missing = manifest.missing_env(agent_env)
+        if missing:
+            raise ValueError(_missing_message(manifest.name, missing))
+
     async def run(self, ctx: AgentContext) -> AgentOutcome:
         try:
             entry = self.entry()
@@ -113,14 +124,27 @@ class ManifestAgent(Agent):
             return AgentOutcome(
                 "failed", FailureKind.AGENT_LAUNCH, f"launch of {manifest.name}: {exc}"
             )
+        model_id = None
+        if ctx.model is not None and manifest.supports_acp_set_model:
+            model_id = manifest.acp_model_id(ctx.model)
         config = SessionConfig(
             cwd=ctx.sandbox.workdir,
             prompt=ctx.prompt,
             timeout_sec=ctx.timeout_sec,
             idle_timeout_sec=self.idle_timeout_sec,
+            model_id=model_id,
         )
         result = await run_process_session(process, ctx, config, manifest.name.replace("-", "_"))
-        return outcome_of(result)
+        outcome = outcome_of(result)
+        if ctx.model is not None and model_id is None:
+            outcome.details["model_selection"] = {
+                "method": None,
+                "model_id": None,
+                "accepted": None,
+                "note": "supports_acp_set_model = false: the agent takes its model from its "
+                "launch environment (BENCHFLOW_PROVIDER_MODEL, env_mapping)",
+            }
+        return outcome
 
 
 def agent_env(entry: AgentManifestEntry, extra: Mapping[str, str]) -> dict[str, str]:
@@ -128,15 +152,12 @@ def agent_env(entry: AgentManifestEntry, extra: Mapping[str, str]) -> dict[str, 
     provider variables under the agent's own names (``env_mapping``), and its source folder."""
     manifest = entry.manifest
     env = dict(extra)
-    missing = []
-    for name in manifest.requires_env:
-        value = env.get(name, os.environ.get(name))
-        if value is None:
-            missing.append(name)
-        else:
-            env[name] = value
+    missing = manifest.missing_env(env)
     if missing:
-        raise AgentManifestError(f"agent {manifest.name!r} needs {', '.join(missing)} set")
+        raise AgentManifestError(_missing_message(manifest.name, missing))
+    for name in manifest.requires_env:
+        if name not in env:
+            env[name] = os.environ[name]
     for source, target in manifest.env_mapping.items():
         for candidate in (
             source,
@@ -147,6 +168,10 @@ def agent_env(entry: AgentManifestEntry, extra: Mapping[str, str]) -> dict[str, 
                 break
     env["SKILLSBENCH_AGENT_SRC"] = f"{AGENT_SRC_DIR}/{manifest.name}"
     return env
+
+
+def _missing_message(name: str, missing: list[str]) -> str:
+    return f"agent {name!r} needs {', '.join(missing)} set"
 
 
 def _mask(text: str, secrets: list[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from worker.acp.client import SandboxClient
 from worker.acp.session import SessionConfig, SessionResult, run_session
@@ -65,7 +66,9 @@ async def _stop(process: SandboxProcess, drainer: asyncio.Task[None]) -> None:
 def outcome_of(result: SessionResult) -> AgentOutcome:
     """How a local ACP agent's session maps to the failure table."""
     n = result.n_tool_calls
-    details = {"stop_reason": result.stop_reason} if result.stop_reason else {}
+    details: dict[str, Any] = {"stop_reason": result.stop_reason} if result.stop_reason else {}
+    if result.model_selection is not None:
+        details["model_selection"] = result.model_selection
     if result.status in ("completed", "cancelled"):
         return AgentOutcome("completed", None, result.message, n, details)
     if result.status in ("timeout", "idle_timeout"):

@@ -39,6 +39,8 @@ class AgentContext:
     # Argv put before an in-sandbox agent's launch command (the model proxy's forwarder).
     launch_prefix: list[str] = field(default_factory=list)
     caps: OutputCaps = field(default_factory=OutputCaps)  # what the agent's outputs may fill
+    # The run's model (a litellm route: -m, else the manifest's default_model), None when none.
+    model: str | None = None
 
 
 async def agent_user_problem(ctx: AgentContext) -> str | None:
@@ -85,6 +87,12 @@ class Agent(abc.ABC):
     @property
     def name(self) -> str:
         return self.spec
+
+    def check_ready(self, agent_env: Mapping[str, str]) -> None:
+        """Before a run is accepted (no trial started): ValueError naming what this agent lacks
+        to start at all (a manifest's unset ``requires_env``). ``agent_env`` is the run's
+        ``--agent-env``."""
+        return None
 
     @abc.abstractmethod
     async def run(self, ctx: AgentContext) -> AgentOutcome:

@@ -139,6 +139,7 @@ class TrialUsage:
     ) -> AgentOutcome:
         """The agent's turn with its model access set up, ended early when a cap is hit."""
         ctx.env = {**self.settings.agent_env, **ctx.env}
+        ctx.model = self.model  # also sent over ACP (session/set_model) to manifest agents
         if not self.uses_proxy:
             return await run(ctx)
         if not self.model:

@@ -5,6 +5,11 @@ call.
 Modes (env PY_ACP_AGENT_MODE): ``run`` (default); ``slow`` waits for session/cancel; ``chatty``
 writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
 client does not implement and reports the error code; ``ignore-cancel`` never stops.
+
+The model (env PY_ACP_AGENT_MODEL_MODE): ``set_model`` (default) accepts ``session/set_model``;
+``refuse`` answers it with an error; ``absent`` does not implement it (method not found);
+``option`` advertises a ``model`` session config option instead. The model it was given is its
+first message when it was given one (``model: <id> via <method>``).
 """
 
 from __future__ import annotations
@@ -30,9 +35,19 @@ from acp import (
     update_agent_thought_text,
     update_tool_call,
 )
-from acp.schema import AgentCapabilities, Implementation, PermissionOption
+from acp.agent import connection as agent_connection
+from acp.router import Route
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    PermissionOption,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SetSessionConfigOptionResponse,
+)
 
 MODE = os.environ.get("PY_ACP_AGENT_MODE", "run")
+MODEL_MODE = os.environ.get("PY_ACP_AGENT_MODEL_MODE", "set_model")
 
 
 class ScriptedAgent:
@@ -40,6 +55,7 @@ class ScriptedAgent:
         self.conn = conn
         self.sessions: dict[str, str] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.model: str | None = None
 
     async def initialize(self, protocol_version: int, **kw: Any) -> InitializeResponse:
         return InitializeResponse(
@@ -52,7 +68,34 @@ class ScriptedAgent:
         sid = uuid.uuid4().hex
         self.sessions[sid] = cwd
         self.cancelled[sid] = asyncio.Event()
+        if MODEL_MODE == "option":
+            return NewSessionResponse(session_id=sid, config_options=[self._model_option()])
         return NewSessionResponse(session_id=sid)
+
+    def _model_option(self) -> SessionConfigOptionSelect:
+        current = self.model or "default-model"
+        return SessionConfigOptionSelect(
+            id="model",
+            name="Model",
+            type="select",
+            current_value=current,
+            options=[SessionConfigSelectOption(value=current, name=current)],
+        )
+
+    async def set_session_model(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``session/set_model`` ``{sessionId, modelId}`` (routed by hand: the SDK lacks it)."""
+        if MODEL_MODE == "refuse":
+            raise RequestError.invalid_params({"modelId": "unknown model"})
+        self.model = f"{params['modelId']} via session/set_model"
+        return {}
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: Any, **kw: Any
+    ) -> SetSessionConfigOptionResponse:
+        if config_id != "model":
+            raise RequestError.invalid_params({"configId": config_id})
+        self.model = f"{value} via session/set_config_option"
+        return SetSessionConfigOptionResponse(config_options=[self._model_option()])
 
     async def prompt(self, session_id: str, prompt: list[Any], **kw: Any) -> PromptResponse:
         text = "\n".join(getattr(block, "text", "") for block in prompt)
@@ -76,6 +119,10 @@ class ScriptedAgent:
             waiter = asyncio.Event() if MODE == "ignore-cancel" else self.cancelled[session_id]
             await waiter.wait()
             return PromptResponse(stop_reason="cancelled")
+        if self.model is not None:
+            await self.conn.session_update(
+                session_id, update_agent_message_text(f"model: {self.model}")
+            )
         cwd = self.sessions[session_id]
         commands = [line[2:] for line in text.splitlines() if line.startswith("$ ")]
         await self.conn.session_update(
@@ -124,6 +171,18 @@ class ScriptedAgent:
     async def cancel(self, session_id: str, **kw: Any) -> None:
         self.cancelled[session_id].set()
 
+
+def _router_with_set_model(agent: Any, **kw: Any) -> Any:
+    router = _build_router(agent, **kw)
+    if MODEL_MODE in ("set_model", "refuse"):
+        router.add_route(
+            Route(method="session/set_model", func=agent.set_session_model, kind="request")
+        )
+    return router
+
+
+_build_router = agent_connection.build_agent_router
+agent_connection.build_agent_router = _router_with_set_model  # type: ignore[assignment]
 
 if __name__ == "__main__":
     asyncio.run(run_agent(ScriptedAgent()))  # type: ignore[arg-type]
