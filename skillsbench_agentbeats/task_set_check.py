@@ -10,6 +10,9 @@ chosen environment, and prints one row per task with a verdict and its reason:
 * ``infra``: a trial could not be graded (the image did not build, the sandbox did not start, the
   verifier left no reward, ...).
 * ``invalid``: the task folder does not load (task.toml, layout).
+* ``no metadata``: everything above is fine, but ``task.toml [metadata]`` lacks ``category`` or
+  ``difficulty``, which a task needs to enter a task set (the leaderboard groups by them). The
+  oracle and ``nop`` still run: a plain ``run`` does not need them.
 
 The ``task-set`` group is the task_sets component's; this module adds ``check`` to it, since the
 check needs the worker (task_sets may not import it) and wiring the two is the composition root's
@@ -21,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,6 +52,7 @@ class TaskCheck:
     reason: str = ""
     oracle_trial_id: str | None = None
     nop_trial_id: str | None = None
+    missing_metadata: list[str] = field(default_factory=list)  # [metadata] keys a set needs
 
 
 @task_set.command(name="check")
@@ -94,6 +98,7 @@ def check(
         for item in checks:
             if item.loads:
                 _judge(item, rows["oracle"][item.task_id], rows["nop"][item.task_id])
+                _judge_metadata(item)
     click.echo(report_table(checks))
     ok = all(item.verdict == "ok" for item in checks)
     if json_report is not None:
@@ -118,7 +123,7 @@ def _load(
     """A check per selected task (the ones that do not load already judged), and the manifest of
     the tasks that load (None when none does)."""
     from task_sets.excluded import excluded_reason
-    from task_sets.manifest import build_manifest
+    from task_sets.manifest import build_manifest, missing_metadata
     from task_sets.task import TaskError, discover_tasks, load_task
     from worker.catalog import selected_manifest
 
@@ -137,18 +142,21 @@ def _load(
         try:
             if tid not in found:
                 raise TaskError(f"{folder}: no task folder {tid!r} (a direct child with task.toml)")
-            load_task(found[tid])
+            loaded_task = load_task(found[tid])
         except TaskError as exc:
             checks.append(TaskCheck(tid, loads=False, verdict="invalid", reason=str(exc)))
             continue
-        checks.append(TaskCheck(tid, loads=True))
+        checks.append(TaskCheck(tid, loads=True, missing_metadata=missing_metadata(loaded_task)))
     loaded = [item.task_id for item in checks if item.loads]
     if not loaded:
         return checks, None
     if task_set_name is not None:
         document["tasks"] = [entry for entry in document["tasks"] if entry["task_id"] in loaded]
         return checks, document
-    return checks, build_manifest(folder, "local", task_ids=loaded).document()
+    # Tasks without [metadata] still run (their verdict says what a task set would need).
+    return checks, build_manifest(
+        folder, "local", task_ids=loaded, require_metadata=False
+    ).document()
 
 
 async def _run(
@@ -243,6 +251,16 @@ def _judge(item: TaskCheck, oracle: dict[str, Any], nop: dict[str, Any]) -> None
         item.reason = f"doing nothing earns reward {nop['reward']:g}: the tests check too little"
     else:
         item.verdict, item.reason = "ok", ""
+
+
+def _judge_metadata(item: TaskCheck) -> None:
+    if not item.missing_metadata:
+        return
+    need = f"task.toml [metadata] needs {' and '.join(item.missing_metadata)} to enter a task set"
+    if item.verdict == "ok":
+        item.verdict, item.reason = "no metadata", need
+    else:
+        item.reason = f"{item.reason}; {need}"
 
 
 def report_table(checks: list[TaskCheck]) -> str:

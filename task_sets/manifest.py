@@ -31,7 +31,7 @@ from pydantic import (
 
 from task_sets.digest import task_digest, task_set_digest
 from task_sets.excluded import EXCLUDED_DIR_NAMES, excluded_reason, task_id_problem
-from task_sets.task import TaskError, discover_tasks, load_task
+from task_sets.task import Task, TaskError, discover_tasks, load_task
 
 SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set.v1"
 WITH_SKILLS: Final = "with_skills"
@@ -216,12 +216,25 @@ def shard(items: Sequence[T], shard_index: int, num_shards: int) -> list[T]:
     return [item for i, item in enumerate(items) if i % num_shards == shard_index]
 
 
-def entry_for_task(folder: Path) -> TaskEntry:
-    """The manifest entry of one task folder: its digest and ``[metadata]`` fields."""
+LEADERBOARD_METADATA: Final = ("category", "difficulty")
+
+
+def missing_metadata(task: Task) -> list[str]:
+    """The ``[metadata]`` fields the leaderboard groups by that ``task`` lacks."""
+    meta = task.config.metadata
+    return [key for key in LEADERBOARD_METADATA if not getattr(meta, key)]
+
+
+def entry_for_task(folder: Path, *, require_metadata: bool = True) -> TaskEntry:
+    """The manifest entry of one task folder: its digest and ``[metadata]`` fields.
+
+    Entering a task set needs ``category`` and ``difficulty`` (the leaderboard's by-category
+    and by-difficulty queries group by them); a plain run does not (``require_metadata=False``:
+    a missing one is recorded as null, unknown, as BenchFlow runs such a task)."""
     task = load_task(folder)
     meta = task.config.metadata
-    missing = [key for key in ("category", "difficulty") if not getattr(meta, key)]
-    if missing:
+    missing = missing_metadata(task)
+    if missing and require_metadata:
         raise TaskSetError(
             f"{folder}: task.toml [metadata] needs {' and '.join(missing)} to enter a task set"
         )
@@ -242,11 +255,13 @@ def build_manifest(
     condition: Condition = WITH_SKILLS,
     allow_excluded_tasks: bool = False,
     source_registry: dict[str, Any] | None = None,
+    require_metadata: bool = True,
 ) -> TaskSetManifest:
     """A manifest of the direct child tasks of ``tasks_dir`` (all, sorted, or ``task_ids`` in order).
 
     Excluded ids are skipped when selecting all tasks and refused when named, unless
-    ``allow_excluded_tasks`` (which the manifest then records).
+    ``allow_excluded_tasks`` (which the manifest then records). ``require_metadata=False`` is
+    for the ad-hoc ``local`` set of a plain run (see :func:`entry_for_task`).
     """
     root = Path(tasks_dir)
     if root.name in EXCLUDED_DIR_NAMES:
@@ -273,7 +288,7 @@ def build_manifest(
             raise TaskSetError("task ids are listed twice")
     if not selected:
         raise TaskSetError(f"{root}: no tasks to put in task set {task_set!r}")
-    entries = [entry_for_task(found[tid]) for tid in selected]
+    entries = [entry_for_task(found[tid], require_metadata=require_metadata) for tid in selected]
     return TaskSetManifest.create(
         task_set=task_set,
         tasks=entries,

@@ -43,7 +43,10 @@ def selected_manifest(
     if task_set is None and not task_ids:
         raise ValueError("give --task-set or --task-id")
     if task_set is None:
-        return build_manifest(tasks_dir, "local", task_ids=list(task_ids)).document()
+        # A plain run of task folders: [metadata] category/difficulty may be missing (null).
+        return build_manifest(
+            tasks_dir, "local", task_ids=list(task_ids), require_metadata=False
+        ).document()
     document = load_task_set(task_set).document()
     if task_ids:
         unknown = set(task_ids) - {entry["task_id"] for entry in document["tasks"]}

@@ -526,7 +526,7 @@ def _finish(
     if "agent_execution" in timing:
         time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
     timing["total"] = round(sum(v for k, v in timing.items()), 3)
-    timing.update(usage.timing(timing))
+    timing_doc: dict[str, float | None] = {**timing, **usage.timing(timing)}
     row = build_row(
         plan.request,
         plan.run_task,
@@ -571,14 +571,14 @@ def _finish(
         "usage_tracking": usage.usage_tracking(),
         "verifier": {**state.verifier, "removed_files": state.removed_files},
         "time_used": time_used,
-        "timing": timing,
+        "timing": timing_doc,
         "output_caps": _caps_report(plan, state),
         "started_at": state.started_at,
         "finished_at": utc_now(),
     }
     result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
-    _write_json(plan.trial_dir / "timing.json", timing)
+    _write_json(plan.trial_dir / "timing.json", timing_doc)
     _write_json(plan.trial_dir / "result.json", result)
     return TrialOutcome(failure=failure, error=error, row=row, reason=reason)
 

@@ -202,7 +202,10 @@ def summary(folder: Path) -> str:
     ]
     if phases:
         lines.append("Phases:    " + ", ".join(phases))
-    if "provider_wait" in timing and "agent_without_provider_wait" in timing:
+    if (
+        timing.get("provider_wait") is not None
+        and timing.get("agent_without_provider_wait") is not None
+    ):
         lines.append(
             f"Agent:     {timing['provider_wait']:.1f}s waiting for the model, "
             f"{timing['agent_without_provider_wait']:.1f}s doing anything else"

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
 from worker.failures import FailureKind
-from worker.sandbox.base import AGENT_LOGS_DIR, SOLUTION_DIR, SandboxError, SandboxUnsupported
+from worker.sandbox.base import SOLUTION_DIR, SandboxError, SandboxUnsupported
 
 OUTPUT_TAIL_CHARS = 4000
 SCRIPT_SANDBOX_PATH = "/tmp/skillsbench-agent-script.sh"
@@ -26,9 +26,11 @@ async def run_recorded(
     title: str,
     log_name: str,
     timeout_sec: float,
+    output_only: bool = False,
 ) -> AgentOutcome:
     """Run ``command`` under ``sh -c`` in the workdir as the task's ``[agent].user``, record it,
-    keep its output in agent/. A backend that cannot switch to that user raises
+    keep its output in agent/: a record of the run (command, exit code, stdout, stderr), or with
+    ``output_only`` just what it printed. A backend that cannot switch to that user raises
     :class:`SandboxUnsupported` (the trial's ``sandbox_unsupported``)."""
     call_id = f"call_{next(_call_ids)}"
     ctx.record(
@@ -48,7 +50,8 @@ async def run_recorded(
             env=dict(ctx.env),
             user=ctx.task.config.agent.user,
             timeout_sec=timeout_sec,
-            max_output_bytes=ctx.caps.agent_log_bytes // 2,  # each stream: the log holds both
+            # Each stream; the log holds both (one, when the command folds stderr into stdout).
+            max_output_bytes=ctx.caps.agent_log_bytes // (1 if output_only else 2),
         )
     except SandboxUnsupported:
         ctx.record({"type": "tool_call_update", "tool_call_id": call_id, "status": "failed"})
@@ -63,11 +66,14 @@ async def run_recorded(
         )
     log = ctx.trial_dir / "agent" / log_name
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(
-        f"$ {command}\n[exit {result.exit_code}{' timeout' if result.timed_out else ''}]\n"
-        f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}\n",
-        encoding="utf-8",
-    )
+    if output_only:
+        log.write_text(result.stdout + result.stderr, encoding="utf-8")
+    else:
+        log.write_text(
+            f"$ {command}\n[exit {result.exit_code}{' timeout' if result.timed_out else ''}]\n"
+            f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}\n",
+            encoding="utf-8",
+        )
     output = (result.stdout + result.stderr)[-OUTPUT_TAIL_CHARS:]
     ctx.record(
         {
@@ -120,7 +126,9 @@ class OracleAgent(Agent):
 
 @agent_kind("script")
 class ScriptAgent(Agent):
-    """``script:<file>``: a host shell script run in the sandbox as the agent (probes, fixtures)."""
+    """``script:<file>``: a host shell script run in the sandbox as the agent (probes, fixtures).
+    What it prints (stdout and stderr, in order) is the trial's ``agent/script.txt``; its command
+    and exit code are in the trajectory's tool call."""
 
     def __init__(self, spec: str) -> None:
         super().__init__(spec)
@@ -135,9 +143,9 @@ class ScriptAgent(Agent):
         await ctx.sandbox.upload(self.path, SCRIPT_SANDBOX_PATH)
         return await run_recorded(
             ctx,
-            f"sh {SCRIPT_SANDBOX_PATH} > {AGENT_LOGS_DIR}/script.txt 2>&1; "
-            f"status=$?; rm -f {SCRIPT_SANDBOX_PATH}; exit $status",
+            f"sh {SCRIPT_SANDBOX_PATH} 2>&1; status=$?; rm -f {SCRIPT_SANDBOX_PATH}; exit $status",
             title=f"sh {self.path.name}",
             log_name="script.txt",
             timeout_sec=ctx.timeout_sec,
+            output_only=True,
         )

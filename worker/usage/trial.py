@@ -255,11 +255,9 @@ class TrialUsage:
             fields["n_model_calls"] = totals.n_calls
         elif source == "agent_native_acp":
             fields = agent_result_fields(self.native, None, source, None)
-        elif self.access == "none":
-            fields = agent_result_fields(TokenUsage(), None, "unavailable", None)
-            fields.update({k: 0 for k in fields if k.startswith("n_") or k == "total_tokens"})
-            fields["usage_source"] = "unavailable"
         else:
+            # Nothing read (no model call through the proxy, no usage reported over ACP; an
+            # agent that calls no model included): unknown, so null, never 0 (docs/usage.md).
             fields = agent_result_fields(None, None, "unavailable", None)
         fields["cost_summary"] = cost_summary(fields, calls_model=self.access != "none")
         return fields
@@ -271,8 +269,9 @@ class TrialUsage:
             "model_access": self.access,
             "model": self.model,
             "usage_source": self.source(),
-            "n_model_calls": session.totals.n_calls if session else 0,
-            "n_refused_calls": session.n_refused if session else 0,
+            # Counted by the proxy when the agent had one (0 is a count); null when not measured.
+            "n_model_calls": session.totals.n_calls if session else None,
+            "n_refused_calls": session.n_refused if session else None,
             "limits": {
                 "max_tokens": self.settings.max_tokens,
                 "max_cost_usd": self.settings.max_cost_usd,
@@ -280,8 +279,10 @@ class TrialUsage:
             "limit_reached": self.limit_message,
         }
 
-    def timing(self, timing: Mapping[str, float]) -> dict[str, float]:
-        wait = round(self.session.provider_wait_sec, 3) if self.session else 0.0
+    def timing(self, timing: Mapping[str, float]) -> dict[str, float | None]:
+        if self.session is None:  # no proxy measured the agent's model calls: unknown
+            return {"provider_wait": None, "agent_without_provider_wait": None}
+        wait = round(self.session.provider_wait_sec, 3)
         agent = timing.get("agent_execution")
         if agent is None:
             return {"provider_wait": wait}
