@@ -1,6 +1,8 @@
 """The private proof bundle of a run (``skillsbench.agentbeats.private_proof.v1``).
 
-Per run: ``<proof dir>/<run_id>/proof.json`` plus, per trial, ``result.json``, the trajectories
+Per run: ``<proof dir>/<run_id>/proof.json`` plus, per trial, its ``result.json`` (stored as
+``trial_result.json``, so no tool walking a jobs folder for ``result.json`` files takes it for
+a trial), the trajectories
 and the verifier's reward (or an ``infra_failure.json`` when the trial has none; a trial that never
 started, e.g. a queued trial of a cancelled run, has its infra failure inline in its ref in
 ``proof.json`` instead, with ``rollout_dir`` null). Those files are
@@ -27,6 +29,10 @@ from worker.trajectory import utc_now
 
 PROOF_SCHEMA_VERSION: Final = "skillsbench.agentbeats.private_proof.v1"
 INFRA_FAILURE_SCHEMA_VERSION: Final = "skillsbench.agentbeats.infra_failure.v1"
+# The trial's result.json is kept as trial_result.json: a tool that walks a jobs folder for
+# result.json files (BenchFlow's `bench eval metrics`, its artifact validator, our `trials`)
+# must not take a proof copy for another trial. Every other file keeps its trial-relative path.
+PROOF_NAMES: Final = {"result.json": "trial_result.json"}
 COPIED_FILES: Final = (
     "result.json",
     "config.json",
@@ -68,12 +74,13 @@ def write_proof(run: RunRecord, jobs_dir: Path, settings: ProofSettings) -> dict
         for name in COPIED_FILES:
             src = source / name
             if src.is_file() and not src.is_symlink():
-                dst = target / name
+                stored_name = PROOF_NAMES.get(name, name)
+                dst = target / stored_name
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 copied.append(
                     {
                         "task_id": trial.task_id,
-                        "relative_path": f"{rel_dir}/{name}",
+                        "relative_path": f"{rel_dir}/{stored_name}",
                         **_store(src, dst),
                     }
                 )

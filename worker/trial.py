@@ -23,6 +23,7 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
+from worker.benchflow_result import benchflow_fields
 from worker.capped import CopyBudget
 from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, plain_text, sandbox_ended, semantics
@@ -577,6 +578,20 @@ def _finish(
         "finished_at": utc_now(),
     }
     result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
+    result.update(  # BenchFlow's keys, so its tools read our jobs folder (worker/benchflow_result)
+        benchflow_fields(
+            task_id=plan.task.task_id,
+            trial_id=plan.trial_id,
+            agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
+            model=usage.model,
+            with_skills=plan.with_skills,
+            row=row,
+            failure=failure,
+            error=error,
+            agent_result=result["agent_result"],
+            agent_started=agent_outcome is not None,
+        )
+    )
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing_doc)
     _write_json(plan.trial_dir / "result.json", result)

@@ -139,7 +139,8 @@ async def test_oracle_passes_and_leaves_a_complete_trial_folder(
     for item in proof["copied_artifacts"]:
         assert (proof_dir / item["relative_path"]).is_file()
     copied = {item["relative_path"].split("/", 2)[2] for item in proof["copied_artifacts"]}
-    assert {"result.json", "trajectory/acp_trajectory.jsonl", "verifier/reward.txt"} <= copied
+    assert {"trial_result.json", "trajectory/acp_trajectory.jsonl", "verifier/reward.txt"} <= copied
+    assert not list(proof_dir.rglob("result.json"))  # no proof copy passes for a trial
 
 
 async def test_nop_fails_every_task(http: httpx.AsyncClient) -> None:

@@ -55,6 +55,8 @@ class SessionResult:
     n_tool_calls: int = 0
     # How the model was sent and whether the agent took it (None: no model was sent).
     model_selection: dict[str, Any] | None = None
+    # What the agent said it is in its initialize answer ({name, version}), when it said.
+    agent_info: dict[str, Any] | None = None
 
 
 def client_capabilities(serve_sandbox_tools: bool) -> ClientCapabilities:
@@ -74,7 +76,7 @@ async def run_session(
     try:
         try:
             handshake = HANDSHAKE_TIMEOUT_SEC  # the agent's time starts with its prompt
-            await asyncio.wait_for(
+            initialized = await asyncio.wait_for(
                 conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
                     client_capabilities=client_capabilities(config.serve_sandbox_tools),
@@ -87,6 +89,8 @@ async def run_session(
             )
         except Exception as exc:  # closed pipe, timeout, error answer, unreadable answer
             return SessionResult("launch_failed", message=f"ACP handshake failed: {_describe(exc)}")
+        info = initialized.agent_info
+        agent_info = None if info is None else {"name": info.name, "version": info.version}
         selection = None
         if config.model_id is not None:
             selection = await select_model(conn, session, config.model_id)
@@ -96,6 +100,7 @@ async def run_session(
                     "protocol_error",
                     message=_refusal_message(selection),
                     model_selection=selection,
+                    agent_info=agent_info,
                 )
         client.last_activity = time.monotonic()
         deadline = client.last_activity + config.timeout_sec
@@ -116,6 +121,7 @@ async def run_session(
                 message=_trip_message(tripped, config),
                 n_tool_calls=len(client.tool_call_ids),
                 model_selection=selection,
+                agent_info=agent_info,
             )
         try:
             response = prompt.result()
@@ -125,6 +131,7 @@ async def run_session(
                 message=f"agent exited mid-prompt: {_describe(exc)}",
                 n_tool_calls=len(client.tool_call_ids),
                 model_selection=selection,
+                agent_info=agent_info,
             )
         except Exception as exc:  # an error answer, or one that does not validate
             return SessionResult(
@@ -132,6 +139,7 @@ async def run_session(
                 message=f"session/prompt failed: {_describe(exc)}",
                 n_tool_calls=len(client.tool_call_ids),
                 model_selection=selection,
+                agent_info=agent_info,
             )
         stop = str(response.stop_reason)
         usage = (
@@ -144,6 +152,7 @@ async def run_session(
             meta=dict(response.field_meta or {}),
             n_tool_calls=len(client.tool_call_ids),
             model_selection=selection,
+            agent_info=agent_info,
         )
     finally:
         await client.terminals.close_all()

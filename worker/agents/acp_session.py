@@ -69,6 +69,8 @@ def outcome_of(result: SessionResult) -> AgentOutcome:
     details: dict[str, Any] = {"stop_reason": result.stop_reason} if result.stop_reason else {}
     if result.model_selection is not None:
         details["model_selection"] = result.model_selection
+    if result.agent_info is not None:
+        details["agent_info"] = result.agent_info
     if result.status in ("completed", "cancelled"):
         return AgentOutcome("completed", None, result.message, n, details)
     if result.status in ("timeout", "idle_timeout"):
