@@ -55,6 +55,8 @@ async def test_model_is_sent_with_set_model_in_the_manifests_format(
     assert _messages(result)[0] == f"model: {sent} via session/set_model"
     selection = result.outcome.details["model_selection"]
     assert selection == {"method": "session/set_model", "model_id": sent, "accepted": True}
+    # What the agent called itself in initialize: result.json's agent_name (BenchFlow's).
+    assert result.outcome.details["agent_info"] == {"name": "py-acp-agent", "version": "0.1"}
     [event] = [e for e in result.trajectory() if e["type"] == "set_model"]
     assert event["accepted"] is True and event["model_id"] == sent
 

@@ -47,6 +47,12 @@ def _show(entry: AgentManifestEntry) -> None:
         f"Aliases: {', '.join(m.aliases) or '(none)'}",
         f"API protocol: {m.api_protocol or '(none)'}",
         f"Default model: {m.default_model or '(none)'}",
+        "Model over ACP: "
+        + (
+            f"session/set_model, {m.acp_model_format} names"
+            if m.supports_acp_set_model
+            else "none (supports_acp_set_model = false)"
+        ),
         "Requires: "
         + (
             ", ".join(f"{v} ({'set' if v in os.environ else 'NOT set'})" for v in m.requires_env)
