@@ -96,9 +96,14 @@ async def run_session(
             selection = await select_model(conn, session, config.model_id)
             client.record(lifecycle_event("set_model", **selection))
             if not selection["accepted"]:
+                lost = selection["connection_lost"]
                 return SessionResult(
-                    "protocol_error",
-                    message=_refusal_message(selection),
+                    "crashed" if lost else "protocol_error",
+                    message=(
+                        f"agent exited at {selection['method']}: {selection['error']}"
+                        if lost
+                        else _refusal_message(selection)
+                    ),
                     model_selection=selection,
                     agent_info=agent_info,
                 )
@@ -197,6 +202,9 @@ async def select_model(conn: Any, session: Any, model_id: str) -> dict[str, Any]
             else (f"no answer within {HANDSHAKE_TIMEOUT_SEC:g} s")
         )
         selection["method_not_found"] = isinstance(exc, RequestError) and exc.code == -32601
+        # The agent went away (a closed pipe) rather than answering: not a refusal.
+        lost = isinstance(exc, ConnectionError | OSError) and not isinstance(exc, TimeoutError)
+        selection["connection_lost"] = lost
         return selection
     selection["accepted"] = True
     return selection
