@@ -47,8 +47,9 @@ class InitNamespace:
         self.pid = 0  # the init's pid (its namespace's leader)
         self.fds: list[int] = []  # its user and PID namespaces, for bwrap --userns/--pidns
 
-    def start(self, bwrap: str, name: str) -> None:
-        """Start a new init (blocking); ``name`` shows on the host's process list."""
+    def start(self, bwrap: str, name: str, preexec: Callable[[], None] | None = None) -> None:
+        """Start a new init (blocking); ``name`` shows on the host's process list; ``preexec``
+        runs in the child before bwrap (it joins the trial's cgroups)."""
         read_fd, write_fd = os.pipe()
         argv = [
             bwrap,
@@ -84,6 +85,7 @@ class InitNamespace:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env={"PATH": CLEAN_PATH},
+                preexec_fn=preexec,
             )
         finally:
             os.close(write_fd)
