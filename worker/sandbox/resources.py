@@ -178,11 +178,18 @@ def fit(cpus: float, memory_mb: int, settings: ResourceSettings, host: HostCapac
 
 
 def unenforced_line(environment: str, mechanisms: Mapping[str, str | None]) -> str | None:
-    """The one line a run prints at its start when a limit cannot be enforced (None: all are)."""
+    """The one line a run prints at its start when a limit cannot be enforced, or only
+    approximately (None: all are)."""
     missing = [limit for limit in LIMITS if not mechanisms.get(limit)]
-    if not missing:
+    rough = [limit for limit in LIMITS if (mechanisms.get(limit) or "").startswith("approximate")]
+    parts = []
+    if missing:
+        parts.append(f"cannot enforce the task's {', '.join(missing)} limit(s)")
+    if rough:
+        parts.append(f"enforces the {', '.join(rough)} limit(s) only approximately")
+    if not parts:
         return None
     return (
-        f"the {environment} sandbox cannot enforce the task's {', '.join(missing)} limit(s) on "
-        "this host; trials run without them (see docs/sandboxes.md, 'Resource limits')"
+        f"the {environment} sandbox {' and '.join(parts)} on this host "
+        "(see docs/sandboxes.md, 'Resource limits')"
     )
