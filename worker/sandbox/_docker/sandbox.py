@@ -174,6 +174,7 @@ class DockerSandbox(Sandbox):
         self._stopped = False
         self.image: str | None = None
         self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
+        self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
 
     @property
     def workdir(self) -> str:
@@ -329,7 +330,9 @@ class DockerSandbox(Sandbox):
         put back; failing that, what the engine's stats and state tell (a container at its
         process cap, or one its memory limit killed)."""
         container = self._container()
-        counters = await self._read_counters()
+        counters, self._killed_counters = self._killed_counters, None
+        if counters is None:
+            counters = await self._read_counters()
         if counters is None:
             client = await asyncio.to_thread(docker_client)
             limit = self.spec.pids_limit
@@ -357,11 +360,14 @@ class DockerSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
-            await self.exec(
-                ["sh", "-c", _kill_all()],
+            # The limit counters come with the kill, for limit_events() right after (the
+            # verifier's start without tar): no exec of their own.
+            result = await self.exec(
+                ["sh", "-c", _kill_all() + "\n" + _limit_counts()],
                 user=ROOT_USER,
                 timeout_sec=30,
             )
+            self._killed_counters = _counters(result.stdout)
         await self._close_sessions()
 
     async def ended(self) -> SandboxEnd | None:
@@ -483,6 +489,7 @@ class DockerSandbox(Sandbox):
         stdin: bool,
     ) -> Session:
         container = self._container()
+        self._killed_counters = None  # valid only until anything else runs
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             session = await exec_stream.open_session(
