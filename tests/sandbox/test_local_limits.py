@@ -73,8 +73,15 @@ async def test_the_reaper_removes_what_a_killed_worker_left(tmp_path: Path) -> N
             pids_limit=32,
         )
         trial.create()
-        sleepers[run_id] = subprocess.Popen(["sleep", "60"], preexec_fn=trial.preexec())
+        sleepers[run_id] = sleeper = subprocess.Popen([*trial.wrapper(), "sleep", "60"])
         made[run_id] = trial
+        deadline = time.monotonic() + 30
+        while not all(  # the wrapper joins, then becomes sleep
+            str(sleeper.pid) in (folder / "cgroup.procs").read_text().split()
+            for folder in trial.dirs.values()
+        ):
+            assert time.monotonic() < deadline, "the sleeper never joined its cgroups"
+            time.sleep(0.01)
     try:
         assert await LOCAL.reap(owner, {"run-active"}) == len(made["run-stale"].dirs)
         assert not any(folder.exists() for folder in made["run-stale"].dirs.values())

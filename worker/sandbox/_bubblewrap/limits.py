@@ -20,8 +20,11 @@ this host offers (probed once per worker process, best first):
   failures then.
 
 Every bwrap process of a sandbox (its init and each command) joins the trial's cgroups before it
-executes (a ``preexec_fn`` writes ``0``, "this process", into ``cgroup.procs`` files opened
-beforehand), so everything the sandbox runs is counted there, whatever it forks. Cgroups are named
+executes bwrap, so everything the sandbox runs is counted there, whatever it forks: it starts as
+the host's ``/bin/sh`` running :data:`JOIN_SCRIPT`, which writes ``0`` ("this process") into each
+``cgroup.procs`` and then becomes bwrap. (A Python ``preexec_fn`` would do the same, but it makes
+the worker ``fork()`` its whole address space instead of ``vfork()``: that doubled the cost of an
+``exec`` on a loaded host. The rlimit fallback, rarely used, still sets its limits that way.) Cgroups are named
 ``skillsbench-<owner>/<run id>+<trial id>``: ``stop()`` kills what is left in them and removes
 them, and the reaper removes those a killed worker left.
 """
@@ -41,6 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_MOUNTS = "/proc/self/mounts"
+# Arguments: cgroup.procs files, "--", then the command to become.
+JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"'
+
 V1_CONTROLLERS = ("memory", "cpu", "pids")
 V2_CONTROLLERS = ("memory", "cpu", "pids")
 CFS_PERIOD_US = 100_000
@@ -204,7 +210,7 @@ class TrialLimits:
             controller: _owner_dir(base, owner) / name
             for controller, base in self.host.bases.items()
         }
-        self._fds: list[int] = []
+        self._joined = False
 
     def create(self) -> None:
         """Make the trial's cgroups and set their limits (OSError when the host refuses)."""
@@ -228,23 +234,25 @@ class TrialLimits:
                 )
             elif controller == "pids":
                 self._write(folder, "pids.max", str(self.pids_limit))
-            self._fds.append(os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        self._joined = bool(self.dirs)
 
     @staticmethod
     def _write(folder: Path, name: str, value: str) -> None:
         (folder / name).write_text(value)
 
-    def preexec(self) -> Callable[[], None]:
-        """Run in a forked child before it executes bwrap: join the trial's cgroups (or, without
-        cgroups, set the rlimits and the CPU affinity)."""
-        fds = list(self._fds)
-        if fds:
+    def wrapper(self) -> list[str]:
+        """The start of every bwrap argv: ``/bin/sh`` joining the trial's cgroups, then becoming
+        the rest of the argv (``[]`` without cgroups)."""
+        if not self._joined:
+            return []
+        procs = [str(folder / "cgroup.procs") for folder in self.dirs.values()]
+        return ["/bin/sh", "-c", JOIN_SCRIPT, "skillsbench-limits", *procs, "--"]
 
-            def join() -> None:
-                for fd in fds:
-                    os.write(fd, b"0")
-
-            return join
+    def preexec(self) -> Callable[[], None] | None:
+        """Without cgroups: run in a forked child before it executes bwrap, setting the rlimits
+        and the CPU affinity (None with cgroups: see :meth:`wrapper`)."""
+        if self.dirs:
+            return None
         memory = self.memory_bytes
         nproc = self.pids_limit if os.geteuid() != 0 else None
         allowed = sorted(os.sched_getaffinity(0))
@@ -275,10 +283,7 @@ class TrialLimits:
 
     def remove(self) -> None:
         """Kill what is left in the trial's cgroups and remove them; idempotent."""
-        for fd in self._fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds = []
+        self._joined = False
         for folder in self.dirs.values():
             remove_group(folder)
 

@@ -148,8 +148,9 @@ class BubblewrapSandbox(Sandbox):
         return await asyncio.to_thread(limits.reap_run, run_id)
 
     def _preexec(self) -> Callable[[], None] | None:
-        """What a bwrap process does in the child before it starts: join the trial's limits,
-        then (a worker that is not root) the sandbox's user namespace."""
+        """What a bwrap process does in the child before it starts (None, the fast path, for a
+        root worker with cgroups): the rlimit fallback's limits, then (a worker that is not
+        root) the sandbox's user namespace."""
         setns = (
             enter_user_namespace(self._init.fds[0]) if self._init.fds and joins_by_setns() else None
         )
@@ -233,7 +234,11 @@ class BubblewrapSandbox(Sandbox):
         # Shielded: a cancelled start must not leave an init nobody knows about.
         starting = asyncio.ensure_future(
             asyncio.to_thread(
-                self._init.start, self._bwrap, str(self._root), self._limits.preexec()
+                self._init.start,
+                self._bwrap,
+                str(self._root),
+                self._limits.wrapper(),
+                self._limits.preexec(),
             )
         )
         try:
@@ -299,6 +304,7 @@ class BubblewrapSandbox(Sandbox):
         user_fd, pid_fd = self._init.fds
         joins = [] if joins_by_setns() else ["--userns", str(user_fd)]
         argv = [
+            *self._limits.wrapper(),  # joins the trial's cgroups, then becomes bwrap
             self._bwrap,
             *NAMESPACE_FLAGS,
             *joins,
