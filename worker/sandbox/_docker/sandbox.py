@@ -567,13 +567,13 @@ class DockerSandbox(Sandbox):
         then ask ``gate``: SandboxTampered (the command killed before it has its stdin) when it
         found anything."""
         line = await session.stdout.readline()
+        counters = None
         if line.startswith(_GATE_MARK):
             counters = _counters(line[len(_GATE_MARK) :].decode())
         else:
             # The script ended early (or never started: no process slot was free): its own error
-            # tells, unless a limit or the agent's changes (it replaced the shell) are the story.
+            # tells, unless the agent's changes (it replaced the shell) or a limit are the story.
             out.feed(line)
-            counters = await self.limit_events()
         if exceeded := limit_exceeded(counters):
             await self._kill_group(session)
             raise exceeded
@@ -581,6 +581,9 @@ class DockerSandbox(Sandbox):
         if evidence:
             await self._kill_group(session)
             raise SandboxTampered(evidence)
+        if counters is None and (exceeded := limit_exceeded(await self.limit_events())):
+            await self._kill_group(session)
+            raise exceeded
 
     async def open_process(
         self,
