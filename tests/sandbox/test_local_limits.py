@@ -131,3 +131,29 @@ def test_requests_are_overridden_then_capped_to_the_host() -> None:
     assert (fitted.cpus, fitted.memory_mb) == (2, 1024)
     assert [c["why"] for c in fitted.changes] == ["override", "host has 2 CPUs", "override"]
     assert fitted.as_dict()["requested"] == {"cpus": 1, "memory_mb": 512}
+
+
+def test_a_delegated_cgroup_v2_subtree_gets_the_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cgroup v2 cannot be exercised on this host (its v2 hierarchy has no controllers): the
+    files the v2 path writes and reads, on a folder laid out like a delegated subtree."""
+    own = tmp_path / "cgroup2" / "worker.scope"
+    own.mkdir(parents=True)
+    (own / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (own / "cgroup.subtree_control").write_text("")
+    mounts = [(str(tmp_path / "cgroup2"), "cgroup2", {"rw"})]
+    assert limits._probe_v2(mounts, {"": "/worker.scope"}) == own
+    assert (own / "cgroup.subtree_control").read_text() == "+memory +cpu +pids"
+    monkeypatch.setattr(limits, "host", lambda: limits.Host("cgroup2", {"": own}))
+    trial = limits.TrialLimits(owner="o", name="run-1+t", cpus=1.5, memory_mb=256, pids_limit=99)
+    trial.create()
+    folder = own / "skillsbench-o" / "run-1+t"
+    assert (folder / "memory.max").read_text() == str(256 << 20)
+    assert (folder / "cpu.max").read_text() == "150000 100000"
+    assert (folder / "pids.max").read_text() == "99"
+    assert trial.wrapper()[-2:] == [str(folder / "cgroup.procs"), "--"]
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\n")
+    (folder / "pids.events").write_text("max 5\n")
+    assert trial.events() == {"oom_kills": 2, "pids_max_hits": 5}
+    assert limits.Host("cgroup2", {"": own}).mechanisms()["pids"] == "cgroup v2 pids.max"
