@@ -77,12 +77,11 @@ class SandboxLimitExceeded(Exception):
     infrastructure's, so not a :class:`SandboxError`. ``kind`` is ``"oom"`` or ``"pids_limit"``."""
 
     def __init__(self, kind: str, events: dict[str, int]) -> None:
-        what = (
-            f"the kernel killed {events.get('oom_kills', 0)} process(es) at the memory limit"
+        super().__init__(
+            f"the kernel killed {events.get('oom_kills', 0)} process(es) at the task's memory limit"
             if kind == "oom"
-            else f"{events.get('pids_max_hits', 0)} fork(s) refused at the process limit"
+            else f"{events.get('pids_max_hits', 0)} fork(s) refused at the trial's process limit"
         )
-        super().__init__(f"{kind}: {what}")
         self.kind = kind
         self.events = events
 
