@@ -25,6 +25,7 @@ from worker.failures import FAILURE_TABLE, FailureKind, RetryPolicy
 from worker.meta import ProofSettings
 from worker.sandbox.base import sandbox_class
 from worker.sandbox.resources import ResourceSettings
+from worker.trials_cli import summary
 
 ALLOCATE_1G = """\
 python3 -c '
@@ -143,6 +144,9 @@ async def test_out_of_memory_is_scored_oom(tmp_path: Path, environment: str) -> 
     assert result["resources"]["events"]["oom_kills"] >= 1
     assert meta["resource_limits"]["enforced"]["memory"]
     assert "oom" in result["reason"]
+    trial = next((tmp_path / "jobs").glob(f"runs/*/trials/{row['trial_id']}"))
+    shown = summary(trial)  # trials show
+    assert "Resources: 1 CPU(s), 256 MB, 4096 processes; hit: " in shown and "OOM kill" in shown
 
 
 async def test_one_cpu_is_about_one_cpu(tmp_path: Path, environment: str) -> None:
