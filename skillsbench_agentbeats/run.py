@@ -14,7 +14,12 @@ from typing import Any
 
 import click
 
-from worker.cli import concurrency_or_cores, environment_option
+from worker.cli import (
+    concurrency_or_cores,
+    environment_option,
+    resource_options,
+    resource_settings,
+)
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -74,6 +79,7 @@ from worker.cli import concurrency_or_cores, environment_option
     metavar="NAME=VALUE",
     help="Extra variable for the agent's process (repeatable).",
 )
+@resource_options
 def run(
     tasks_dir: Path | None,
     task_set: str | None,
@@ -92,6 +98,9 @@ def run(
     max_cost_usd: float | None,
     usage_tracking: str,
     agent_env: tuple[str, ...],
+    pids_limit: int,
+    override_cpus: float | None,
+    override_memory_mb: int | None,
 ) -> None:
     from worker.api import RunRequest, RunTask, UsageSettings
     from worker.catalog import resolve_tasks_dir, selected_manifest
@@ -126,15 +135,21 @@ def run(
     resolved = resolve_agent(agent)
     check_model(resolved, model)
     resolved.check_ready(request.usage.agent_env if request.usage else {})  # before any trial
+    resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     rows, reasons = asyncio.run(
-        _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
+        _run_local(
+            request, folder, jobs_dir, environment, concurrency_or_cores(concurrency), resources
+        )
     )
-    from worker.progress import summary_table
+    from worker.progress import resources_lines, summary_table
 
     click.echo(summary_table(rows, reasons))
     from worker.usage.summary import cost_line, load_results
 
-    click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
+    results = load_results(jobs_dir, [row["trial_id"] for row in rows])
+    for line in resources_lines(results):
+        click.echo(line)
+    click.echo(cost_line(results))
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -189,7 +204,12 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _run_local(
-    request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
+    request: object,
+    tasks_dir: Path,
+    jobs_dir: Path,
+    environment: str,
+    concurrency: int,
+    resources: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The run's rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
@@ -206,10 +226,14 @@ async def _run_local(
             environment=environment,
             concurrency=concurrency,
             prebuilt=PrebuiltImages.from_env(),
+            **({"resources": resources} if resources is not None else {}),
         )
     )
     await engine.start(resume=False)
     record = await engine.submit(request)
+    warning = record.worker_meta.get("resource_limits", {}).get("warning")
+    if warning:  # once, at the run's start
+        click.echo(f"warning: {warning}", err=True)
     view = ProgressView(len(record.trials))
     view.draw()
     try:

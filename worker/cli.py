@@ -18,6 +18,13 @@ import click
 from worker.api import SCRIPT_DIR_VAR
 from worker.failures import RetryPolicy
 from worker.sandbox.base import DEFAULT_BACKEND, backend_names
+from worker.sandbox.resources import (
+    DEFAULT_PIDS_LIMIT,
+    OVERRIDE_CPUS_VAR,
+    OVERRIDE_MEMORY_VAR,
+    PIDS_LIMIT_VAR,
+    ResourceSettings,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,6 +51,43 @@ def environment_option(help: str | None = None) -> Callable[[F], F]:
         show_default=True,
         help=help,
     )
+
+
+def resource_options(func: F) -> F:
+    """``--pids-limit``, ``--override-cpus``, ``--override-memory-mb`` (each also an environment
+    variable): the same for ``worker`` and ``run``; :func:`resource_settings` reads them."""
+    func = click.option(
+        "--override-memory-mb",
+        type=int,
+        default=None,
+        envvar=OVERRIDE_MEMORY_VAR,
+        help="Give every task this much memory (MB) instead of its memory_mb "
+        "(capped to the host; recorded).",
+    )(func)
+    func = click.option(
+        "--override-cpus",
+        type=float,
+        default=None,
+        envvar=OVERRIDE_CPUS_VAR,
+        help="Give every task this many CPUs instead of its cpus (capped to the host; recorded).",
+    )(func)
+    return click.option(
+        "--pids-limit",
+        type=int,
+        default=DEFAULT_PIDS_LIMIT,
+        show_default=True,
+        envvar=PIDS_LIMIT_VAR,
+        help="Processes and threads one trial may hold at once.",
+    )(func)
+
+
+def resource_settings(
+    pids_limit: int, override_cpus: float | None, override_memory_mb: int | None
+) -> ResourceSettings:
+    try:
+        return ResourceSettings(pids_limit, override_cpus, override_memory_mb)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def concurrency_or_cores(value: int | None) -> int:
@@ -87,6 +131,7 @@ def concurrency_or_cores(value: int | None) -> int:
     help="The folder script:<file> agents may come from over the API "
     "(default: none; script agents are refused).",
 )
+@resource_options
 @click.option("--log-level", default="info", show_default=True)
 def worker(
     host: str,
@@ -97,6 +142,9 @@ def worker(
     concurrency: int | None,
     max_attempts: int,
     script_dir: Path | None,
+    pids_limit: int,
+    override_cpus: float | None,
+    override_memory_mb: int | None,
     log_level: str,
 ) -> None:
     import uvicorn
@@ -126,6 +174,7 @@ def worker(
         proof=ProofSettings.from_env(jobs_dir),
         prebuilt=PrebuiltImages.from_env(),
         proxies=ParticipantProxies.from_env(),
+        resources=resource_settings(pids_limit, override_cpus, override_memory_mb),
     )
     app = create_app(Engine(settings), token=token, script_dir=script_dir)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)

@@ -56,6 +56,7 @@ from worker.records import (
     trial_key,
 )
 from worker.sandbox.base import DEFAULT_BACKEND, sandbox_class
+from worker.sandbox.resources import ResourceSettings, unenforced_line
 from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
 from worker.trajectory import utc_now
@@ -86,6 +87,8 @@ class EngineSettings:
     prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
+    # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
+    resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -258,9 +261,25 @@ class Engine:
                 concurrency=self.settings.concurrency,
                 agent=agent.spec,
                 env=self.settings.env,
+                resource_limits=self._resource_limits(run_id),
             ),
         )
         return run
+
+    def _resource_limits(self, run_id: str) -> dict[str, Any]:
+        """The run's resource settings and how each limit is enforced here; a limit that cannot
+        be is said once, at the run's start (logged, and kept as ``warning`` for ``run``)."""
+        environment = self.settings.environment
+        mechanisms = sandbox_class(environment).limit_mechanisms()
+        warning = unenforced_line(environment, mechanisms)
+        if warning:
+            log.warning("run %s: %s", run_id, warning)
+        return {
+            **self.settings.resources.as_dict(),
+            "enforced": mechanisms,
+            "warning": warning,
+            "changed": {},
+        }
 
     def get(self, run_id: str) -> RunRecord:
         try:
@@ -474,6 +493,9 @@ class Engine:
             await self.store.save(run)
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
             return
+        if outcome.resource_changes:
+            limits = run.worker_meta.setdefault("resource_limits", {})
+            limits.setdefault("changed", {})[trial.task_id] = outcome.resource_changes
         trial.state = "finished"
         trial.row = outcome.row
         trial.failure = outcome.failure.value if outcome.failure else None
@@ -524,6 +546,7 @@ class Engine:
             proxies=self.settings.proxies,
             caps=self.settings.caps,
             first_starts=self._first_starts.setdefault(run.run_id, FirstStarts()),
+            resources=self.settings.resources,
         )
         attempt = trial.attempts[-1]
 

@@ -43,6 +43,10 @@ class FailureKind(StrEnum):
     # The agent changed what the verifier runs or loads (an interpreter, a shell, a library, the
     # loader's configuration, a Python start-up hook): the verifier is not run, the row fails.
     VERIFIER_TAMPERED = "verifier_tampered"
+    # What ran in the sandbox hit the task's limits before the verifier (worker/sandbox/resources):
+    # the kernel killed a process at memory_mb, or refused a fork at the process cap.
+    OOM = "oom"
+    PIDS_LIMIT = "pids_limit"
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
@@ -78,6 +82,9 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.VERIFIER_TIMEOUT: Semantics(False, False, "verifier_error"),
     FailureKind.VERIFIER_NO_REWARD: Semantics(False, False, "verifier_error"),
     FailureKind.VERIFIER_TAMPERED: Semantics(False, True, None),  # the agent's failure: scored 0
+    # The agent's failures too, like tampering: the verifier does not run, reward 0, no retry.
+    FailureKind.OOM: Semantics(False, True, None),
+    FailureKind.PIDS_LIMIT: Semantics(False, True, None),
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
     FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),

@@ -121,7 +121,11 @@ def worker_meta(
     concurrency: int,
     agent: str,
     env: Mapping[str, str] | None = None,
+    resource_limits: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``resource_limits``: the process cap and overrides in force and how the sandbox enforces
+    each limit here (what :func:`worker.engine.Engine` passes; trials whose resources were
+    capped or overridden are added to it as they finish, under ``changed``)."""
     env = os.environ if env is None else env
     meta: dict[str, Any] = {
         "schema_version": META_SCHEMA_VERSION,
@@ -133,6 +137,7 @@ def worker_meta(
         "task_set": request.task_set,
         "task_set_digest": request.task_set_digest,
         "task_set_manifest": manifest_of(request),
+        "resource_limits": dict(resource_limits or {}),
     }
     for var, key in REVISION_VARS.items():
         meta[key] = env.get(var) or None

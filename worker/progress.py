@@ -102,3 +102,19 @@ def summary_table(rows: list[dict[str, Any]], reasons: dict[str, str] | None = N
         f"\n{passed}/{len(rows)} passed, {errors} infrastructure errors, mean reward {mean:.3f}"
     )
     return "\n".join(out)
+
+
+def resources_lines(results: list[dict[str, Any]]) -> list[str]:
+    """One line per task whose CPUs or memory differ from what it asked for (capped to the host
+    or overridden: its scores may not compare with runs that gave it what it asked)."""
+    lines: dict[str, str] = {}
+    for result in results:
+        changes = (result.get("resources") or {}).get("changes") or []
+        if changes and result.get("task_id") not in lines:
+            what = "; ".join(
+                f"{c['limit']} {c['from']:g} -> {c['to']:g} ({c['why']})" for c in changes
+            )
+            lines[str(result.get("task_id"))] = (
+                f"resources changed: {result.get('task_id')}: {what}"
+            )
+    return list(lines.values())

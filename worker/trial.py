@@ -36,11 +36,14 @@ from worker.sandbox.base import (
     VERIFIER_LOGS_DIR,
     Sandbox,
     SandboxError,
+    SandboxLimitExceeded,
     SandboxSpec,
     SandboxTampered,
     SandboxUnsupported,
+    limit_exceeded,
     sandbox_class,
 )
+from worker.sandbox.resources import ResourceSettings, fit
 from worker.sandbox_failures import FirstStarts, failure_kind_of
 from worker.store import write_atomic
 from worker.trajectory import TrajectoryRecorder, utc_now
@@ -83,6 +86,7 @@ class TrialPlan:
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps)
     first_starts: FirstStarts | None = None  # the run's: a broken image is built once per run
+    resources: ResourceSettings = field(default_factory=ResourceSettings)  # process cap, overrides
 
     @property
     def with_skills(self) -> bool:
@@ -108,6 +112,8 @@ class TrialOutcome:
     error: str | None
     row: dict[str, Any]
     reason: str | None = None  # why the trial did not pass, in one line (None when it passed)
+    # How the trial's cpus/memory differ from the task's (capped to the host, overridden).
+    resource_changes: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Phases:
@@ -160,6 +166,9 @@ class _TrialState:
     stopped: bool = False
     record: TrajectoryRecorder | None = None
     logs_budget: CopyBudget | None = None
+    # What the sandbox was given (worker/sandbox/resources.py), how each limit was enforced, and
+    # how often what ran hit them.
+    resources: dict[str, Any] = field(default_factory=dict)
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -229,6 +238,14 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             )
         except ValueError as exc:
             raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
+        try:
+            capacity = await backend.host_capacity()
+        except SandboxError as exc:
+            raise _Failed(failure_kind_of(exc), str(exc)) from None
+        # Requests above the host are capped, the operator's overrides applied: recorded.
+        fitted = fit(config.cpus, config.memory_mb, plan.resources, capacity)
+        config = dataclasses.replace(config, cpus=fitted.cpus, memory_mb=fitted.memory_mb)
+        state.resources = {**fitted.as_dict(), "enforced": backend.limit_mechanisms()}
         prompt = build_prompt(task, skills_dir)
         spec = SandboxSpec(
             config=config,
@@ -239,6 +256,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             env=dict(cfg.environment.env),
             files=_task_files(plan, prompt),
             owner=plan.owner,
+            pids_limit=fitted.pids_limit,
         )
         with phases.phase("environment_setup"):
             try:
@@ -261,7 +279,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         with phases.phase("agent_setup"):
             snapshot = await _infra(_snapshot(plan, sandbox, skills_dir))
         state.agent_outcome = agent_outcome = await _run_agent(
-            plan, sandbox, prompt, skills_dir, record, phases, state.usage
+            plan, sandbox, prompt, skills_dir, record, phases, state.usage, state
         )
         if (
             agent_outcome.failure is not None
@@ -350,6 +368,7 @@ async def _run_agent(
     record: TrajectoryRecorder,
     phases: _Phases,
     usage: TrialUsage,
+    state: _TrialState,
 ) -> AgentOutcome:
     timeout = plan.task.config.agent.timeout_sec
     env = {"SKILLSBENCH_SKILLS_DIR": skills_dir} if skills_dir else {}
@@ -403,8 +422,14 @@ async def _run_agent(
             await asyncio.wait({agent_task}, timeout=ABORT_WAIT_SEC)
             outcome = AgentOutcome(status="timeout", message=f"agent ran past {timeout:.0f}s")
     if outcome.failure is not None and not semantics(outcome.failure).score_eligible:
-        # An infrastructure failure may be the sandbox ending under the agent: its own doing?
-        outcome.failure = await _sandbox_failure(sandbox, outcome.failure)
+        # An infrastructure failure may be the agent's own doing: a process the kernel killed at
+        # the memory limit (an agent that died of it), forks refused at the process cap, or the
+        # sandbox ending under the agent.
+        exceeded = await _limits_hit(sandbox, state)
+        if exceeded is not None:
+            outcome.failure, outcome.message = FailureKind(exceeded.kind), str(exceeded)
+        else:
+            outcome.failure = await _sandbox_failure(sandbox, outcome.failure)
     outcome.n_tool_calls = max(outcome.n_tool_calls, record.n_tool_calls)
     return outcome
 
@@ -458,6 +483,9 @@ async def _verify(
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
         with contextlib.suppress(Exception):
             await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget)
+    except SandboxLimitExceeded as exc:
+        state.resources["events"] = exc.events
+        raise _Failed(FailureKind(exc.kind), str(exc)) from None
     except SandboxTampered as exc:
         state.verifier["tampering"] = exc.evidence[:TAMPER_EVIDENCE_MAX]
         state.verifier["n_tampered_paths"] = len(exc.evidence)
@@ -465,6 +493,9 @@ async def _verify(
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
+        exceeded = await _limits_hit(sandbox, state)  # e.g. no exec starts: all slots taken
+        if exceeded is not None:
+            raise _Failed(FailureKind(exceeded.kind), str(exceeded)) from None
         kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
         raise _Failed(kind, f"verifier could not run: {exc}") from None
     if result.timed_out:
@@ -479,6 +510,18 @@ async def _verify(
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
         raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
     return reward.value, reward.source
+
+
+async def _limits_hit(sandbox: Sandbox, state: _TrialState) -> SandboxLimitExceeded | None:
+    """Whether what ran in the sandbox hit its limits (asked after an infrastructure failure:
+    then it was the agent's doing); None when none was hit or the backend cannot tell."""
+    try:
+        events = await asyncio.wait_for(sandbox.limit_events(), ABORT_WAIT_SEC)
+    except (SandboxError, TimeoutError):
+        return None
+    if events is not None:
+        state.resources["events"] = events
+    return limit_exceeded(events)
 
 
 async def _sandbox_failure(sandbox: Sandbox, infra: FailureKind) -> FailureKind:
@@ -574,6 +617,7 @@ def _finish(
         "time_used": time_used,
         "timing": timing_doc,
         "output_caps": _caps_report(plan, state),
+        "resources": state.resources,
         "started_at": state.started_at,
         "finished_at": utc_now(),
     }
@@ -595,7 +639,13 @@ def _finish(
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
     _write_json(plan.trial_dir / "timing.json", timing_doc)
     _write_json(plan.trial_dir / "result.json", result)
-    return TrialOutcome(failure=failure, error=error, row=row, reason=reason)
+    return TrialOutcome(
+        failure=failure,
+        error=error,
+        row=row,
+        reason=reason,
+        resource_changes=list(state.resources.get("changes") or []),
+    )
 
 
 REASON_LINES = 3  # the verifier's last lines in a failed trial's reason

@@ -195,6 +195,30 @@ def summary(folder: Path) -> str:
         ]
         if len(tampering) > 20:
             lines.append(f"  … {len(tampering) - 20} more in result.json")
+    resources = result.get("resources") or {}
+    given = resources.get("given") or {}
+    if given:
+        line = (
+            f"Resources: {_show(given.get('cpus'))} CPU(s), {given.get('memory_mb')} MB, "
+            f"{given.get('pids')} processes"
+        )
+        changes = resources.get("changes") or []
+        if changes:
+            line += (
+                " ("
+                + "; ".join(
+                    f"{c.get('limit')} {_show(c.get('from'))} -> {_show(c.get('to'))}: {c.get('why')}"
+                    for c in changes
+                )
+                + ")"
+            )
+        events = resources.get("events") or {}
+        if events.get("oom_kills") or events.get("pids_max_hits"):
+            line += (
+                f"; hit: {events.get('oom_kills', 0)} OOM kill(s), "
+                f"{events.get('pids_max_hits', 0)} fork(s) refused"
+            )
+        lines.append(line)
     phases = [
         f"{name} {timing[name]:.1f}s"
         for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", "teardown")

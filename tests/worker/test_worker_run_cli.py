@@ -152,3 +152,29 @@ def test_an_unbuildable_task_is_tried_once_per_run(tmp_path: Path, tasks_dir: Pa
     assert len(why) == 2
     assert all("sandbox_build: task bad-dockerfile: " in line for line in why)
     assert all(line.endswith(("ENV needs arguments", "in this run)")) for line in why)
+
+
+def test_overrides_are_shown_in_the_summary_and_bad_ones_refused(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--agent", "oracle",
+        "--jobs-dir", str(tmp_path / "jobs"), "--override-cpus", "0.5",
+        "--override-memory-mb", "300", "--pids-limit", "512", "--expect", "passed",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        "resources changed: answer-42: cpus 1 -> 0.5 (override); "
+        "memory_mb 2048 -> 300 (override)" in done.stdout
+    ), done.stdout
+    (result,) = (tmp_path / "jobs").glob("runs/*/trials/*/result.json")
+    assert json.loads(result.read_text())["resources"]["given"] == {
+        "cpus": 0.5,
+        "memory_mb": 300,
+        "pids": 512,
+    }
+    bad = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--agent", "oracle",
+        "--jobs-dir", str(tmp_path / "jobs"), "--pids-limit", "3",
+    )  # fmt: skip
+    assert bad.returncode == 2 and "pids_limit must be at least 16" in bad.stderr, bad.stderr

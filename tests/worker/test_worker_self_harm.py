@@ -1,7 +1,8 @@
 """An agent that harms its own processes fails its trial; it never turns it into "not counted".
 
-``kill -9 -1``, signals to PID 1, its shell exiting or filling memory up to the task's
-``memory_mb`` give a failed, score-eligible row with reward 0 (never retried) on both sandboxes.
+``kill -9 -1``, signals to PID 1, its shell exiting or filling memory past the task's
+``memory_mb`` (then the row says ``oom``) give a failed, score-eligible row with reward 0 (never
+retried) on both sandboxes.
 A sandbox removed from outside (the host's fault) stays an infrastructure failure."""
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ SELF_HARM = {
     "kill-everything": "kill -9 -1\n",
     "kill-init": "kill -9 1; kill -TERM 1; kill -INT 1; kill -HUP 1; kill -STOP 1\n",
     "exit-shell": "echo 42 > /root/not-the-answer.txt\nexit 0\n",
-    # Four times the limit, touched: the container's memory limit stops it (docker); the local
-    # sandbox has no memory limit, so there it simply finishes.
+    # Four times the limit, touched: the trial's memory limit stops it (both sandboxes).
     "fill-memory": (
         f"python3 -c 'b = []\nfor _ in range({4 * MEMORY_MB}): b.append(b\"x\" * (1 << 20))'\n"
     ),
@@ -82,7 +82,8 @@ async def test_self_harm_is_a_scored_failure(http: httpx.AsyncClient, tmp_path: 
         assert row.get("infra_failure_type") is None, (name, row)
         trial = tmp_path / "jobs" / "runs" / run_id / "trials" / row["trial_id"]
         result = json.loads((trial / "result.json").read_text())
-        assert result["failure"] in (None, "sandbox_ended_by_agent"), (name, result)
+        expected = ("oom",) if name == "fill-memory" else (None, "sandbox_ended_by_agent")
+        assert result["failure"] in expected, (name, result)
         assert result["attempt"] == 1, f"{name}: retried"
 
 

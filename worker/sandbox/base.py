@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 from task_sets.task import Task
 from worker.capped import CopyBudget
 from worker.failures import SandboxEnd
+from worker.sandbox.resources import DEFAULT_PIDS_LIMIT, LIMITS, HostCapacity
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -68,6 +69,33 @@ class SandboxTampered(Exception):
             f"({first.get('reason')}){more}"
         )
         self.evidence = evidence
+
+
+class SandboxLimitExceeded(Exception):
+    """What ran in the sandbox hit one of its limits before the verifier (the kernel's OOM kill
+    under ``memory_mb``, a fork refused at ``pids_limit``): the agent's failure, not the
+    infrastructure's, so not a :class:`SandboxError`. ``kind`` is ``"oom"`` or ``"pids_limit"``."""
+
+    def __init__(self, kind: str, events: dict[str, int]) -> None:
+        super().__init__(
+            f"the kernel killed {events.get('oom_kills', 0)} process(es) at the task's memory limit"
+            if kind == "oom"
+            else f"{events.get('pids_max_hits', 0)} fork(s) refused at the trial's process limit"
+        )
+        self.kind = kind
+        self.events = events
+
+
+def limit_exceeded(events: Mapping[str, int] | None) -> SandboxLimitExceeded | None:
+    """The exception for ``events`` (what :meth:`Sandbox.limit_events` answered), None when no
+    limit was hit; out of memory first (it is what a fork bomb usually meets first too)."""
+    if not events:
+        return None
+    if events.get("oom_kills", 0) > 0:
+        return SandboxLimitExceeded("oom", dict(events))
+    if events.get("pids_max_hits", 0) > 0:
+        return SandboxLimitExceeded("pids_limit", dict(events))
+    return None
 
 
 class SandboxUnsupported(SandboxError):
@@ -147,6 +175,8 @@ class SandboxSpec:
     # upload() would put it (the instruction, the oracle's solution). Given up front so that a
     # backend can bring them in with its setup instead of a round trip each.
     files: Mapping[str, Path] = field(default_factory=dict)
+    # Processes and threads the sandbox may hold at once (worker.sandbox.resources).
+    pids_limit: int = DEFAULT_PIDS_LIMIT
 
 
 @dataclass(frozen=True)
@@ -231,6 +261,24 @@ class Sandbox(abc.ABC):
         a crash, except what belongs to ``active_run_ids`` (runs about to resume); how many
         things were removed. Never touches what another owner made."""
         return 0
+
+    @classmethod
+    def limit_mechanisms(cls) -> dict[str, str | None]:
+        """How this backend enforces each limit of :data:`~worker.sandbox.resources.LIMITS`
+        (``memory``, ``cpus``, ``pids``) on this host, in a few words; None for a limit it
+        cannot enforce here (the run says so once at its start)."""
+        return dict.fromkeys(LIMITS)
+
+    @classmethod
+    async def host_capacity(cls) -> HostCapacity:
+        """The most one sandbox can be given here: requests above it are capped."""
+        return HostCapacity.of_this_host()
+
+    async def limit_events(self) -> dict[str, int] | None:
+        """How often what ran in the sandbox hit its limits so far: ``oom_kills`` (processes
+        the kernel killed at the memory limit) and ``pids_max_hits`` (forks refused at the
+        process limit); None when this backend cannot tell. SandboxError when it cannot look."""
+        return None
 
     @classmethod
     def reaches_host_sockets(cls) -> bool:
@@ -355,7 +403,8 @@ class Sandbox(abc.ABC):
         env: Mapping[str, str] | None = None,
         timeout_sec: float | None = None,
     ) -> ExecResult:
-        """:meth:`kill_processes`, :meth:`tamper_evidence` (:class:`SandboxTampered` when there
+        """:meth:`kill_processes`, :meth:`limit_events` (:class:`SandboxLimitExceeded` when a
+        limit was hit), :meth:`tamper_evidence` (:class:`SandboxTampered` when there
         is any: nothing is uploaded or run), :meth:`upload` of ``upload`` to ``target``, then
         :meth:`exec` of ``command`` as root (uid 0, HOME=/root unless ``env`` says otherwise): the verifier's
         first step, in this order so that nothing the agent left running can touch what is
@@ -367,6 +416,8 @@ class Sandbox(abc.ABC):
         as a ``removed <path>`` line (the hardening script's format) before ``command`` runs.
         """
         await self.kill_processes()
+        if exceeded := limit_exceeded(await self.limit_events()):
+            raise exceeded
         if evidence := await self.tamper_evidence():
             raise SandboxTampered(evidence)
         await self.upload(upload, target)

@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from worker.sandbox._bubblewrap.host import CLEAN_PATH, NAMESPACE_FLAGS, system_args
 from worker.sandbox.base import SandboxError
@@ -47,10 +47,19 @@ class InitNamespace:
         self.pid = 0  # the init's pid (its namespace's leader)
         self.fds: list[int] = []  # its user and PID namespaces, for bwrap --userns/--pidns
 
-    def start(self, bwrap: str, name: str) -> None:
-        """Start a new init (blocking); ``name`` shows on the host's process list."""
+    def start(
+        self,
+        bwrap: str,
+        name: str,
+        wrapper: Sequence[str] = (),
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        """Start a new init (blocking); ``name`` shows on the host's process list; ``wrapper``
+        (an argv that ends by executing its arguments) and ``preexec`` put it under the trial's
+        limits."""
         read_fd, write_fd = os.pipe()
         argv = [
+            *wrapper,
             bwrap,
             *NAMESPACE_FLAGS,
             "--unshare-user",
@@ -84,6 +93,7 @@ class InitNamespace:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 env={"PATH": CLEAN_PATH},
+                preexec_fn=preexec,
             )
         finally:
             os.close(write_fd)

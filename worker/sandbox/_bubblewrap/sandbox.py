@@ -23,13 +23,14 @@ import asyncio
 import contextlib
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
+from worker.sandbox._bubblewrap import limits
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
     CLEAN_PATH,
@@ -117,10 +118,43 @@ class BubblewrapSandbox(Sandbox):
         self._procs: set[Spawned] = set()
         self._started = False
         self._stopped = False
+        self._limits = limits.TrialLimits(
+            owner=spec.owner,
+            name=limits.group_name(spec.run_id, spec.trial_id),
+            cpus=self.config.cpus,
+            memory_mb=self.config.memory_mb,
+            pids_limit=spec.pids_limit,
+        )
 
     @property
     def workdir(self) -> str:
         return self._workdir
+
+    # -- resource limits (limits.py) -------------------------------------------------------
+
+    @classmethod
+    def limit_mechanisms(cls) -> dict[str, str | None]:
+        return limits.host().mechanisms()
+
+    async def limit_events(self) -> dict[str, int] | None:
+        return await asyncio.to_thread(self._limits.events)
+
+    @classmethod
+    async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
+        return await asyncio.to_thread(limits.reap, owner, set(active_run_ids))
+
+    @classmethod
+    async def run_cleanup(cls, run_id: str) -> int:
+        return await asyncio.to_thread(limits.reap_run, run_id)
+
+    def _preexec(self) -> Callable[[], None] | None:
+        """What a bwrap process does in the child before it starts (None, the fast path, for a
+        root worker with cgroups): the rlimit fallback's limits, then (a worker that is not
+        root) the sandbox's user namespace."""
+        setns = (
+            enter_user_namespace(self._init.fds[0]) if self._init.fds and joins_by_setns() else None
+        )
+        return limits.chain(self._limits.preexec(), setns)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -129,6 +163,10 @@ class BubblewrapSandbox(Sandbox):
             raise SandboxError("sandbox already started")
         self._started = True
         self._bwrap = await asyncio.to_thread(check_host)
+        try:
+            await asyncio.to_thread(self._limits.create)
+        except OSError as exc:
+            raise SandboxError(f"cannot set the trial's resource limits: {exc}") from None
         config = self.config
         try:
             recipe = parse_dockerfile(config.dockerfile)
@@ -195,7 +233,13 @@ class BubblewrapSandbox(Sandbox):
     async def _new_init(self) -> None:
         # Shielded: a cancelled start must not leave an init nobody knows about.
         starting = asyncio.ensure_future(
-            asyncio.to_thread(self._init.start, self._bwrap, str(self._root))
+            asyncio.to_thread(
+                self._init.start,
+                self._bwrap,
+                str(self._root),
+                self._limits.wrapper(),
+                self._limits.preexec(),
+            )
         )
         try:
             await asyncio.shield(starting)
@@ -233,6 +277,7 @@ class BubblewrapSandbox(Sandbox):
             return
         self._stopped = True
         await self._kill_all()
+        await asyncio.to_thread(self._limits.remove)
         await asyncio.to_thread(remove_tree, self._root)
 
     # -- processes -------------------------------------------------------------------------
@@ -259,6 +304,7 @@ class BubblewrapSandbox(Sandbox):
         user_fd, pid_fd = self._init.fds
         joins = [] if joins_by_setns() else ["--userns", str(user_fd)]
         argv = [
+            *self._limits.wrapper(),  # joins the trial's cgroups, then becomes bwrap
             self._bwrap,
             *NAMESPACE_FLAGS,
             *joins,
@@ -307,9 +353,7 @@ class BubblewrapSandbox(Sandbox):
                     pass_fds=[*self._init.fds, write_fd],
                     start_new_session=True,
                     limit=STREAM_LIMIT,
-                    preexec_fn=(
-                        enter_user_namespace(self._init.fds[0]) if joins_by_setns() else None
-                    ),
+                    preexec_fn=self._preexec(),
                 )
             )
             while not starting.done():

@@ -20,6 +20,7 @@ from worker.sandbox._docker.client import (
 )
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxEnd, SandboxError
+from worker.sandbox.resources import HostCapacity
 
 
 def remove_containers(client: Any, run_id: str, trial_id: str | None, known: str | None) -> int:
@@ -67,6 +68,53 @@ def container_end(client: Any, container_id: str) -> SandboxEnd | None:
     if isinstance(code, int) and 0 <= code < 128 and not state.get("Error"):
         return SandboxEnd.INSIDE
     return SandboxEnd.OUTSIDE
+
+
+def engine_capacity(client: Any) -> HostCapacity:
+    """What one container can be given on this engine (``docker info``), asked once per client."""
+    cached = _CAPACITY.get(id(client))
+    if cached is None:
+        try:
+            info = client.info()
+        except docker_errors().DockerException as exc:
+            raise SandboxError(f"docker info failed: {exc}") from None
+        cached = HostCapacity(
+            cpus=float(info.get("NCPU") or 1), memory_mb=int(info.get("MemTotal") or 0) >> 20
+        )
+        _CAPACITY[id(client)] = cached
+    return cached
+
+
+_CAPACITY: dict[int, HostCapacity] = {}
+
+
+def set_pids_limit(client: Any, container_id: str, limit: int) -> bool:
+    """Change a running container's process cap (``POST /containers/{id}/update``; the SDK's
+    ``update_container`` lacks ``PidsLimit``); False when the engine refuses."""
+    api = client.api
+    try:
+        answer = api._post_json(
+            api._url("/containers/{0}/update", container_id), data={"PidsLimit": limit}
+        )
+        api._raise_for_status(answer)
+    except docker_errors().DockerException:
+        return False
+    return True
+
+
+def limit_state(client: Any, container_id: str) -> dict[str, int] | None:
+    """What the engine tells of a container's limits when nothing can run in it: at its process
+    cap now (stats' ``pids_stats``), or killed by its memory limit (``OOMKilled``, set once the
+    container ended); None when the engine cannot say."""
+    errors = docker_errors()
+    try:
+        state = client.api.inspect_container(container_id)["State"]
+        stats = client.api.stats(container_id, stream=False, one_shot=True)
+    except (errors.DockerException, KeyError, TypeError):
+        return None
+    pids = stats.get("pids_stats") or {}
+    at_cap = bool(pids.get("limit")) and pids.get("current", 0) >= pids["limit"]
+    return {"oom_kills": int(bool(state.get("OOMKilled"))), "pids_max_hits": int(at_cap)}
 
 
 # -- reaper ---------------------------------------------------------------------------------

@@ -47,9 +47,11 @@ from worker.sandbox.base import (
     SandboxProcess,
     SandboxSpec,
     SandboxTampered,
+    limit_exceeded,
     sandbox_backend,
 )
 from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
+from worker.sandbox.resources import HostCapacity
 from worker.sandbox.scripts import shell_script
 
 if TYPE_CHECKING:
@@ -70,15 +72,29 @@ def _kill_all() -> str:
     return shell_script(_SCRIPTS, "kill_all.sh")
 
 
+def _limit_counts() -> str:
+    """Print the container's limit counters (limits.sh): ``<oom kills> <forks refused>``."""
+    return shell_script(_SCRIPTS, "limits.sh") + "\nlimit_counts\n"
+
+
 def _kill_upload_exec() -> str:
-    """``kill_upload_exec`` in one exec: kill_all.sh, gate.sh (the line :data:`_GATE_MARK` once
-    every process is dead; the stdin comes only after the host looked for tampering), then
+    """``kill_upload_exec`` in one exec: kill_all.sh, gate.sh (the line :data:`_GATE_MARK` with
+    the container's limit counters once every process is dead; the stdin comes only after the
+    host checked them and looked for tampering), then
     stage.sh (arguments: target, stage folder, the command's argv; stdin:
     :func:`transfer.stage_archive`)."""
-    return shell_script(_SCRIPTS, "kill_all.sh", "gate.sh", "stage.sh")
+    return shell_script(_SCRIPTS, "kill_all.sh", "limits.sh", "gate.sh", "stage.sh")
 
 
-_GATE_MARK = b"skillsbench-killed\n"  # gate.sh's
+_GATE_MARK = b"skillsbench-killed "  # gate.sh's, then the two counters of limits.sh
+
+
+def _counters(text: str) -> dict[str, int] | None:
+    """limits.sh's ``<oom kills> <forks refused>``; None when it is not that."""
+    parts = text.split()
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        return None
+    return {"oom_kills": int(parts[0]), "pids_max_hits": int(parts[1])}
 
 
 class DockerProcess(SandboxProcess):
@@ -158,6 +174,7 @@ class DockerSandbox(Sandbox):
         self._stopped = False
         self.image: str | None = None
         self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
+        self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
 
     @property
     def workdir(self) -> str:
@@ -189,6 +206,7 @@ class DockerSandbox(Sandbox):
             "environment": environment,
             "nano_cpus": int(env_config.cpus * 1e9),
             "mem_limit": f"{env_config.memory_mb}m",
+            "pids_limit": self.spec.pids_limit,
             "working_dir": self._workdir,
         }
         if not self.spec.internet:
@@ -293,6 +311,48 @@ class DockerSandbox(Sandbox):
         return len(report.containers) + len(report.networks) + len(report.images)
 
     @classmethod
+    def limit_mechanisms(cls) -> dict[str, str | None]:
+        return {
+            "memory": "docker mem_limit (cgroup)",
+            "cpus": "docker nano_cpus (cgroup)",
+            "pids": "docker pids_limit (cgroup)",
+        }
+
+    @classmethod
+    async def host_capacity(cls) -> HostCapacity:
+        """The engine's CPUs and memory (``docker info``: NCPU, MemTotal), asked once."""
+        client = await asyncio.to_thread(docker_client)
+        return await asyncio.to_thread(containers.engine_capacity, client)
+
+    async def limit_events(self) -> dict[str, int] | None:
+        """The container's cgroup counters, read inside it (limits.sh). When no exec can start
+        (every process slot taken), the process cap is raised by a few slots for one look and
+        put back; failing that, what the engine's stats and state tell (a container at its
+        process cap, or one its memory limit killed)."""
+        container = self._container()
+        counters, self._killed_counters = self._killed_counters, None
+        if counters is None:
+            counters = await self._read_counters()
+        if counters is None:
+            client = await asyncio.to_thread(docker_client)
+            limit = self.spec.pids_limit
+            if await asyncio.to_thread(containers.set_pids_limit, client, container, limit + 64):
+                try:
+                    counters = await self._read_counters()
+                finally:
+                    await asyncio.to_thread(containers.set_pids_limit, client, container, limit)
+            if counters is None:
+                counters = await asyncio.to_thread(containers.limit_state, client, container)
+        return counters
+
+    async def _read_counters(self) -> dict[str, int] | None:
+        try:
+            result = await self.exec(["sh", "-c", _limit_counts()], user=ROOT_USER, timeout_sec=30)
+        except SandboxError:
+            return None
+        return _counters(result.stdout)
+
+    @classmethod
     async def host_address(cls) -> str:
         """The bridge network's gateway: where a container reaches the worker's host."""
         client = await asyncio.to_thread(docker_client)
@@ -300,11 +360,14 @@ class DockerSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         if self._container_id is not None and not self._stopped:
-            await self.exec(
-                ["sh", "-c", _kill_all()],
+            # The limit counters come with the kill, for limit_events() right after (the
+            # verifier's start without tar): no exec of their own.
+            result = await self.exec(
+                ["sh", "-c", _kill_all() + "\n" + _limit_counts()],
                 user=ROOT_USER,
                 timeout_sec=30,
             )
+            self._killed_counters = _counters(result.stdout)
         await self._close_sessions()
 
     async def ended(self) -> SandboxEnd | None:
@@ -426,6 +489,7 @@ class DockerSandbox(Sandbox):
         stdin: bool,
     ) -> Session:
         container = self._container()
+        self._killed_counters = None  # valid only until anything else runs
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             session = await exec_stream.open_session(
@@ -499,17 +563,27 @@ class DockerSandbox(Sandbox):
         gate: Callable[[], Awaitable[list[dict[str, str]] | None]],
         out: OutputBuffer,
     ) -> None:
-        """Wait for gate.sh's line, then ask ``gate``: SandboxTampered (the command killed
-        before it has its stdin) when it found anything."""
+        """Wait for gate.sh's line: SandboxLimitExceeded when its counters say a limit was hit;
+        then ask ``gate``: SandboxTampered (the command killed before it has its stdin) when it
+        found anything."""
         line = await session.stdout.readline()
-        if line != _GATE_MARK:
-            # The script ended early: its own error tells, unless it ended because the agent
-            # replaced the shell it runs in (then what the agent changed is the story).
+        counters = None
+        if line.startswith(_GATE_MARK):
+            counters = _counters(line[len(_GATE_MARK) :].decode())
+        else:
+            # The script ended early (or never started: no process slot was free): its own error
+            # tells, unless the agent's changes (it replaced the shell) or a limit are the story.
             out.feed(line)
+        if exceeded := limit_exceeded(counters):
+            await self._kill_group(session)
+            raise exceeded
         evidence = await gate()
         if evidence:
             await self._kill_group(session)
             raise SandboxTampered(evidence)
+        if counters is None and (exceeded := limit_exceeded(await self.limit_events())):
+            await self._kill_group(session)
+            raise exceeded
 
     async def open_process(
         self,
