@@ -46,6 +46,11 @@ class OutputCaps:
     # All files collected from /logs in one trial, and how many.
     logs_bytes: int = 32 * MIB
     logs_files: int = 2000
+    # Everything a trial may write in the local sandbox (workdir, HOME, /tmp, /logs, /opt, /srv,
+    # /var, its /usr/local changes, its task files), as one tmpfs: past it writes fail with
+    # ENOSPC. It lives in RAM, so keep it at most a fraction of RAM / concurrency. 0: no cap.
+    # Enforced where the worker may mount (root); docs/sandboxes.md.
+    sandbox_bytes: int = 2 << 30
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -38,7 +38,10 @@ async def test_host_root_is_read_only_and_private_parts_hidden(
 ALLOWED_TOPS = {
     *("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"),
     *("proc", "dev", "run", "tmp", "root", "logs", "app", "skills"),
+    *("opt", "srv", "var"),  # fresh and empty per trial: never the host's
 }
+# What the fresh top-level folders hold when an agent starts.
+FRESH = {"/opt", "/srv", "/var", *(f"/var/{n}" for n in ("cache", "lib", "log", "spool", "tmp"))}
 # Walks every path it can read and prints it: a hostile agent's view of the sandbox.
 WALK = r"""
 for top in /*; do echo "TOP $top"; done
@@ -72,7 +75,8 @@ async def test_an_agent_sees_only_the_allowlist(make_task: MakeTask, tmp_path: P
         assert "skillsbench-allowlist" not in path and str(tmp_path) not in path, path
         assert not path.startswith(str(task.path)), path
         lent_here = any(site.startswith(path) or path.startswith(site) for site in sites)
-        if not lent_here:  # lent: the site-packages and the empty folders leading to it only
+        if not lent_here and path not in FRESH:  # lent: the site-packages and the empty
+            # folders leading to it only; the fresh folders: empty
             assert not path.startswith(("/srv", "/var", "/opt", "/home", "/work", "/mnt")), path
     shown_etc = {p.removeprefix("/etc/") for p in paths if p.startswith("/etc/")}
     assert "passwd" in shown_etc and "shadow" not in shown_etc and "gshadow" not in shown_etc
