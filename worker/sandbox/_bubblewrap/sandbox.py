@@ -233,7 +233,8 @@ class BubblewrapSandbox(Sandbox):
 
     def _remove_tree(self) -> None:
         """Unmount what this sandbox mounted, then remove its host folder."""
-        for point in self._mounted:
+        # Detaching the capped tree detaches the overlays mounted in it as well.
+        for point in [self._root] if self._root in self._mounted else self._mounted:
             unmount(point)
         self._mounted = []
         if self._root.exists():
