@@ -6,8 +6,10 @@ Layout of one sandbox (see docs/sandboxes.md):
   except private ones (``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ...) which are not
   shown at all, and the task's folder and the trial state folder are masked;
 * writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
-  default ``/root``), ``/root``, ``/logs`` and ``/tmp``; ``/tests``, ``/solution``, the skills
-  folder and ``/instruction.md`` appear only once uploaded;
+  default ``/root``), ``/root``, ``/logs``, ``/tmp`` and, fresh and empty, ``/opt``, ``/srv``
+  and ``/var``; ``/usr/local`` is the host's under a per-trial overlay (root workers); all of it
+  lives in one capped tmpfs where the worker may mount (see :mod:`.writable`); ``/tests``,
+  ``/solution``, the skills folder and ``/instruction.md`` appear only once uploaded;
 * files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
   the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
 * every process runs in a PID namespace that is a child of one long-lived "init" namespace
