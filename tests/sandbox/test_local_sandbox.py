@@ -336,3 +336,19 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
     if host_dirs:  # a host folder removed and made anew: what it held is gone
         expected |= {(str(host_dirs[0] / n), "deleted") for n in os.listdir(host_dirs[0])}
     assert evidence == expected, evidence
+
+
+@root_only
+async def test_reap_detaches_what_a_crashed_worker_left_mounted(tmp_path: Path) -> None:
+    from worker.sandbox._bubblewrap.writable import mount_capped_root, unmount
+
+    mine, other = tmp_path / "mine" / "sandbox", tmp_path / "other" / "sandbox"
+    assert mount_capped_root(mine, 1 << 20, "crashed-owner")
+    assert mount_capped_root(other, 1 << 20, "another-owner")
+    try:
+        assert await BubblewrapSandbox.reap("crashed-owner", []) == 1
+        assert os.stat(mine).st_dev == os.stat(tmp_path).st_dev  # detached
+        assert os.stat(other).st_dev != os.stat(tmp_path).st_dev  # another worker's: kept
+    finally:
+        unmount(mine)
+        unmount(other)
