@@ -27,6 +27,9 @@ MARKER_RESERVE: Final = 1 * KIB
 # its usage, cancels, timeouts), each at most ESSENTIAL_EVENT_BYTES: no flood can push them out.
 ESSENTIAL_RESERVE: Final = 64 * KIB
 ESSENTIAL_EVENT_BYTES: Final = 8 * KIB
+# Room the local sandbox's capped tree gets on top of ``sandbox_bytes`` once the agent's
+# processes are gone, so that an agent that filled it cannot keep the verifier from running.
+SANDBOX_VERIFIER_RESERVE: Final = 512 * MIB
 # A participant's words the worker keeps in its own records (a failure's detail in result.json,
 # the run document and the private proof).
 MESSAGE_BYTES: Final = 4 * KIB

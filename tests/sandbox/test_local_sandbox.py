@@ -285,11 +285,22 @@ async def test_the_storage_cap_gives_enospc_and_never_grows_the_host_disk(
         assert "sparse-ok" in full.stdout, full
         written = await sb.exec("du -k /opt/fill /logs/agent/sparse | cut -f1")
         assert sum(map(int, written.stdout.split())) * 1024 <= cap, written
-        # What the agent left is still collected (sparse: never expanded on the host).
-        await sb.exec("rm /opt/fill && echo done > /app/result.txt")
-        await sb.download("/logs/agent", tmp_path / "out")
+        assert (await sb.exec("echo more > /app/result.txt")).exit_code != 0  # still full
+        # The verifier runs all the same (the agent gone, the tree gets its reserve), and what
+        # the agent left is still collected (sparse: never expanded on the host).
+        tests = tmp_path / "tests"
+        tests.mkdir()
+        (tests / "reward.txt").write_text("1\n")
+        verified = await sb.kill_upload_exec(
+            "cp /tests/reward.txt /logs/verifier/ && echo done > /app/result.txt",
+            upload=tests,
+            target="/tests",
+        )
+        assert verified.exit_code == 0, verified
+        await sb.download("/logs", tmp_path / "out")
         await sb.download("/app/result.txt", tmp_path / "result.txt")
     assert (tmp_path / "result.txt").read_text() == "done\n"
+    assert (tmp_path / "out" / "verifier" / "reward.txt").read_text() == "1\n"
     kept = sum(p.stat().st_blocks * 512 for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert kept <= cap, kept
     assert not tree.exists()  # unmounted and removed

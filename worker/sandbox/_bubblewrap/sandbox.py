@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.limits import OutputCaps
+from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
     CLEAN_PATH,
@@ -70,6 +70,7 @@ from worker.sandbox._bubblewrap.writable import (
     mount_copy_on_write,
     path_stat,
     reap_mounts,
+    resize,
     snapshot,
     unmount,
 )
@@ -146,6 +147,7 @@ class BubblewrapSandbox(Sandbox):
         self._mounted: list[Path] = []  # host mounts of this sandbox, innermost first
         self._watched: list[Watched] = []  # what tamper_evidence diffs against _baseline
         self._baseline: Snapshot | None = None
+        self._cap = 0  # bytes of the capped tree while the agent runs (0: not capped)
 
     @property
     def workdir(self) -> str:
@@ -198,7 +200,8 @@ class BubblewrapSandbox(Sandbox):
     def _make_layout(self) -> None:
         self._remove_tree()
         root = self._root
-        if mount_capped_root(root, OutputCaps.from_env().sandbox_bytes, self.spec.owner):
+        self._cap = OutputCaps.from_env().sandbox_bytes
+        if mount_capped_root(root, self._cap, self.spec.owner):
             self._mounted.append(root)
         logs = root / "logs"
         for sub in ("agent", "verifier", "artifacts"):
@@ -267,6 +270,9 @@ class BubblewrapSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         await self._kill_all()
+        if self._root in self._mounted and self._cap:
+            # The agent is gone: the verifier gets room even if the agent filled its cap.
+            await asyncio.to_thread(resize, self._root, self._cap + SANDBOX_VERIFIER_RESERVE)
         if not self._stopped and self._started:
             await self._new_init()
 

@@ -47,6 +47,7 @@ TMPFS_NAME = "skillsbench-sandbox"  # the source of every tmpfs (reap finds them
 
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
+_MS_REMOUNT = 0x20
 _MNT_DETACH = 0x2
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -65,6 +66,14 @@ def _mount(source: str, target: Path, fstype: str, data: str) -> OSError | None:
         errno = ctypes.get_errno()
         return OSError(errno, f"mount {fstype} on {target}: {os.strerror(errno)}")
     return None
+
+
+def resize(root: Path, size: int) -> None:
+    """Give the tmpfs at ``root`` a new size (what it holds stays)."""
+    flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV
+    if _libc.mount(b"none", str(root).encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"resize the tmpfs at {root}: {os.strerror(errno)}")
 
 
 def unmount(target: Path) -> None:
