@@ -277,6 +277,7 @@ async def test_the_storage_cap_gives_enospc_and_never_grows_the_host_disk(
         assert os.stat(tree).st_dev != os.stat(tmp_path).st_dev  # a file system of its own
         space = os.statvfs(tree)
         assert space.f_blocks * space.f_frsize == cap
+        assert space.f_files == 16384  # inodes are capped too (kernel memory, not in size)
         full = await sb.exec(
             "dd if=/dev/zero of=/opt/fill bs=1M count=64 2>&1; echo rc=$?; "
             "truncate -s 1G /logs/agent/sparse && echo sparse-ok"

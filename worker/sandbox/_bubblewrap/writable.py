@@ -68,10 +68,15 @@ def _mount(source: str, target: Path, fstype: str, data: str) -> OSError | None:
     return None
 
 
+def _size_options(size: int) -> str:
+    # Inodes are kernel memory a tmpfs's size does not count: one per 4 KiB of the cap.
+    return f"size={size},nr_inodes={max(size // 4096, 16384)}"
+
+
 def resize(root: Path, size: int) -> None:
     """Give the tmpfs at ``root`` a new size (what it holds stays)."""
     flags = _MS_REMOUNT | _MS_NOSUID | _MS_NODEV
-    if _libc.mount(b"none", str(root).encode(), b"tmpfs", flags, f"size={size}".encode()) != 0:
+    if _libc.mount(b"none", str(root).encode(), b"tmpfs", flags, _size_options(size).encode()) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"resize the tmpfs at {root}: {os.strerror(errno)}")
 
@@ -92,7 +97,7 @@ def mount_capped_root(root: Path, size: int, owner: str) -> bool:
     if size <= 0:
         return False
     problem = (
-        _mount(f"{TMPFS_NAME}-{owner}", root, "tmpfs", f"size={size},mode=0755")
+        _mount(f"{TMPFS_NAME}-{owner}", root, "tmpfs", f"{_size_options(size)},mode=0755")
         if os.geteuid() == 0
         else OSError("the worker is not root")
     )
