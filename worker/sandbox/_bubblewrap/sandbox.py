@@ -222,14 +222,13 @@ class BubblewrapSandbox(Sandbox):
             self._workdir: root / "workspace",
         }
         self._watched = [Watched("/opt", root / "opt")]
-        if os.geteuid() == 0:  # copy-on-write system folders: one overlay each, on the host
-            for path in COPY_ON_WRITE:
-                folder = root / "cow" / path.strip("/").replace("/", "_")
-                merged = mount_copy_on_write(path, folder)
-                if merged is not None:
-                    self._mounted.insert(0, merged)
-                    self._binds[path] = merged
-                    self._watched.append(Watched(path, folder / "upper", lower=path))
+        for path in COPY_ON_WRITE:  # one overlay each, mounted on the host (root only)
+            folder = root / "cow" / path.strip("/").replace("/", "_")
+            merged = mount_copy_on_write(path, folder)
+            if merged is not None:
+                self._mounted.insert(0, merged)
+                self._binds[path] = merged
+                self._watched.append(Watched(path, folder / "upper", lower=path))
         for path in HOME_WATCHED:
             found = self.bind_for(path)
             if found is not None:

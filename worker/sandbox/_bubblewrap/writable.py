@@ -113,9 +113,14 @@ def mount_capped_root(root: Path, size: int, owner: str) -> bool:
     return False
 
 
+_refused: set[str] = set()  # copy-on-write folders this host refused (said once each)
+
+
 def mount_copy_on_write(lower: str, folder: Path) -> Path | None:
     """The overlay of host ``lower`` with ``folder/upper`` on top, mounted at
     ``folder/merged``; None when it cannot be mounted (the folder stays read-only)."""
+    if os.geteuid() != 0 or lower in _refused:
+        return None
     upper, work, merged = folder / "upper", folder / "work", folder / "merged"
     for path in (upper, work, merged):
         path.mkdir(parents=True, exist_ok=True)
@@ -123,6 +128,7 @@ def mount_copy_on_write(lower: str, folder: Path) -> Path | None:
         "overlay", merged, "overlay", f"lowerdir={lower},upperdir={upper},workdir={work}"
     )
     if problem is not None:
+        _refused.add(lower)
         log.warning("local sandbox: %s stays read-only (%s)", lower, problem)
         return None
     return merged
