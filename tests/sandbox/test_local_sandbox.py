@@ -335,7 +335,9 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
         await sb.trust_current_changes()  # as after an install_cmd: what is there now is trusted
         changed = await sb.exec(
             "rm /usr/local/bin/task-tool && printf x >> /opt/minimal-agent/agent.py && "
-            "mkdir -p /opt/hooks && echo 'import os' > /opt/hooks/zz.pth"
+            "mkdir -p /opt/hooks && echo 'import os' > /opt/hooks/zz.pth && "
+            "mkdir /tmp/evil && cp /bin/true /tmp/evil/bash && rm -rf /root/.local/bin && "
+            "ln -s /tmp/evil /root/.local/bin"
             + (f" && rm -rf {host_dirs[0]} && mkdir {host_dirs[0]}" if host_dirs else "")
         )
         assert changed.exit_code == 0, changed
@@ -344,6 +346,7 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
         ("/usr/local/bin/task-tool", "deleted"),
         ("/opt/minimal-agent/agent.py", "modified"),
         ("/opt/hooks/zz.pth", "added"),
+        ("/root/.local/bin", "modified"),  # a link now: /tmp/evil/bash would shadow bash
     }
     if host_dirs:  # a host folder removed and made anew: what it held is gone
         expected |= {(str(host_dirs[0] / n), "deleted") for n in os.listdir(host_dirs[0])}

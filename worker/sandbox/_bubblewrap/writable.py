@@ -42,7 +42,7 @@ VAR_FOLDERS = ("cache", "lib", "log", "spool", "tmp")
 # Host folders shown copy-on-write per trial (where the worker may mount).
 COPY_ON_WRITE = ("/usr/local",)
 # What of HOME the verifier may start or import from (tamper.HOME_BIN_DIRS, USER_SITE_ROOT).
-HOME_WATCHED = ("/root/.local/bin", "/root/bin", "/root/.local/lib")
+HOME_WATCHED = ("/root/.local", "/root/bin")
 TMPFS_NAME = "skillsbench-sandbox"  # the source of every tmpfs (reap finds them by it)
 
 _MS_NOSUID = 0x2
@@ -183,7 +183,15 @@ class Watched:
 
 
 def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """(relative path, lstat) of everything under ``folder``, links not followed."""
+    """(relative path, lstat) of everything under ``folder``, links not followed; ``folder``
+    itself (relative path "") only when it is a link (the agent replaced a watched folder)."""
+    try:
+        top = folder.lstat()
+    except OSError:
+        return
+    if stat.S_ISLNK(top.st_mode):
+        yield "", top
+        return
     stack = [(folder, "")]
     while stack:
         here, rel = stack.pop()
@@ -207,7 +215,11 @@ Snapshot = dict[str, Signature]
 
 def snapshot(watched: list[Watched]) -> Snapshot:
     """Every entry of the watched folders with its signature, by sandbox path."""
-    return {f"{w.sandbox}/{rel}": _signature(info) for w in watched for rel, info in _walk(w.host)}
+    return {_join(w.sandbox, rel): _signature(info) for w in watched for rel, info in _walk(w.host)}
+
+
+def _join(sandbox: str, rel: str) -> str:
+    return f"{sandbox}/{rel}" if rel else sandbox
 
 
 def changes(watched: list[Watched], before: Snapshot) -> list[Change]:
@@ -216,7 +228,7 @@ def changes(watched: list[Watched], before: Snapshot) -> list[Change]:
     now: dict[str, tuple[Watched, str, os.stat_result]] = {}
     for w in watched:
         for rel, info in _walk(w.host):
-            now[f"{w.sandbox}/{rel}"] = (w, rel, info)
+            now[_join(w.sandbox, rel)] = (w, rel, info)
     found: list[Change] = []
     for path, (w, rel, info) in sorted(now.items()):
         old = before.get(path)
