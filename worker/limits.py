@@ -27,6 +27,9 @@ MARKER_RESERVE: Final = 1 * KIB
 # its usage, cancels, timeouts), each at most ESSENTIAL_EVENT_BYTES: no flood can push them out.
 ESSENTIAL_RESERVE: Final = 64 * KIB
 ESSENTIAL_EVENT_BYTES: Final = 8 * KIB
+# Room the local sandbox's capped tree gets on top of ``sandbox_bytes`` once the agent's
+# processes are gone, so that an agent that filled it cannot keep the verifier from running.
+SANDBOX_VERIFIER_RESERVE: Final = 512 * MIB
 # A participant's words the worker keeps in its own records (a failure's detail in result.json,
 # the run document and the private proof).
 MESSAGE_BYTES: Final = 4 * KIB
@@ -46,6 +49,11 @@ class OutputCaps:
     # All files collected from /logs in one trial, and how many.
     logs_bytes: int = 32 * MIB
     logs_files: int = 2000
+    # Everything a trial may write in the local sandbox (workdir, HOME, /tmp, /logs, /opt, /srv,
+    # /var, its /usr/local changes, its task files), as one tmpfs: past it writes fail with
+    # ENOSPC. It lives in RAM, so keep it at most a fraction of RAM / concurrency. 0: no cap.
+    # Enforced where the worker may mount (root); docs/sandboxes.md.
+    sandbox_bytes: int = 2 << 30
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,10 @@ async def test_host_root_is_read_only_and_private_parts_hidden(
 ALLOWED_TOPS = {
     *("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"),
     *("proc", "dev", "run", "tmp", "root", "logs", "app", "skills"),
+    *("opt", "srv", "var"),  # fresh and empty per trial: never the host's
 }
+# What the fresh top-level folders hold when an agent starts.
+FRESH = {"/opt", "/srv", "/var", *(f"/var/{n}" for n in ("cache", "lib", "log", "spool", "tmp"))}
 # Walks every path it can read and prints it: a hostile agent's view of the sandbox.
 WALK = r"""
 for top in /*; do echo "TOP $top"; done
@@ -72,7 +77,8 @@ async def test_an_agent_sees_only_the_allowlist(make_task: MakeTask, tmp_path: P
         assert "skillsbench-allowlist" not in path and str(tmp_path) not in path, path
         assert not path.startswith(str(task.path)), path
         lent_here = any(site.startswith(path) or path.startswith(site) for site in sites)
-        if not lent_here:  # lent: the site-packages and the empty folders leading to it only
+        if not lent_here and path not in FRESH:  # lent: the site-packages and the empty
+            # folders leading to it only; the fresh folders: empty
             assert not path.startswith(("/srv", "/var", "/opt", "/home", "/work", "/mnt")), path
     shown_etc = {p.removeprefix("/etc/") for p in paths if p.startswith("/etc/")}
     assert "passwd" in shown_etc and "shadow" not in shown_etc and "gshadow" not in shown_etc
@@ -199,3 +205,165 @@ async def test_layout_the_host_cannot_give_needs_docker(
     with pytest.raises(SandboxUnsupported, match="needs the docker environment"):
         await sb.start()
     await sb.stop()
+
+
+# -- writable places, storage cap, tampering (docs/sandboxes.md, "Writable places") ------------
+
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="the copy-on-write /usr/local and the storage cap need a worker that may mount (root)",
+)
+
+
+async def test_opt_srv_var_are_fresh_and_writable_per_trial(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """What BenchFlow's install_cmd writes (/opt/minimal-agent, /opt/runtime) works, persists
+    across commands, and is neither seen by another trial nor written to the host's folder."""
+    task = make_task()
+    name = f"skillsbench-fresh-{tmp_path.name}"
+    async with local(task, tmp_path / "a") as a, local(task, tmp_path / "b") as b:
+        made = await a.exec(
+            f"mkdir -p /opt/{name} /opt/runtime && echo 'print(1)' > /opt/{name}/agent.py && "
+            "echo s > /srv/s && echo v > /var/tmp/v && echo l > /var/lib/l"
+        )
+        assert made.exit_code == 0, made
+        again = await a.exec(f"cat /opt/{name}/agent.py /srv/s /var/tmp/v /var/lib/l")
+        assert again.stdout == "print(1)\ns\nv\nl\n", again
+        other = await b.exec("find /opt /srv /var | sort")
+        assert other.stdout.split() == sorted(FRESH), other
+    assert not Path(f"/opt/{name}").exists()
+
+
+@root_only
+async def test_usr_local_is_copy_on_write_per_trial_and_one_view_for_all_commands(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    task = make_task()
+    name = f"skillsbench-cow-{tmp_path.name}"
+    host_bin = sorted(os.listdir("/usr/local/bin"))
+    async with local(task, tmp_path / "a") as a, local(task, tmp_path / "b") as b:
+        made = await a.exec(f"echo '#!/bin/sh' > /usr/local/bin/{name} && ls /usr/local/bin")
+        assert made.exit_code == 0, made
+        assert made.stdout.split() == sorted([*host_bin, name]), made  # the host's, and ours
+        assert (await b.exec(f"test -e /usr/local/bin/{name} || echo unseen")).stdout == "unseen\n"
+        # A command that is running sees what another command writes (one overlay per trial:
+        # two overlays of one upper folder would show it stale, or fail with ESTALE).
+        flag = f"/usr/local/lib/{name}.flag"
+        waiter = await a.open_process(
+            [
+                "/bin/sh",
+                "-c",
+                f"test -e {flag} || echo missing; until [ -e {flag} ]; do sleep 0.02; done; "
+                f"cat {flag}",
+            ]
+        )
+        assert waiter.stdout is not None
+        assert await waiter.stdout.readline() == b"missing\n"  # it looked before the write
+        assert (await a.exec(f"echo seen > {flag}")).exit_code == 0
+        assert await asyncio.wait_for(waiter.wait(), 60) == 0
+        assert await waiter.stdout.read() == b"seen\n"
+    assert not Path(f"/usr/local/bin/{name}").exists()
+
+
+@root_only
+async def test_the_storage_cap_gives_enospc_and_never_grows_the_host_disk(
+    make_task: MakeTask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 32 << 20
+    monkeypatch.setenv("SKILLSBENCH_CAP_SANDBOX_BYTES", str(cap))
+    async with local(make_task(), tmp_path / "s") as sb:
+        tree = tmp_path / "s" / "sandbox"
+        assert os.stat(tree).st_dev != os.stat(tmp_path).st_dev  # a file system of its own
+        space = os.statvfs(tree)
+        assert space.f_blocks * space.f_frsize == cap
+        assert space.f_files == 16384  # inodes are capped too (kernel memory, not in size)
+        full = await sb.exec(
+            "dd if=/dev/zero of=/opt/fill bs=1M count=64 2>&1; echo rc=$?; "
+            "truncate -s 1G /logs/agent/sparse && echo sparse-ok"
+        )
+        assert "No space left on device" in full.stdout and "rc=1" in full.stdout, full
+        assert "sparse-ok" in full.stdout, full
+        written = await sb.exec("du -k /opt/fill /logs/agent/sparse | cut -f1")
+        assert sum(map(int, written.stdout.split())) * 1024 <= cap, written
+        assert (await sb.exec("echo more > /app/result.txt")).exit_code != 0  # still full
+        # The verifier runs all the same (the agent gone, the tree gets its reserve), and what
+        # the agent left is still collected (sparse: never expanded on the host).
+        tests = tmp_path / "tests"
+        tests.mkdir()
+        (tests / "reward.txt").write_text("1\n")
+        verified = await sb.kill_upload_exec(
+            "cp /tests/reward.txt /logs/verifier/ && echo done > /app/result.txt",
+            upload=tests,
+            target="/tests",
+        )
+        assert verified.exit_code == 0, verified
+        await sb.download("/logs", tmp_path / "out")
+        await sb.download("/app/result.txt", tmp_path / "result.txt")
+    assert (tmp_path / "result.txt").read_text() == "done\n"
+    assert (tmp_path / "out" / "verifier" / "reward.txt").read_text() == "1\n"
+    kept = sum(p.stat().st_blocks * 512 for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert kept <= cap, kept
+    assert not tree.exists()  # unmounted and removed
+
+
+@root_only
+async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """The Dockerfile's own installs and new names are no evidence; changing or removing what
+    existed (the host's /usr/local, the task's installs), hooks and shadows are."""
+    dockerfile = DOCKERFILE + (
+        "RUN printf '#!/bin/sh\\n' > /usr/local/bin/task-tool && chmod 755 /usr/local/bin/task-tool\n"
+    )
+    host_dirs = [
+        d for d in sorted(Path("/usr/local/share").iterdir()) if d.is_dir() and any(d.iterdir())
+    ]
+    async with local(make_task(dockerfile), tmp_path / "s") as sb:
+        assert await sb.tamper_evidence() == []
+        legit = await sb.exec(
+            "mkdir -p /usr/local/lib/newtool && echo x > /usr/local/lib/newtool/data && "
+            "touch /usr/local/lib/tmpfile && rm /usr/local/lib/tmpfile && "
+            "printf x > /usr/local/bin/brand-new-tool && mkdir -p /opt/minimal-agent && "
+            "echo 1 > /opt/minimal-agent/agent.py && mkdir -p /root/.local/bin && "
+            "printf x > /root/.local/bin/my-own-tool"
+        )
+        assert legit.exit_code == 0, legit
+        assert await sb.tamper_evidence() == []
+        await sb.exec("printf x >> /usr/local/bin/brand-new-tool")  # the agent's own: still new
+        assert await sb.tamper_evidence() == []
+        await sb.trust_current_changes()  # as after an install_cmd: what is there now is trusted
+        changed = await sb.exec(
+            "rm /usr/local/bin/task-tool && printf x >> /opt/minimal-agent/agent.py && "
+            "mkdir -p /opt/hooks && echo 'import os' > /opt/hooks/zz.pth && "
+            "mkdir /tmp/evil && cp /bin/true /tmp/evil/bash && rm -rf /root/.local/bin && "
+            "ln -s /tmp/evil /root/.local/bin"
+            + (f" && rm -rf {host_dirs[0]} && mkdir {host_dirs[0]}" if host_dirs else "")
+        )
+        assert changed.exit_code == 0, changed
+        evidence = {(e["path"], e["change"]) for e in await sb.tamper_evidence() or []}
+    expected = {
+        ("/usr/local/bin/task-tool", "deleted"),
+        ("/opt/minimal-agent/agent.py", "modified"),
+        ("/opt/hooks/zz.pth", "added"),
+        ("/root/.local/bin", "modified"),  # a link now: /tmp/evil/bash would shadow bash
+    }
+    if host_dirs:  # a host folder removed and made anew: what it held is gone
+        expected |= {(str(host_dirs[0] / n), "deleted") for n in os.listdir(host_dirs[0])}
+    assert evidence == expected, evidence
+
+
+@root_only
+async def test_reap_detaches_what_a_crashed_worker_left_mounted(tmp_path: Path) -> None:
+    from worker.sandbox._bubblewrap.writable import mount_capped_root, unmount
+
+    mine, other = tmp_path / "mine" / "sandbox", tmp_path / "other" / "sandbox"
+    assert mount_capped_root(mine, 1 << 20, "crashed-owner")
+    assert mount_capped_root(other, 1 << 20, "another-owner")
+    try:
+        assert await BubblewrapSandbox.reap("crashed-owner", []) == 1
+        assert os.stat(mine).st_dev == os.stat(tmp_path).st_dev  # detached
+        assert os.stat(other).st_dev != os.stat(tmp_path).st_dev  # another worker's: kept
+    finally:
+        unmount(mine)
+        unmount(other)

@@ -121,3 +121,18 @@ def test_each_change_to_what_the_verifier_runs_is_evidence() -> None:
     found = flagged(tree, items)
     assert set(found) == {c.path for c in items} - {"/usr/local/sbin"}, found
     assert found["/usr/local/sbin/python3"] == "shadows /usr/bin/python3 on the verifier's PATH"
+
+
+def test_a_link_in_place_of_a_home_search_folder_is_flagged() -> None:
+    """/root/.local/bin (or /root/.local, or the user site) made a link to an unwatched folder
+    would hide a shadowing program or module there; a program link inside the folder (pipx's)
+    is judged by its name like any other new program."""
+    tree = Tree(dict(IMAGE))
+    for path in ("/root/.local", "/root/.local/bin", "/root/bin", "/root/.local/lib/python3.11"):
+        tree.links[path] = "/tmp/elsewhere"
+        assert path in flagged(tree, changes(("added", path))), path
+        del tree.links[path]
+    tree.links["/root/.local/bin/mytool"] = "/opt/mytool/bin/mytool"
+    assert flagged(tree, changes(("added", "/root/.local/bin/mytool"))) == {}
+    tree.links["/root/.local/share"] = "/tmp/share"  # not where programs are searched
+    assert flagged(tree, changes(("added", "/root/.local/share"))) == {}

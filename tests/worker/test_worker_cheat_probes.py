@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -65,8 +66,13 @@ for f in /conftest.py /root/conftest.py /tmp/conftest.py; do printf '%s' "$hook"
 echo 'import os' > /root/sitecustomize.py
 echo 'import os' > /root/usercustomize.py
 printf '[pytest]\\naddopts = -p no:python\\n' > /pytest.ini 2>/dev/null
+true
+""",
+    # A site folder is writable in a container and, copy-on-write, in the local sandbox
+    # (/usr/local): a hook there is tampering (docs/sandboxes.md, "Tampering").
+    "plant-site-pth": """\
 for d in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
-  echo 'import os' > "$d/zz_probe.pth" 2>/dev/null
+  mkdir -p "$d" 2>/dev/null && echo 'import os' > "$d/zz_probe.pth" 2>/dev/null
 done
 true
 """,
@@ -167,6 +173,9 @@ async def test_no_probe_earns_a_reward_and_the_oracle_does(
         if name == "plant-conftest":
             removed = result["verifier"]["removed_files"]
             assert "/root/conftest.py" in removed and "/root/sitecustomize.py" in removed, removed
+        if name == "plant-site-pth" and os.geteuid() == 0:  # else /usr/local is read-only
+            assert result["failure"] == "verifier_tampered", result
+            assert any(e["path"].endswith("/zz_probe.pth") for e in result["verifier"]["tampering"])
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])

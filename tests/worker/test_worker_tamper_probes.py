@@ -1,16 +1,21 @@
-"""Tampering probes on the docker environment: a ``script:`` agent (root in the container) changes
-what the verifier runs or loads. Each such trial is a failed, score-eligible row with reason
+"""Tampering probes on both environments: a ``script:`` agent (root in the sandbox) changes what
+the verifier runs or loads. Each such trial is a failed, score-eligible row with reason
 ``verifier_tampered``, the evidence in its result.json and in ``trials show``; an agent that
 installs a module and a program under new names, and uses them, keeps its reward.
 
 Most probes replace a program with a script that writes a reward of 1: a verifier that ran on
-the changed ground would pay it. Skipped where no Docker Engine answers.
+the changed ground would pay it. On ``local`` the host's system folders are read-only binds and
+only ``/usr/local``, ``/opt`` and HOME are writable: a probe aimed at a read-only place must be
+refused there (its log says so) and still earn nothing. Docker is skipped where no Docker Engine
+answers; local where the worker is not root (its ``/usr/local`` is then read-only, and the
+task's Dockerfile installs into it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,7 +34,10 @@ from worker.trials_cli import summary
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from docker_images import ensure_test_image
 
-pytestmark = pytest.mark.docker
+ENVIRONMENTS = [
+    pytest.param("local", id="local"),
+    pytest.param("docker", id="docker", marks=pytest.mark.docker),
+]
 
 # The image has a test runner of its own, which the verifier starts by name through PATH.
 RUNNER = "/usr/local/bin/run-checks"
@@ -75,6 +83,16 @@ PROBES = {
     "stdlib-shadow": "echo 'x = 1' > /usr/lib/python3.11/pathlib_evil.py && "
     "mkdir -p /usr/lib/python3.11/answerlib && touch /usr/lib/python3.11/answerlib/__init__.py",
 }
+# What a local sandbox lets an agent write (docs/sandboxes.md, "Writable places"): the probes that
+# aim elsewhere must find a read-only file system there.
+WRITABLE_LOCALLY = {
+    "test-runner",
+    "path-shadow",
+    "pth-hook",
+    "home-bin-shadow",
+    "user-site-shadow",
+    "sitecustomize",
+}
 # A compiled module planted in the standard library's __pycache__ for a source that had none
 # (Python itself writes those, so they are no evidence): the verifier must not load it.
 PYC_PROBE = """\
@@ -109,9 +127,17 @@ echo $r > /logs/verifier/reward.txt
 """
 
 
+@pytest.fixture(params=ENVIRONMENTS)
+def environment(request: pytest.FixtureRequest) -> str:
+    if request.param == "local" and os.geteuid() != 0:
+        pytest.skip("local: /usr/local is copy-on-write only where the worker is root")
+    return str(request.param)
+
+
 @pytest.fixture
-def tasks_dir(tmp_path: Path, docker_client: Any) -> Path:
-    ensure_test_image(docker_client, "python")  # also tags python:3.11-slim (no registry here)
+def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) -> Path:
+    if environment == "docker":  # also tags python:3.11-slim (no registry here)
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     make_task(
@@ -122,13 +148,15 @@ def tasks_dir(tmp_path: Path, docker_client: Any) -> Path:
 
 
 @pytest.fixture
-async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
+async def http(
+    tmp_path: Path, tasks_dir: Path, environment: str
+) -> AsyncIterator[httpx.AsyncClient]:
     jobs = tmp_path / "jobs"
     engine = Engine(
         EngineSettings(
             jobs_dir=jobs,
             tasks_dir=tasks_dir,
-            environment="docker",
+            environment=environment,
             concurrency=2,
             retry=RetryPolicy(max_attempts=1),
             proof=ProofSettings.from_env(jobs, {}),
@@ -142,7 +170,7 @@ async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClie
 
 
 async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
-    http: httpx.AsyncClient, tmp_path: Path
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:
     fake = tmp_path / "fake.sh"
     fake.write_text(FAKE)
@@ -164,8 +192,11 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
         )
     )
     by_name = dict(zip([*specs, "oracle", "nop", "install", "pyc"], results, strict=True))
-    (pyc,) = by_name.pop("pyc")[2]["rows"]
+    pyc_run, _, pyc_status = by_name.pop("pyc")
+    (pyc,) = pyc_status["rows"]
     assert pyc["score_eligible"] and pyc["reward"] == 0.0, pyc
+    if environment == "local":
+        _assert_refused(tmp_path, pyc_run, pyc, "pyc")
     for name in ("oracle", "install"):
         run_id, _, status = by_name.pop(name)
         (row,) = status["rows"]
@@ -179,11 +210,22 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
         assert row["reward"] == 0.0 and not row["passed"], f"probe {name} earned a reward: {row}"
         assert row["score_eligible"] and row["infra_failure_type"] is None, (name, row)
         result = _result(tmp_path, run_id, row)
+        if environment == "local" and name not in WRITABLE_LOCALLY:
+            assert result["failure"] != "verifier_tampered", (name, result)
+            _assert_refused(tmp_path, run_id, row, name)
+            continue
         assert result["failure"] == "verifier_tampered", (name, result)
         evidence = result["verifier"]["tampering"]
         assert evidence and all({"path", "change", "reason"} <= set(e) for e in evidence)
         assert "verifier_tampered" in (shown := summary(_trial(tmp_path, run_id, row)))
         assert evidence[0]["path"] in shown, shown
+
+
+def _assert_refused(tmp_path: Path, run_id: str, row: dict[str, Any], name: str) -> None:
+    """The probe's change did not take: the read-only file system refused it."""
+    logs = list(_trial(tmp_path, run_id, row).rglob("script.txt"))
+    said = "".join(p.read_text(errors="replace") for p in logs)
+    assert "Read-only file system" in said, (name, logs, said)
 
 
 def _trial(tmp_path: Path, run_id: str, row: dict[str, Any]) -> Path:
@@ -194,11 +236,14 @@ def _result(tmp_path: Path, run_id: str, row: dict[str, Any]) -> dict[str, Any]:
     return json.loads((_trial(tmp_path, run_id, row) / "result.json").read_text())
 
 
+@pytest.mark.docker
+@pytest.mark.parametrize("environment", ["docker"], indirect=True)
 async def test_folders_touched_and_what_the_harness_installed_are_not_evidence(
     tmp_path: Path, tasks_dir: Path, request: pytest.FixtureRequest
 ) -> None:
     """A folder whose only change is a file made and removed again is no evidence; what the
-    harness installed (``trust_current_changes``) is forgiven until the agent changes it."""
+    harness installed (``trust_current_changes``) is forgiven until the agent changes it
+    (docker; local: tests/sandbox/test_local_sandbox.py)."""
     from test_worker_cheat_probes import started_sandbox
 
     async with started_sandbox(

@@ -304,3 +304,23 @@ def test_unsafe_provisioning_keys_are_refused(tmp_path: Path, extra: str) -> Non
     )
     with pytest.raises(AgentManifestError):
         load_agent_manifest(manifest)
+
+
+async def test_an_install_cmd_that_writes_under_opt_works_locally(tmp_path: Path) -> None:
+    """BenchFlow's agents install under /opt (/opt/minimal-agent, BenchFlow 0.10's /opt/runtime):
+    writable per trial in the local sandbox as in a container (docs/sandboxes.md)."""
+    folder = tmp_path / "agents" / "opt-agent"
+    folder.mkdir(parents=True)
+    shutil.copy(AGENTS_DIR / "py-acp-agent" / "agent.py", folder / "agent.py")
+    (folder / "manifest.toml").write_text(
+        'contract_version = "1.0"\nname = "opt-agent"\nprotocol = "acp"\n'
+        "install_cmd = '''\nset -e\nmkdir -p /opt/minimal-agent /opt/runtime\n"
+        "cp \"$SKILLSBENCH_AGENT_SRC/agent.py\" /opt/minimal-agent/agent.py\n'''\n"
+        'launch_cmd = \'PYTHONPATH="$PY_ACP_AGENT_PYTHONPATH" exec "$PY_ACP_AGENT_PYTHON" '
+        "/opt/minimal-agent/agent.py'\n"
+        'requires_env = ["PY_ACP_AGENT_PYTHON", "PY_ACP_AGENT_PYTHONPATH"]\n'
+    )
+    entry = find("opt-agent", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
+    result = await run_trial(ManifestAgent("opt-agent", entry), tmp_path, env=agent_env())
+    assert result.outcome.failure is None, result.outcome.message
+    assert result.reward == 1.0

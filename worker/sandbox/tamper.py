@@ -83,6 +83,11 @@ _SHARED_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?$")
 # so a new module there shadows an installed one of the same name.
 _STDLIB_ENTRY = re.compile(r"/lib/python[0-9][0-9.]*(/lib-dynload)?/[^/]+$")
 _NOT_MODULES = ("site-packages", "dist-packages", "__pycache__")
+# The verifier's HOME bin folders, its user site, and the folders leading to them: a link in
+# place of one sends what the verifier starts or imports from there somewhere unwatched.
+_HOME_SEARCH_FOLDER = re.compile(
+    r"^/root/(bin|\.local(/bin|/lib(/python[0-9][0-9.]*(/site-packages)?)?)?)$"
+)
 _PTH_HEAD_BYTES = 64 * 1024
 # Enough evidence: past it the look stops (each finding may cost a look at the sandbox).
 MAX_FINDINGS = 1000
@@ -196,6 +201,11 @@ def find_tampering(
         if _is_config(where):
             flag(change, "configuration of the dynamic loader or the interpreters")
             continue
+        if change.kind != "deleted" and _HOME_SEARCH_FOLDER.match(where):
+            stat = probe.stat(where)
+            if stat is not None and stat.link_target is not None:
+                flag(change, "a link in place of a folder the verifier searches for programs")
+                continue
         if change.kind == "added" and posixpath.dirname(where) in HOME_BIN_DIRS:
             if shadow := _shadowed(
                 where, [posixpath.dirname(where), *path_dirs], resolver, later_only=True

@@ -6,8 +6,10 @@ Layout of one sandbox (see docs/sandboxes.md):
   except private ones (``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ...) which are not
   shown at all, and the task's folder and the trial state folder are masked;
 * writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
-  default ``/root``), ``/root``, ``/logs`` and ``/tmp``; ``/tests``, ``/solution``, the skills
-  folder and ``/instruction.md`` appear only once uploaded;
+  default ``/root``), ``/root``, ``/logs``, ``/tmp`` and, fresh and empty, ``/opt``, ``/srv``
+  and ``/var``; ``/usr/local`` is the host's under a per-trial overlay (root workers); all of it
+  lives in one capped tmpfs where the worker may mount (see :mod:`.writable`); ``/tests``,
+  ``/solution``, the skills folder and ``/instruction.md`` appear only once uploaded;
 * files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
   the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
 * every process runs in a PID namespace that is a child of one long-lived "init" namespace
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
+from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps
 from worker.sandbox._bubblewrap import limits
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
@@ -38,6 +41,7 @@ from worker.sandbox._bubblewrap.host import (
     NAMESPACE_FLAGS,
     SYSTEM_TOP_LEVEL,
     check_host,
+    etc_view,
     masks,
     mount_args,
 )
@@ -54,6 +58,23 @@ from worker.sandbox._bubblewrap.process import (
     reader,
 )
 from worker.sandbox._bubblewrap.recipe import apply_recipe
+from worker.sandbox._bubblewrap.writable import (
+    COPY_ON_WRITE,
+    FRESH_TOPS,
+    HOME_WATCHED,
+    VAR_FOLDERS,
+    Snapshot,
+    Watched,
+    changes,
+    head,
+    mount_capped_root,
+    mount_copy_on_write,
+    path_stat,
+    reap_mounts,
+    resize,
+    snapshot,
+    unmount,
+)
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
 from worker.sandbox.base import (
     DEFAULT_WORKDIR,
@@ -73,6 +94,7 @@ from worker.sandbox.base import (
 )
 from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
 from worker.sandbox.errors import ImageBuildFailed
+from worker.sandbox.tamper import PathStat, find_tampering
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -125,6 +147,10 @@ class BubblewrapSandbox(Sandbox):
             memory_mb=self.config.memory_mb,
             pids_limit=spec.pids_limit,
         )
+        self._mounted: list[Path] = []  # host mounts of this sandbox, innermost first
+        self._watched: list[Watched] = []  # what tamper_evidence diffs against _baseline
+        self._baseline: Snapshot | None = None
+        self._cap = 0  # bytes of the capped tree while the agent runs (0: not capped)
 
     @property
     def workdir(self) -> str:
@@ -141,7 +167,10 @@ class BubblewrapSandbox(Sandbox):
 
     @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
-        return await asyncio.to_thread(limits.reap, owner, set(active_run_ids))
+        # The trial cgroups a crashed worker left (their processes killed), then its capped
+        # trees: no sandbox of this worker runs yet, so every tree it mounted is a crash's.
+        reaped = await asyncio.to_thread(limits.reap, owner, set(active_run_ids))
+        return reaped + (await asyncio.to_thread(reap_mounts, owner) if owner else 0)
 
     @classmethod
     async def run_cleanup(cls, run_id: str) -> int:
@@ -191,6 +220,7 @@ class BubblewrapSandbox(Sandbox):
         if config.with_skills and config.skills_source is not None:
             await self.upload(config.skills_source, config.skills_dir)
         await self._upload_spec_files()
+        await self.trust_current_changes()  # the task's own files are the agent's ground
 
     async def _probe_layout(self) -> None:
         probe = await self.exec(["true"], timeout_sec=60)
@@ -204,21 +234,51 @@ class BubblewrapSandbox(Sandbox):
         raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
 
     def _make_layout(self) -> None:
-        if self._root.exists():
-            remove_tree(self._root)
-        logs = self._root / "logs"
+        self._remove_tree()
+        root = self._root
+        self._cap = OutputCaps.from_env().sandbox_bytes
+        if mount_capped_root(root, self._cap, self.spec.owner):
+            self._mounted.append(root)
+        logs = root / "logs"
         for sub in ("agent", "verifier", "artifacts"):
             (logs / sub).mkdir(parents=True)
         for name in ("workspace", "home", "tmp", "mounts", "layer"):
-            (self._root / name).mkdir(parents=True, exist_ok=True)
-        (self._root / "tmp").chmod(0o1777)
+            (root / name).mkdir(parents=True, exist_ok=True)
+        for path in FRESH_TOPS:  # empty and writable, as in a container
+            (root / path.strip("/")).mkdir()
+        for name in VAR_FOLDERS:
+            (root / "var" / name).mkdir()
+        for name in ("tmp", "var/tmp"):
+            (root / name).chmod(0o1777)
         self._binds = {
-            "/root": self._root / "home",
+            "/root": root / "home",
             LOGS_DIR: logs,
-            "/tmp": self._root / "tmp",
-            self._workdir: self._root / "workspace",
+            "/tmp": root / "tmp",
+            **{path: root / path.strip("/") for path in FRESH_TOPS},
+            self._workdir: root / "workspace",
         }
+        self._watched = [Watched("/opt", root / "opt")]
+        for path in COPY_ON_WRITE:  # one overlay each, mounted on the host (root only)
+            folder = root / "cow" / path.strip("/").replace("/", "_")
+            merged = mount_copy_on_write(path, folder)
+            if merged is not None:
+                self._mounted.insert(0, merged)
+                self._binds[path] = merged
+                self._watched.append(Watched(path, folder / "upper", lower=path))
+        for path in HOME_WATCHED:
+            found = self.bind_for(path)
+            if found is not None:
+                self._watched.append(Watched(path, found[1] / found[2]))
         self._ensure_mountpoint(self._workdir)
+
+    def _remove_tree(self) -> None:
+        """Unmount what this sandbox mounted, then remove its host folder."""
+        # Detaching the capped tree detaches the overlays mounted in it as well.
+        for point in [self._root] if self._root in self._mounted else self._mounted:
+            unmount(point)
+        self._mounted = []
+        if self._root.exists():
+            remove_tree(self._root)
 
     def _ensure_mountpoint(self, path: str) -> None:
         """A bind under a read-only host folder needs its mount point made in the layer."""
@@ -251,6 +311,9 @@ class BubblewrapSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         await self._kill_all()
+        if self._root in self._mounted and self._cap:
+            # The agent is gone: the verifier gets room even if the agent filled its cap.
+            await asyncio.to_thread(resize, self._root, self._cap + SANDBOX_VERIFIER_RESERVE)
         if not self._stopped and self._started:
             await self._new_init()
 
@@ -278,7 +341,46 @@ class BubblewrapSandbox(Sandbox):
         self._stopped = True
         await self._kill_all()
         await asyncio.to_thread(self._limits.remove)
-        await asyncio.to_thread(remove_tree, self._root)
+        await asyncio.to_thread(self._remove_tree)
+
+    # -- tampering -------------------------------------------------------------------------
+
+    async def trust_current_changes(self) -> None:
+        if self._started and not self._stopped:
+            self._baseline = await asyncio.to_thread(snapshot, self._watched)
+
+    async def tamper_evidence(self) -> list[dict[str, str]] | None:
+        if self._baseline is None:
+            return None
+        baseline = self._baseline
+        return await asyncio.to_thread(self._find_tampering, baseline)
+
+    def _find_tampering(self, baseline: Snapshot) -> list[dict[str, str]]:
+        found = changes(self._watched, baseline)
+        if not found:
+            return []
+        probe = _HostProbe(self)
+        return [t.as_dict() for t in find_tampering(found, probe, path=self._env(None)["PATH"])]
+
+    def host_path(self, path: str) -> Path | None:
+        """The host file that is sandbox ``path`` (its last component not followed), or None
+        when the sandbox does not show it."""
+        path = posixpath.normpath(path)
+        found = self.bind_for(path)
+        if found is not None:
+            return found[1] if found[2] == "." else found[1] / found[2]
+        for lent, host_folder in self._lent.items():
+            if path == lent or path.startswith(lent.rstrip("/") + "/"):
+                return host_folder / posixpath.relpath(path, lent)
+        first = top(path)
+        if first not in (*SYSTEM_TOP_LEVEL, ETC):
+            return None
+        in_layer = self.layer / path.lstrip("/")
+        if os.path.lexists(in_layer):
+            return in_layer
+        if first == ETC:
+            return Path(etc_view()) / posixpath.relpath(path, "/etc")
+        return Path(path)
 
     # -- processes -------------------------------------------------------------------------
 
@@ -506,3 +608,17 @@ class BubblewrapSandbox(Sandbox):
         source = self._writable_target(sandbox_path, create=False)
         budget = budget or CopyBudget.default()
         await asyncio.to_thread(copy_out, source, host_path, sandbox_path, budget)
+
+
+class _HostProbe:
+    """:class:`~worker.sandbox.tamper.FileProbe` of a bubblewrap sandbox: its files are host
+    files (:meth:`BubblewrapSandbox.host_path`)."""
+
+    def __init__(self, box: BubblewrapSandbox) -> None:
+        self.box = box
+
+    def stat(self, path: str) -> PathStat | None:
+        return path_stat(self.box.host_path(path))
+
+    def head(self, path: str, limit: int) -> bytes | None:
+        return head(self.box.host_path(path), limit)

@@ -17,7 +17,6 @@ from worker.sandbox.tamper import (
     DEFAULT_PATH,
     HOME_BIN_DIRS,
     SYSTEM_ROOTS,
-    USER_SITE_ROOT,
     Change,
     ChangeKind,
     PathStat,
@@ -114,7 +113,7 @@ def tampering(client: Any, container: str, trusted: Trusted | None = None) -> li
         relevant = [
             c
             for c in changes
-            if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS, USER_SITE_ROOT))
+            if c.path.startswith(("/etc/", *SYSTEM_ROOTS, *HOME_BIN_DIRS, "/root/.local"))
         ]
         if not relevant:
             return []
