@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from worker.bridge.protocol import find_usage
+from worker.usage import participant
 from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
 
 REQUEST_COLUMNS = (
@@ -29,6 +31,9 @@ REQUEST_COLUMNS = (
     "status",
     "finish",
 )
+REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
+A2A_TRAJECTORY_FILE = "trajectory/a2a_trajectory.jsonl"
+PROOF_FOLDER = "private-proof"  # worker.meta's default proof folder under a jobs dir
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -130,7 +135,8 @@ def trial_folders(root: Path) -> list[Path]:
         return [root]
     found = {p.parent.parent for p in root.rglob(LLM_TRAJECTORY_FILE)}
     found |= {p.parent for p in root.rglob("result.json") if (p.parent / "trajectory").is_dir()}
-    return sorted(found)
+    # The private proof keeps a copy of each trial: count every trial once.
+    return sorted(p for p in found if PROOF_FOLDER not in p.relative_to(root).parts)
 
 
 @click.group(help="Inspect trials of a jobs directory.")
@@ -144,14 +150,46 @@ def requests(jobdir: Path) -> None:
     if not jobdir.is_dir():
         raise ValueError(f"{jobdir}: no such folder")
     rows = []
+    reported = []
     for folder in trial_folders(jobdir):
         path = folder / LLM_TRAJECTORY_FILE
         if path.exists():
             rows += [request_row(folder.name, n, line) for n, line in enumerate(_lines(path), 1)]
-    if not rows:
+        reported += reported_rows(folder)
+    if not rows and not reported:
         click.echo(f"no model calls recorded under {jobdir}")
         return
-    click.echo(table(rows, REQUEST_COLUMNS))
+    if rows:
+        click.echo(table(rows, REQUEST_COLUMNS))
+    if reported:
+        if rows:
+            click.echo("")
+        click.echo(
+            "Usage the participant reported on its replies (participant-reported, "
+            "not measured by the worker):"
+        )
+        click.echo(table(reported, REPORTED_COLUMNS))
+
+
+def reported_rows(folder: Path) -> list[tuple[str, ...]]:
+    """One line per purple reply that carried a ``usage`` object (skillsbench-shell/v1)."""
+    path = folder / A2A_TRAJECTORY_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for event in _lines(path):
+        payload = event.get("payload")
+        if event.get("type") != "a2a_response" or not isinstance(payload, dict):
+            continue
+        try:
+            usage = find_usage(payload.get("data") or [])
+        except ValueError:
+            continue  # the trial ended as a participant error; result.json says why
+        if usage is not None:
+            values: tuple[Any, ...] = (folder.name, event.get("turn"), usage.model, usage.calls)
+            values += (usage.input_tokens, usage.output_tokens, usage.cost_usd)
+            rows.append(tuple(_show(v) for v in values))
+    return rows
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -213,7 +251,9 @@ def summary(folder: Path) -> str:
     if len(tools) > 50:
         lines.append(f"  … {len(tools) - 50} more")
     calls_model = tracking.get("model_access") != "none"
-    if agent_result.get("usage_source") not in (None, "unavailable"):
+    if agent_result.get("usage_source") == participant.PARTICIPANT_REPORTED:
+        lines.append("Reported:  " + participant.describe(agent_result.get("participant_usage")))
+    elif agent_result.get("usage_source") not in (None, "unavailable"):
         lines.append(
             f"Tokens:    {agent_result.get('n_input_tokens'):,} in "
             f"({agent_result.get('n_cache_read_tokens') or 0:,} cache read), "
