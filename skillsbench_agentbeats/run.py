@@ -124,7 +124,7 @@ def run(
     from worker.usage.trial import check_model
 
     check_model(resolve_agent(agent), model)
-    rows, reasons = asyncio.run(
+    run_id, rows, reasons = asyncio.run(
         _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
     )
     from worker.progress import summary_table
@@ -133,6 +133,11 @@ def run(
     from worker.usage.summary import cost_line, load_results
 
     click.echo(cost_line(load_results(jobs_dir, [row["trial_id"] for row in rows])))
+    click.echo(
+        f"Run folder: {jobs_dir / 'runs' / run_id} (one folder per trial under trials/)\n"
+        f"next: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs_dir} "
+        f"(or trials list {jobs_dir}; trials view TRIAL writes an HTML transcript)"
+    )
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -188,8 +193,8 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 async def _run_local(
     request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The run's rows, and why each trial that did not pass did not (by trial id)."""
+) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
+    """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
     from worker.engine import Engine, EngineSettings
     from worker.progress import ProgressView
@@ -227,4 +232,4 @@ async def _run_local(
         for trial in finished.trials.values()
         if trial.row is not None and trial.current is not None and trial.current.reason
     }
-    return finished.rows(), reasons
+    return record.run_id, finished.rows(), reasons

@@ -75,6 +75,15 @@ def test_reported_usage_is_summed_and_shown_as_the_participant_s(tmp_path: Path)
     assert "Reported:  4 model call(s), 175 in, 20 out, $0.0015 (m-1)" in shown.stdout
     assert "reported on 3 of 4 replies; unknown: cost_usd on 1" in shown.stdout
     assert "(reported by the participant, not measured by the worker)" in shown.stdout
+    assert "Message:   (the agent's final message)\n      | done" in shown.stdout
+    page = tmp_path / "view.html"
+    viewed = cli("trials", "view", str(folder), "-o", str(page))
+    assert viewed.returncode == 0, viewed.stderr
+    html = page.read_text()
+    assert "Reported by the participant" in html and "<td>m-1</td><td>2</td><td>100</td>" in html
+    final = html.split("<h2>Agent's final message</h2>")[1]
+    assert final.startswith("\n<pre>done</pre>")
+    assert html.count('class="step action') == 3  # exec, exec, read_file
     requests = cli("trials", "requests", str(tmp_path / "jobs"))
     assert requests.returncode == 0, requests.stderr
     lines = requests.stdout.splitlines()
