@@ -182,9 +182,12 @@ def run_standalone(command: click.Command) -> None:
     """``python -m`` entry: bad input or configuration is one line on stderr, never a traceback."""
     try:
         command.main(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # the product CLI's style: one line, exit code 2
+        text = " ".join(exc.format_message().split())
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            text += f" (see '{exc.ctx.command_path} --help')"
+        click.echo(f"error: {text}", err=True)
+        sys.exit(2)
     except (ValueError, OSError) as exc:
         click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         sys.exit(2)
