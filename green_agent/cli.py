@@ -23,5 +23,5 @@ def green(host: str, port: int, card_url: str | None) -> None:
 
     try:
         serve(host, port, card_url)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    except (ValueError, OSError) as exc:  # a bad setting, or a port we cannot hold
+        raise click.ClickException(" ".join(str(exc).split())) from None

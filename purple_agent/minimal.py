@@ -8,6 +8,8 @@ How it plays ``skillsbench-shell/v1``:
   which becomes the tool message the model sees next.
 * When the model answers without a tool call, or the budget (turns, time, tokens) is spent, the
   agent replies ``finish``.
+* Every reply carries a ``usage`` DataPart: the model calls since the previous reply, with
+  litellm's token counts and cost (``None`` where litellm cannot price the model).
 
 State lives in memory, one :class:`Conversation` per A2A context. litellm routes the model
 (``provider/model``; ``SKILLSBENCH_AGENT_BASE_URL`` becomes ``api_base``).
@@ -21,11 +23,12 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from purple_agent.config import AgentConfig
 from purple_agent.server import Reply, Turn, TurnAgent
+from purple_agent.usage_report import UsageSinceReply
 from worker.bridge.protocol import (
     ActionResult,
     ExecAction,
@@ -72,6 +75,7 @@ class Conversation:
     waiting_for: str | None = None  # id of the tool call whose exec is out
     turns: int = 0
     tokens: int = 0
+    usage: UsageSinceReply = field(default_factory=UsageSinceReply)  # since the last reply
 
 
 class MinimalAgent(TurnAgent):
@@ -92,6 +96,8 @@ class MinimalAgent(TurnAgent):
         if context is None:
             self._record_result(conv, find_action_result(turn.data))
         reply = await self._next(conv)
+        if not reply.failed:
+            reply = replace(reply, extra_data=[*reply.extra_data, conv.usage.take()])
         if isinstance(reply.action, FinishAction) or reply.failed:
             self._conversations.pop(turn.context_id, None)
         return reply
@@ -193,6 +199,16 @@ class MinimalAgent(TurnAgent):
         )
         usage = getattr(response, "usage", None)
         conv.tokens += int(getattr(usage, "total_tokens", 0) or 0)
+        n_in = _count(getattr(usage, "prompt_tokens", None))
+        n_out = _count(getattr(usage, "completion_tokens", None))
+        if not n_in and not n_out:  # litellm says 0 and 0 when the provider sent no usage
+            n_in = n_out = None
+        conv.usage.add(
+            getattr(response, "model", None) or self._config.litellm_model,
+            n_in,
+            n_out,
+            _cost(litellm, response) if n_in is not None else None,
+        )
         message = response.choices[0].message
         out: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
         if message.tool_calls:
@@ -243,6 +259,20 @@ class MinimalAgent(TurnAgent):
 
 
 MAX_ERROR_CHARS = 300
+
+
+def _count(value: Any) -> int | None:
+    """A token count the provider gave; ``None`` when it gave none (unknown, never 0)."""
+    return int(value) if isinstance(value, int | float) and value >= 0 else None
+
+
+def _cost(litellm: Any, response: Any) -> float | None:
+    """litellm's price of one call; ``None`` for a model it cannot price."""
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:  # litellm raises for models missing from its cost map
+        return None
+    return float(cost) if isinstance(cost, int | float) and cost >= 0 else None
 
 
 def _provider_error(exc: BaseException) -> str:

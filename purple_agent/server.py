@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -164,8 +165,27 @@ def build_app(
 
 
 def serve(app: Starlette, host: str, port: int) -> None:
-    """Run until stopped; uvicorn logs through the root handler (see ``redact.install_logging``)."""
-    uvicorn.run(app, host=host, port=port, log_config=None, log_level="info")
+    """Run until stopped; uvicorn logs through the root handler (see ``redact.install_logging``).
+    The port is bound first: one taken is one line (``OSError``), not a traceback."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="info")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -173,7 +193,9 @@ def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
         "--card-url", default=None, help="URL advertised in the agent card (default: host:port)."
     )(func)
-    func = click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)(func)
+    func = click.option(
+        "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True
+    )(func)
     func = click.option("--host", default="127.0.0.1", show_default=True)(func)
     return func
 
@@ -182,9 +204,12 @@ def run_standalone(command: click.Command) -> None:
     """``python -m`` entry: bad input or configuration is one line on stderr, never a traceback."""
     try:
         command.main(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # the product CLI's style: one line, exit code 2
+        text = " ".join(exc.format_message().split())
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            text += f" (see '{exc.ctx.command_path} --help')"
+        click.echo(f"error: {text}", err=True)
+        sys.exit(2)
     except (ValueError, OSError) as exc:
         click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         sys.exit(2)

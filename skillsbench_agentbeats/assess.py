@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -43,6 +44,28 @@ def _load_config(value: str) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise click.ClickException("--config: must be a JSON object")
     return config
+
+
+def _check_locally(participant: str, config: dict[str, Any], green_url: str | None) -> None:
+    """What the green agent would refuse, refused here first in one line (a ``ValueError``):
+    the participant URL, the request's shape and, when the green agent is ours (no --green),
+    the config itself (task set, tasks, shard)."""
+    from green_agent.request import RequestError, parse_request
+
+    if green_url is not None:
+        parts = urlsplit(green_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"--green: must be an absolute http(s) URL, got {green_url!r}")
+    try:
+        parse_request(json.dumps({"participants": {"agent": participant}, "config": config}))
+        if green_url is None:
+            from green_agent.selection import select
+
+            select(config)
+    except RequestError as exc:
+        if exc.field.startswith("participants."):
+            raise ValueError(f"--participant: {exc.problem}") from None
+        raise ValueError(f"--config: {exc}") from None
 
 
 def _progress(line: str) -> None:
@@ -105,6 +128,7 @@ def assess(
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = _load_config(config_arg)
+    _check_locally(participant, config, green_url)
     try:
         result = asyncio.run(_assess(participant, config, green_url, jobs_dir, environment))
     except Exception as exc:  # the gateway exports any failure as status "failed"

@@ -68,6 +68,7 @@ def command(output: Path, jobs_dir: Path, task_ids: tuple[str, ...]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(export, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {output} (status {export['status']})")
+    print(f"trials are in {jobs_dir}: skillsbench-agentbeats trials list {jobs_dir}")
     if export["status"] != "completed":
         sys.exit(1)
     from leaderboard.formatting import render

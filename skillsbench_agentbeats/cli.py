@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -95,24 +95,41 @@ def cli() -> None:
     """Score AI agents on SkillsBench through AgentBeats."""
 
 
+EXIT_FAILED: Final = 1  # the command ran, and what it checked or ran failed
+EXIT_BAD_INPUT: Final = 2  # the command could not run: bad option, config, file or URL
+EXIT_INTERRUPTED: Final = 130
+
+
 def main(argv: list[str] | None = None) -> Any:
-    """Run the CLI; bad input becomes one line on stderr and exit code 2, never a traceback."""
+    """Run the CLI. One error style in every command: bad input (a click usage error, a
+    ``ClickException``, a ``ValueError`` or ``OSError``) is ONE line ``error: …`` on stderr and
+    exit code 2, never a traceback; a command whose run or check failed exits 1 (its own
+    lines say why); an interrupt exits 130."""
     try:
         result = cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"error: {click_error_line(exc)}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except (ValueError, OSError) as exc:
         click.echo(f"error: {_one_line(exc)}", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     if isinstance(result, int) and result != 0:
         sys.exit(result)
     return result
+
+
+def click_error_line(exc: click.ClickException) -> str:
+    """A click error in one line; a usage error names the command's ``--help``."""
+    text = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        text += f" (see '{ctx.command_path} --help')"
+    return text
 
 
 def _one_line(exc: BaseException) -> str:

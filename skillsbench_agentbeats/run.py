@@ -136,7 +136,7 @@ def run(
     check_model(resolved, model)
     resolved.check_ready(request.usage.agent_env if request.usage else {})  # before any trial
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
-    rows, reasons = asyncio.run(
+    run_id, rows, reasons = asyncio.run(
         _run_local(
             request, folder, jobs_dir, environment, concurrency_or_cores(concurrency), resources
         )
@@ -150,6 +150,11 @@ def run(
     for line in resources_lines(results):
         click.echo(line)
     click.echo(cost_line(results))
+    click.echo(
+        f"Run folder: {jobs_dir / 'runs' / run_id} (one folder per trial under trials/)\n"
+        f"next: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs_dir} "
+        f"(or trials list {jobs_dir}; trials view TRIAL writes an HTML transcript)"
+    )
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -210,8 +215,8 @@ async def _run_local(
     environment: str,
     concurrency: int,
     resources: Any = None,
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The run's rows, and why each trial that did not pass did not (by trial id)."""
+) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
+    """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
     from worker.engine import Engine, EngineSettings
     from worker.progress import ProgressView
@@ -253,4 +258,4 @@ async def _run_local(
         for trial in finished.trials.values()
         if trial.row is not None and trial.current is not None and trial.current.reason
     }
-    return finished.rows(), reasons
+    return record.run_id, finished.rows(), reasons

@@ -84,3 +84,40 @@ def test_every_sub_command_help_shows_its_own_content(name: str) -> None:
             assert subs, f"{where} is a group without sub-commands"
             for sub in subs:
                 assert re.search(rf"^  {re.escape(sub)}\b", out, re.M), (where, sub)
+
+
+@pytest.mark.parametrize(
+    "command", [["worker", "--jobs-dir", "{tmp}/jobs"], ["green"], ["purple", "placeholder"]]
+)
+def test_a_port_in_use_is_one_error_line_for_every_server(
+    command: list[str], tmp_path: object
+) -> None:
+    """The same error style for the same problem: the port is bound before anything starts."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+        done = subprocess.run(
+            [sys.executable, "-m", "skillsbench_agentbeats", *args, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+@pytest.mark.parametrize("command", [["worker"], ["green"], ["purple", "placeholder"]])
+def test_a_port_out_of_range_is_a_usage_error(command: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", *command, "--port", "99999"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: Invalid value for '--port': 99999 is not in the range")
+    assert len(done.stderr.splitlines()) == 1

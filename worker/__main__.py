@@ -17,9 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+    except click.ClickException as exc:  # the product CLI's style: one line, exit code 2
+        text = " ".join(exc.format_message().split())
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            text += f" (see '{exc.ctx.command_path} --help')"
+        click.echo(f"error: {text}", err=True)
+        return 2
     except (ValueError, OSError) as exc:
         click.echo(f"error: {' '.join(str(exc).split()) or type(exc).__name__}", err=True)
         return 2

@@ -42,6 +42,27 @@ def listen_host(host: str, port: int) -> str:
     return host
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the server starts: a port in use is one line
+    (``OSError``), not a server that logs its start and then a traceback."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def environment_option(help: str | None = None) -> Callable[[F], F]:
     """``--environment``: a registered sandbox backend (the same choices for every command)."""
     return click.option(
@@ -100,7 +121,7 @@ def concurrency_or_cores(value: int | None) -> int:
 
 @click.command(help="Run the worker HTTP service.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=9010, show_default=True, type=int)
+@click.option("--port", default=9010, show_default=True, type=click.IntRange(1, 65535))
 @click.option(
     "--jobs-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -176,5 +197,12 @@ def worker(
         proxies=ParticipantProxies.from_env(),
         resources=resource_settings(pids_limit, override_cpus, override_memory_mb),
     )
+    sock = bind_socket(host, port)
     app = create_app(Engine(settings), token=token, script_dir=script_dir)
-    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -14,6 +14,10 @@ from typing import Any
 
 import click
 
+from worker import trial_lookup, trial_records
+from worker.bridge.protocol import find_usage
+from worker.trial_lookup import DEFAULT_JOBS_DIR
+from worker.usage import participant
 from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
 
 REQUEST_COLUMNS = (
@@ -29,6 +33,10 @@ REQUEST_COLUMNS = (
     "status",
     "finish",
 )
+REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
+A2A_TRAJECTORY_FILE = "trajectory/a2a_trajectory.jsonl"
+SHOWN_ACTIONS = 50
+PROOF_FOLDER = "private-proof"  # worker.meta's default proof folder under a jobs dir
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -130,7 +138,8 @@ def trial_folders(root: Path) -> list[Path]:
         return [root]
     found = {p.parent.parent for p in root.rglob(LLM_TRAJECTORY_FILE)}
     found |= {p.parent for p in root.rglob("result.json") if (p.parent / "trajectory").is_dir()}
-    return sorted(found)
+    # The private proof keeps a copy of each trial: count every trial once.
+    return sorted(p for p in found if PROOF_FOLDER not in p.relative_to(root).parts)
 
 
 @click.group(help="Inspect trials of a jobs directory.")
@@ -144,14 +153,46 @@ def requests(jobdir: Path) -> None:
     if not jobdir.is_dir():
         raise ValueError(f"{jobdir}: no such folder")
     rows = []
+    reported = []
     for folder in trial_folders(jobdir):
         path = folder / LLM_TRAJECTORY_FILE
         if path.exists():
             rows += [request_row(folder.name, n, line) for n, line in enumerate(_lines(path), 1)]
-    if not rows:
+        reported += reported_rows(folder)
+    if not rows and not reported:
         click.echo(f"no model calls recorded under {jobdir}")
         return
-    click.echo(table(rows, REQUEST_COLUMNS))
+    if rows:
+        click.echo(table(rows, REQUEST_COLUMNS))
+    if reported:
+        if rows:
+            click.echo("")
+        click.echo(
+            "Usage the participant reported on its replies (participant-reported, "
+            "not measured by the worker):"
+        )
+        click.echo(table(reported, REPORTED_COLUMNS))
+
+
+def reported_rows(folder: Path) -> list[tuple[str, ...]]:
+    """One line per purple reply that carried a ``usage`` object (skillsbench-shell/v1)."""
+    path = folder / A2A_TRAJECTORY_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for event in _lines(path):
+        payload = event.get("payload")
+        if event.get("type") != "a2a_response" or not isinstance(payload, dict):
+            continue
+        try:
+            usage = find_usage(payload.get("data") or [])
+        except ValueError:
+            continue  # the trial ended as a participant error; result.json says why
+        if usage is not None:
+            values: tuple[Any, ...] = (folder.name, event.get("turn"), usage.model, usage.calls)
+            values += (usage.input_tokens, usage.output_tokens, usage.cost_usd)
+            rows.append(tuple(_show(v) for v in values))
+    return rows
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -227,20 +268,31 @@ def summary(folder: Path) -> str:
     if phases:
         lines.append("Phases:    " + ", ".join(phases))
     if (
-        timing.get("provider_wait") is not None
+        tracking.get("model_access") == "proxy"  # the wait is only known for calls we relay
+        and timing.get("provider_wait") is not None
         and timing.get("agent_without_provider_wait") is not None
     ):
         lines.append(
             f"Agent:     {timing['provider_wait']:.1f}s waiting for the model, "
             f"{timing['agent_without_provider_wait']:.1f}s doing anything else"
         )
-    tools = _tool_calls(folder)
-    lines.append(f"Tools:     {len(tools)} tool call(s)")
-    lines += [f"  - [{status}] {title}" for title, status in tools[:50]]
-    if len(tools) > 50:
-        lines.append(f"  … {len(tools) - 50} more")
+    transcript = trial_records.load(folder)
+    actions = transcript.actions
+    lines.append(f"Tools:     {len(actions)} tool call(s)")
+    for action in actions[:SHOWN_ACTIONS]:
+        ended = f"exit {action.exit_code}" if action.exit_code is not None else ""
+        ended += " timed out" if action.timed_out else ""
+        title = " ".join(action.title.split())
+        lines.append(
+            f"  - [{action.status or '?'}] {_clip(title)}" + (f" ({ended})" if ended else "")
+        )
+        lines += [f"      | {line}" for line in trial_records.tail(action.output).splitlines()]
+    if len(actions) > SHOWN_ACTIONS:
+        lines.append(f"  … {len(actions) - SHOWN_ACTIONS} more (trials view shows every one)")
     calls_model = tracking.get("model_access") != "none"
-    if agent_result.get("usage_source") not in (None, "unavailable"):
+    if agent_result.get("usage_source") == participant.PARTICIPANT_REPORTED:
+        lines.append("Reported:  " + participant.describe(agent_result.get("participant_usage")))
+    elif agent_result.get("usage_source") not in (None, "unavailable"):
         lines.append(
             f"Tokens:    {agent_result.get('n_input_tokens'):,} in "
             f"({agent_result.get('n_cache_read_tokens') or 0:,} cache read), "
@@ -260,30 +312,105 @@ def summary(folder: Path) -> str:
         )
     if tracking.get("limit_reached"):
         lines.append(f"Limit:     {tracking['limit_reached']}")
+    final = transcript.final_message
+    lines.append("Message:   " + ("-" if final is None else "(the agent's final message)"))
+    if final is not None:
+        lines += [f"      | {line}" for line in trial_records.tail(final, 6, 600).splitlines()]
+    for name, text in transcript.verifier_output.items():
+        lines.append(f"Verifier:  {name} (last lines)")
+        lines += [f"      | {line}" for line in trial_records.tail(text, 8, 800).splitlines()]
+    if not transcript.verifier_output:
+        lines.append("Verifier:  no output recorded")
+    lines.append(f"Folder:    {folder}")
     return "\n".join(lines)
 
 
-def _tool_calls(folder: Path) -> list[tuple[str, str]]:
-    path = folder / "trajectory" / "acp_trajectory.jsonl"
-    if not path.exists():
-        return []
-    calls: dict[str, list[str]] = {}
-    for event in _lines(path):
-        call_id = event.get("tool_call_id")
-        if not isinstance(call_id, str):
-            continue
-        if event.get("type") == "tool_call":
-            calls.setdefault(
-                call_id, [str(event.get("title") or ""), str(event.get("status") or "")]
-            )
-        elif event.get("type") == "tool_call_update" and call_id in calls and event.get("status"):
-            calls[call_id][1] = str(event["status"])
-    return [(title, status or "?") for title, status in calls.values()]
+def _clip(text: str, chars: int = 160) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-@trials.command(help="Summarise one trial folder: phases, tool calls, tokens, cost, reward.")
-@click.argument("trial", type=click.Path(path_type=Path, file_okay=False))
-def show(trial: Path) -> None:
-    if not trial.is_dir():
+_JOBS_DIR_OPTION = click.option(
+    "--jobs-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_JOBS_DIR,
+    show_default=True,
+    help="Where to look for a trial named by id or task.",
+)
+
+
+def _trial_folder(trial: str, jobs_dir: Path) -> Path:
+    """A trial folder given as a path, or named by id, id prefix, 8-hex suffix or task."""
+    path = Path(trial)
+    if path.is_dir():
+        return path
+    if "/" in trial:
         raise ValueError(f"{trial}: no such trial folder")
-    click.echo(summary(trial))
+    return trial_lookup.find_trial(jobs_dir, trial).folder
+
+
+@trials.command(
+    help="Summarise one trial: reward, phases, each action with its exit code and output tail, "
+    "tokens, cost, the agent's final message and the verifier's output. TRIAL is a trial "
+    "folder, a trial id (or a unique prefix, or its 8-hex suffix) or a task id (its newest trial)."
+)
+@click.argument("trial")
+@_JOBS_DIR_OPTION
+def show(trial: str, jobs_dir: Path) -> None:
+    click.echo(summary(_trial_folder(trial, jobs_dir)))
+
+
+@trials.command(
+    help="Write one self-contained HTML transcript of a trial (instruction, every turn and "
+    "action with its output, model calls and usage, verifier output, reward). TRIAL as for show."
+)
+@click.argument("trial")
+@_JOBS_DIR_OPTION
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The HTML file (default: TRIAL_ID.html here).",
+)
+def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
+    from worker.trial_html import render
+
+    transcript = trial_records.load(_trial_folder(trial, jobs_dir))
+    output = output or Path(f"{transcript.result.get('trial_id') or 'trial'}.html")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render(transcript), encoding="utf-8")
+    click.echo(f"transcript written to {output}")
+
+
+@trials.command(name="list", help="Runs and their trials under JOBS, newest first.")
+@click.argument("jobs", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_JOBS_DIR)
+@click.option("--runs", "n_runs", type=click.IntRange(min=1), default=10, show_default=True)
+def list_trials(jobs: Path, n_runs: int) -> None:
+    found = trial_lookup.runs(jobs)
+    if not found:
+        click.echo(f"no runs under {jobs}")
+        return
+    click.echo(
+        f"{len(found)} run(s) under {jobs}" + (f", newest {n_runs}" if len(found) > n_runs else "")
+    )
+    for run, entries in found[:n_runs]:
+        passed = sum(1 for e in entries if e.passed)
+        click.echo(
+            f"\n{run.run_id}  {run.created_at}  {run.status}  agent {run.agent}  "
+            f"{len(entries)} trial(s), {passed} passed  {jobs / 'runs' / run.run_id}"
+        )
+        rows: list[tuple[str, ...]] = [
+            (
+                e.trial_id,
+                e.task_id,
+                "-" if e.reward is None else f"{e.reward:g}",
+                e.state if e.passed is None else ("yes" if e.passed else "no"),
+                e.failure or "-",
+                str(e.n_attempts),
+            )
+            for e in entries
+        ]
+        if rows:
+            table_text = table(rows, ("trial", "task", "reward", "passed", "failure", "attempts"))
+            click.echo("\n".join("  " + line for line in table_text.splitlines()))
+    click.echo(f"\nnext: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")

@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from green_agent.adapters import adapter_from_settings
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
@@ -97,6 +99,7 @@ async def test_assess_bad_config_is_one_line(tmp_path: Path) -> None:
 
 
 async def test_assess_invalid_config_reports_the_field(tmp_path: Path) -> None:
+    """Checked locally before anything starts: one line naming the field, exit code 2."""
     output = tmp_path / "results.json"
     async with serve_app(purple_app) as purple:
         code, _, err = await _cli(
@@ -107,8 +110,33 @@ async def test_assess_invalid_config_reports_the_field(tmp_path: Path) -> None:
             "--output",
             str(output),
         )
-    assert code == 1
-    data = json.loads(output.read_text())
-    assert data["status"] == "failed"
-    assert data["results"] == []
-    assert "config.num_shards" in err
+    assert code == 2, err
+    assert err.startswith("error: --config: config.num_shards: "), err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "started a local" not in err  # nothing was started
+    assert not output.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--participant", "notaurl"], "error: --participant: must be an absolute http(s) URL"),
+        (
+            ["--participant", "http://127.0.0.1:9/", "--green", "green.example"],
+            "error: --green: must be an absolute http(s) URL",
+        ),
+        (
+            ["--participant", "http://127.0.0.1:9/", "--config", '{"task_set": "no-such-set"}'],
+            "error: --config: config.",
+        ),
+    ],
+)
+async def test_assess_checks_urls_and_config_before_starting(
+    args: list[str], expected: str
+) -> None:
+    if "--config" not in args:
+        args = [*args, "--config", json.dumps(FIVE)]
+    code, out, err = await _cli(*args)
+    assert code == 2, err
+    assert err.startswith(expected), err
+    assert len(err.strip().splitlines()) == 1 and out == ""

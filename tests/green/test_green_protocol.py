@@ -213,3 +213,25 @@ def test_python_m_green_agent_serves_the_card(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    assert proc.stderr is not None
+    assert "green agent ready" in proc.stderr.read().decode()
+
+
+def test_a_port_in_use_is_one_line_and_never_ready() -> None:
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "green_agent", "--port", str(port)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}: "), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "green agent ready" not in done.stderr and "Traceback" not in done.stderr

@@ -158,12 +158,16 @@ class BridgeClient:
         )
 
 
+DEFAULT_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+
 @dataclass
 class FakeModel:
     """An OpenAI chat-completions endpoint that plays a script of assistant turns.
 
     Each script item is either ``{"shell": "cmd"}`` (one tool call), ``{"text": "…"}`` (a final
-    answer) or ``{"status": 401, "error": "…"}`` (an error response). Requests are recorded.
+    answer) or ``{"status": 401, "error": "…"}`` (an error response); ``"usage"`` beside either
+    replaces :data:`DEFAULT_USAGE` (``None``: the response has no usage). Requests are recorded.
     """
 
     script: list[dict[str, Any]]
@@ -177,7 +181,10 @@ class FakeModel:
         body = await request.json()
         self.requests.append(body)
         self.auth_headers.append(request.headers.get("authorization", ""))
-        step = self.script[min(len(self.requests), len(self.script)) - 1]
+        step = {
+            "usage": DEFAULT_USAGE,
+            **self.script[min(len(self.requests), len(self.script)) - 1],
+        }
         if "status" in step:
             return JSONResponse(
                 {"error": {"message": step["error"], "type": "invalid_request_error"}},
@@ -209,6 +216,6 @@ class FakeModel:
                         "finish_reason": "tool_calls" if "shell" in step else "stop",
                     }
                 ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                **({"usage": step["usage"]} if step.get("usage") is not None else {}),
             }
         )

@@ -25,6 +25,7 @@ from worker.bridge.protocol import (
 from .support import BridgeClient, FakeModel, serving
 
 KEY = "sk-test-minimal-0123456789abcdef"
+UNPRICED = {"model": "fake-model", "cost_usd": None}  # litellm has no price for the fake model
 INSTRUCTION = "Count the files in the workspace and write the number to answer.txt."
 
 
@@ -54,10 +55,12 @@ async def agent_with(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
         model_cm = serving(lambda _url: model.app())
         model_url = await model_cm.__aenter__()
         stack.append(model_cm)
-        settings: dict[str, Any] = {"base_url": f"{model_url}/v1", **config}
-        cfg = AgentConfig(
-            harness="minimal", model="openai/fake-model", api_key=SecretStr(KEY), **settings
-        )
+        settings: dict[str, Any] = {
+            "base_url": f"{model_url}/v1",
+            "model": "openai/fake-model",
+            **config,
+        }
+        cfg = AgentConfig(harness="minimal", api_key=SecretStr(KEY), **settings)
         agent = make_agent(cfg)
         agent_cm = serving(lambda url: create_app(cfg, url, agent))
         agent_url = await agent_cm.__aenter__()
@@ -176,6 +179,52 @@ async def test_a2a_0_3_bridge_drives_a_trial(agent_with: Any, a2a03_python: Path
     assert proc.returncode == 0, err.decode()
     first, second = json.loads(out)["replies"]
     assert first["state"] == "completed"
-    assert first["data"] == [{"action": "exec", "command": "cat task.md", "timeout_sec": 60}]
-    assert second["data"] == [{"action": "finish", "message": "All done.", "files": []}]
+    one_call = {"usage": {**UNPRICED, "calls": 1, "input_tokens": 100, "output_tokens": 20}}
+    assert first["data"] == [
+        {"action": "exec", "command": "cat task.md", "timeout_sec": 60},
+        one_call,
+    ]
+    assert second["data"] == [{"action": "finish", "message": "All done.", "files": []}, one_call]
     assert "# task" in model.requests[1]["messages"][-1]["content"]
+
+
+def usage_of(reply: Any) -> dict[str, Any]:
+    [usage] = [d["usage"] for d in reply.data if "usage" in d]
+    return dict(usage)
+
+
+async def test_every_reply_reports_the_model_calls_since_the_last(agent_with: Any) -> None:
+    """Tokens equal to what the provider returned; a reply without a model call reports 0
+    calls; a response without usage leaves the tokens unknown (None), never 0."""
+    model, bridge = await agent_with(
+        [
+            {
+                "shell": "ls",
+                "usage": {"prompt_tokens": 321, "completion_tokens": 7, "total_tokens": 328},
+            },
+            {"text": "Done.", "usage": None},
+        ]
+    )
+    first = await bridge.send(INSTRUCTION, context())
+    assert isinstance(first.action, ExecAction)
+    assert usage_of(first) == {**UNPRICED, "calls": 1, "input_tokens": 321, "output_tokens": 7}
+    second = await bridge.send(data=result())
+    assert isinstance(second.action, FinishAction)
+    reported = usage_of(second)
+    assert reported["calls"] == 1 and reported["cost_usd"] is None
+    assert (reported["input_tokens"], reported["output_tokens"]) == (None, None), reported
+    assert len(model.requests) == 2
+
+
+async def test_a_priced_model_reports_litellm_s_cost(agent_with: Any) -> None:
+    import litellm
+
+    model, bridge = await agent_with([{"text": "Done."}], model="openai/gpt-4o-mini")
+    reply = await bridge.send(INSTRUCTION, context())
+    usage = usage_of(reply)
+    price = litellm.model_cost["gpt-4o-mini"]
+    expected = 100 * price["input_cost_per_token"] + 20 * price["output_cost_per_token"]
+    assert usage["model"] == "gpt-4o-mini"
+    assert (usage["calls"], usage["input_tokens"], usage["output_tokens"]) == (1, 100, 20)
+    assert usage["cost_usd"] == pytest.approx(expected)
+    assert model.requests[0]["model"] == "gpt-4o-mini"

@@ -71,6 +71,7 @@ class BridgeAgent:
             outcome = Outcome("cancelled", message="cancelled by the worker", turns=shell.turn)
         finally:
             self._running.pop(session_id, None)
+        outcome.usage = shell.usage.to_data()
         shell.log.line(
             f"end status={outcome.status} failure={outcome.meta()[OUTCOME_KEY]['failure']}"
         )

@@ -43,6 +43,8 @@ class Outcome:
     turns: int = 0
     written_files: list[str] = field(default_factory=list)
     refused_files: list[dict[str, str]] = field(default_factory=list)
+    # The participant's own usage reports summed (participant_usage.UsageTally.to_data).
+    usage: dict[str, Any] | None = None
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -56,5 +58,6 @@ class Outcome:
                     {k: clip_text(v, _PATH_BYTES) for k, v in refused.items()}
                     for refused in self.refused_files
                 ],
+                "usage": self.usage,
             }
         }

@@ -13,14 +13,17 @@ from worker.bridge.a2a_peer import Conversation, ParticipantFailure, Reply, data
 from worker.bridge.actions import SandboxActions
 from worker.bridge.config import BridgeConfig, Outcome
 from worker.bridge.logs import BridgeLog
+from worker.bridge.participant_usage import UsageTally
 from worker.bridge.protocol import (
     ActionError,
     FinishAction,
     Limits,
     ShellContext,
     find_action,
+    find_usage,
     result_data,
 )
+from worker.failures import FailureKind
 
 _PARTICIPANT_ENDED = ("finished", "plain_reply")  # any other end cancels the purple task
 
@@ -36,6 +39,7 @@ class ShellSession:
         self.log = BridgeLog(config.trial_dir, config.task_id, config.url, config.caps)
         self.deadline = time.monotonic() + config.deadline_sec
         self.actions = SandboxActions(config, conn, session_id, self.log, self.deadline)
+        self.usage = UsageTally()  # what the participant reported about its model calls
 
     def context(self) -> ShellContext:
         c = self.config
@@ -93,6 +97,7 @@ class ShellSession:
             self.log.event("a2a_request", self.turn, {"context_id": conv.context_id})
             reply = await conv.send(message)
             self._log_reply(reply)
+            self._count_usage(reply)
             try:
                 action = find_action(reply.data)
             except ActionError as exc:
@@ -131,6 +136,18 @@ class ShellSession:
         self.log.line(
             f"turn {self.turn}: reply state={reply.state or 'message'} data_parts={len(reply.data)}"
         )
+
+    def _count_usage(self, reply: Reply) -> None:
+        """Add the reply's ``usage`` object to the trial's sum; a malformed one is a participant
+        error (a malformed reply), named by its field."""
+        try:
+            usage = find_usage(reply.data)
+        except ValueError as exc:
+            raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, str(exc)) from exc
+        self.usage.add(usage)
+        if usage is not None:
+            reported = ", ".join(f"{k}={v}" for k, v in usage.to_data().items() if v is not None)
+            self.log.line(f"turn {self.turn}: usage reported by the participant: {reported}")
 
     async def _say(self, text: str) -> None:
         if text.strip():

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 LLM_TRAJECTORY_FILE: Final = "trajectory/llm_trajectory.jsonl"
-UsageSource = Literal["provider_response", "agent_native_acp", "unavailable"]
+# participant_reported: what a remote participant said about its own calls (worker/usage/
+# participant.py); never trusted, never added to what the worker measured.
+UsageSource = Literal[
+    "provider_response", "agent_native_acp", "participant_reported", "unavailable"
+]
 UsageTracking = Literal["auto", "required", "off"]
 TRUSTED_SOURCES: Final = ("provider_response", "agent_native_acp")
 
@@ -238,6 +242,8 @@ def cost_summary(agent_result: Mapping[str, Any] | None, *, calls_model: bool) -
         return "none: no model tokens were used"
     if not agent_result or agent_result.get("usage_source") in (None, "unavailable"):
         return "not recorded (usage unavailable: treat tokens and cost as missing, not zero)"
+    if agent_result.get("usage_source") == "participant_reported":
+        return _participant_cost(agent_result)
     tokens = agent_result.get("total_tokens") or 0
     cost = agent_result.get("cost_usd")
     if cost is None:
@@ -246,3 +252,14 @@ def cost_summary(agent_result: Mapping[str, Any] | None, *, calls_model: bool) -
             f"{tokens:,} tokens"
         )
     return f"${cost:.4f}, {tokens:,} tokens"
+
+
+def _participant_cost(agent_result: Mapping[str, Any]) -> str:
+    """Reported by the participant, not measured: say so, and say what stays unknown."""
+    tokens = agent_result.get("total_tokens")
+    cost = agent_result.get("cost_usd")
+    said = [
+        "not reported in USD" if cost is None else f"${cost:.4f}",
+        "tokens unknown" if tokens is None else f"{tokens:,} tokens",
+    ]
+    return ", ".join(said) + " (reported by the participant, not measured by the worker)"

@@ -23,7 +23,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
 from worker.failures import FailureKind
 from worker.sandbox.base import SandboxError, sandbox_class
-from worker.usage import forward, otel
+from worker.usage import forward, otel, participant
 from worker.usage.proxy import ModelProxy, shared_proxy
 from worker.usage.records import (
     TRUSTED_SOURCES,
@@ -105,6 +105,7 @@ class TrialUsage:
         )
         self.session: ProxySession | None = None
         self.native: TokenUsage | None = None
+        self.participant: dict[str, Any] | None = None  # the bridge's sum of reported usage
         self.limit_message: str | None = None
         self.setup_error: str | None = None
         self._trace: dict[str, Any] | None = None
@@ -141,7 +142,9 @@ class TrialUsage:
         ctx.env = {**self.settings.agent_env, **ctx.env}
         ctx.model = self.model  # also sent over ACP (session/set_model) to manifest agents
         if not self.uses_proxy:
-            return await run(ctx)
+            outcome = await run(ctx)
+            self.participant = participant.tally_from_details(outcome.details)
+            return outcome
         if not self.model:
             self.setup_error = f"agent {self.agent.spec!r} has no default model; pass --model (-m)"
             return AgentOutcome("failed", FailureKind.AGENT_LAUNCH, self.setup_error)
@@ -227,6 +230,8 @@ class TrialUsage:
             return "provider_response"
         if self.native is not None:
             return "agent_native_acp"
+        if self.participant is not None:
+            return "participant_reported"
         return "unavailable"
 
     def enforce(
@@ -255,6 +260,9 @@ class TrialUsage:
             fields["n_model_calls"] = totals.n_calls
         elif source == "agent_native_acp":
             fields = agent_result_fields(self.native, None, source, None)
+        elif source == "participant_reported":
+            assert self.participant is not None
+            fields = participant.agent_result_fields(self.participant)
         else:
             # Nothing read (no model call through the proxy, no usage reported over ACP; an
             # agent that calls no model included): unknown, so null, never 0 (docs/usage.md).

@@ -19,8 +19,11 @@ def record_cancel(task_id: str, context_id: str) -> None:
             out.write(json.dumps({"cancel": task_id, "context_id": context_id}) + "\n")
 
 
-def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, Any] | str | None:
-    """A DataPart action (dict), plain text (str), or None for "never answer"."""
+def next_reply(
+    mode: str, context_id: str, data_parts: list[Any]
+) -> dict[str, Any] | list[dict[str, Any]] | str | None:
+    """A DataPart action (dict), several DataParts (list), plain text (str), or None for "never
+    answer"."""
     log = os.environ.get("PURPLE_LOG")
     if log:
         with open(log, "a") as out:
@@ -41,6 +44,40 @@ def next_reply(mode: str, context_id: str, data_parts: list[Any]) -> dict[str, A
             {"action": "finish", "message": "done"},
         ]
         return steps[min(turn, len(steps)) - 1]
+    if mode == "usage":  # reports its model usage: beside the action, or in a part of its own
+        usage_steps: list[Any] = [
+            {
+                "action": "exec",
+                "command": "echo 42 > answer.txt",
+                "usage": {
+                    "model": "m-1",
+                    "calls": 2,
+                    "input_tokens": 100,
+                    "output_tokens": 10,
+                    "cost_usd": 0.001,
+                },
+            },
+            {  # cost unknown on this reply
+                "action": "exec",
+                "command": "true",
+                "usage": {"model": "m-1", "calls": 1, "input_tokens": 50, "output_tokens": 5},
+            },
+            {"action": "read_file", "path": "answer.txt"},  # no usage object at all
+            [
+                {"action": "finish", "message": "done"},
+                {
+                    "usage": {
+                        "calls": 1,
+                        "input_tokens": 25.0,
+                        "output_tokens": 5,
+                        "cost_usd": 0.0005,
+                    }
+                },
+            ],
+        ]
+        return usage_steps[min(turn, len(usage_steps)) - 1]  # type: ignore[no-any-return]
+    if mode == "usage-bad":
+        return {"action": "exec", "command": "true", "usage": {"calls": 1, "input_tokens": -5}}
     if mode == "files":
         return {"action": "finish", "files": [{"path": "answer.txt", "content": "42\n"}]}
     if mode == "escape":

@@ -36,17 +36,18 @@ class Scripted(AgentExecutor):
         if reply is None:
             await asyncio.sleep(3600)
             return
-        part = (
-            Part(root=TextPart(text=reply))
-            if isinstance(reply, str)
-            else Part(root=DataPart(data=reply))
-        )
+        if isinstance(reply, str):
+            parts = [Part(root=TextPart(text=reply))]
+        else:
+            parts = [
+                Part(root=DataPart(data=d)) for d in (reply if isinstance(reply, list) else [reply])
+            ]
         await event_queue.enqueue_event(
             Message(
                 role=Role.agent,
                 message_id=uuid.uuid4().hex,
                 context_id=context.context_id,
-                parts=[part],
+                parts=parts,
             )
         )
 

@@ -55,15 +55,18 @@ class Scripted(AgentExecutor):
         if reply is None:
             await asyncio.sleep(3600)
             return
-        part = new_text_part(reply) if isinstance(reply, str) else new_data_part(reply)
+        if isinstance(reply, str):
+            parts = [new_text_part(reply)]
+        else:
+            parts = [new_data_part(d) for d in (reply if isinstance(reply, list) else [reply])]
         if ASK and isinstance(reply, dict) and reply.get("action") != "finish":
             if ASK_ARTIFACT:
-                await updater.add_artifact([part], name="action")
+                await updater.add_artifact(parts, name="action")
                 await updater.requires_input()
             else:
-                await updater.requires_input(updater.new_agent_message([part]))
+                await updater.requires_input(updater.new_agent_message(parts))
             return
-        await updater.add_artifact([part], name="action")
+        await updater.add_artifact(parts, name="action")
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -1,0 +1,113 @@
+"""Usage a purple agent reports about itself (``usage`` on its replies) through the real bridge and
+the worker's engine: summed over the trial, recorded as ``participant_reported``, shown by the run
+summary, ``trials show`` and ``trials requests``; unknown stays null; a malformed object is a
+participant error naming the field."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from worker_acp.purple_server import purple_server
+from worker_acp.test_worker_run_e2e import OUR_TASKS, run_cli
+
+CLI = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+
+
+def run_with(tmp: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
+    with purple_server(mode) as url:
+        done, results = run_cli(
+            tmp, "--tasks-dir", str(OUR_TASKS), "--task-id", "write-answer",
+            "--agent", f"a2a:{url}",
+        )  # fmt: skip
+    [result] = results
+    return done, result
+
+
+def test_reported_usage_is_summed_and_shown_as_the_participant_s(tmp_path: Path) -> None:
+    done, result = run_with(tmp_path, "usage")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["passed"] is True, result
+    agent = result["agent_result"]
+    assert agent["usage_source"] == "participant_reported"
+    reported = agent["participant_usage"]
+    assert reported == {
+        "n_replies": 4,
+        "n_replies_with_usage": 3,
+        "n_replies_without_usage": 1,
+        "models": ["m-1"],
+        "calls": 4,
+        "input_tokens": 175,
+        "output_tokens": 20,
+        "cost_usd": 0.0015,  # the known part: one reply gave no cost
+        "n_unknown": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 1},
+    }
+    # Headline numbers: complete sums only; the cost one reply left out stays unknown.
+    assert (agent["n_input_tokens"], agent["n_output_tokens"], agent["total_tokens"]) == (
+        175,
+        20,
+        195,
+    )
+    assert agent["n_model_calls"] == 4
+    assert agent["cost_usd"] is None and agent["price_source"] is None
+    assert agent["n_cache_read_tokens"] is None  # never reported: unknown, not 0
+    # Never taken for measured usage.
+    assert result["usage_tracking"]["usage_source"] == "participant_reported"
+    assert result["usage_tracking"]["model_access"] == "external"
+    assert "Participant-reported usage (1 of 1 trial(s)" in done.stdout
+    assert "195 tokens, cost unknown" in done.stdout
+
+    [folder] = list((tmp_path / "jobs").glob("runs/*/trials/*"))
+    shown = cli("trials", "show", str(folder))
+    assert shown.returncode == 0, shown.stderr
+    assert "Reported:  4 model call(s), 175 in, 20 out, $0.0015 (m-1)" in shown.stdout
+    assert "reported on 3 of 4 replies; unknown: cost_usd on 1" in shown.stdout
+    assert "(reported by the participant, not measured by the worker)" in shown.stdout
+    assert "Message:   (the agent's final message)\n      | done" in shown.stdout
+    page = tmp_path / "view.html"
+    viewed = cli("trials", "view", str(folder), "-o", str(page))
+    assert viewed.returncode == 0, viewed.stderr
+    html = page.read_text()
+    assert "Reported by the participant" in html and "<td>m-1</td><td>2</td><td>100</td>" in html
+    final = html.split("<h2>Agent's final message</h2>")[1]
+    assert final.startswith("\n<pre>done</pre>")
+    assert html.count('class="step action') == 3  # exec, exec, read_file
+    requests = cli("trials", "requests", str(tmp_path / "jobs"))
+    assert requests.returncode == 0, requests.stderr
+    lines = requests.stdout.splitlines()
+    assert "participant-reported" in lines[0]
+    table = [line.split() for line in lines[2:]]
+    assert [row[1:] for row in table] == [
+        ["1", "m-1", "2", "100", "10", "0.001"],
+        ["2", "m-1", "1", "50", "5", "-"],
+        ["4", "-", "1", "25", "5", "0.0005"],
+    ]
+
+
+def test_a_participant_that_reports_nothing_has_unknown_usage(tmp_path: Path) -> None:
+    done, result = run_with(tmp_path, "files")
+    assert result["passed"] is True, done.stdout + done.stderr
+    agent = result["agent_result"]
+    assert agent["usage_source"] == "unavailable"
+    assert agent["total_tokens"] is None and agent["cost_usd"] is None
+    assert "participant_usage" not in agent
+    assert "Participant-reported" not in done.stdout
+
+
+def test_malformed_usage_is_a_participant_error_naming_the_field(tmp_path: Path) -> None:
+    done, result = run_with(tmp_path, "usage-bad")
+    assert result["failure"] == "participant_error", done.stdout + done.stderr
+    assert "usage: input_tokens" in result["error"]
+    assert result["score_eligible"] is False
