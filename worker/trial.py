@@ -281,6 +281,9 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         state.agent_outcome = agent_outcome = await _run_agent(
             plan, sandbox, prompt, skills_dir, record, phases, state.usage, state
         )
+        if agent_outcome.failure in (FailureKind.OOM, FailureKind.PIDS_LIMIT):
+            # The agent died of its limits: like any limit hit, the verifier does not run.
+            raise _Failed(agent_outcome.failure, agent_outcome.message or "limit hit")
         if (
             agent_outcome.failure is not None
             and not semantics(agent_outcome.failure).score_eligible

@@ -157,3 +157,19 @@ def test_a_delegated_cgroup_v2_subtree_gets_the_limits(
     (folder / "pids.events").write_text("max 5\n")
     assert trial.events() == {"oom_kills": 2, "pids_max_hits": 5}
     assert limits.Host("cgroup2", {"": own}).mechanisms()["pids"] == "cgroup v2 pids.max"
+
+
+async def test_the_workers_own_memory_limit_caps_what_a_trial_can_get(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = tmp_path / "memory" / "worker"
+    own.mkdir(parents=True)
+    (own / "memory.limit_in_bytes").write_text(str(3 << 30))
+    monkeypatch.setattr(
+        limits, "_mounts", lambda: [(str(tmp_path / "memory"), "cgroup", {"memory"})]
+    )
+    monkeypatch.setattr(limits, "_own_paths", lambda: {"memory": "/worker"})
+    assert limits.own_memory_limit_mb() == 3072
+    assert (await LOCAL.host_capacity()).memory_mb == 3072
+    (own / "memory.limit_in_bytes").write_text("9223372036854771712")  # v1's "no limit"
+    assert limits.own_memory_limit_mb() is None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,49 @@ def test_settings_come_from_the_environment_and_bad_values_are_named() -> None:
         ResourceSettings(pids_limit=3)
     with pytest.raises(ValueError, match="override_cpus must be above 0"):
         ResourceSettings(override_cpus=0)
+
+
+async def test_an_acp_agent_killed_at_its_memory_limit_is_scored_oom(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent process itself dies of the limit (an infrastructure failure by its look: the
+    ACP connection closes): the limit counters make it the agent's failure, not a retried one."""
+    import sys
+
+    agents = Path(__file__).resolve().parents[1] / "agents"
+    monkeypatch.setenv("SKILLSBENCH_AGENTS_DIR", str(agents))
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not system.exists():
+        pytest.skip(f"{system} is missing (the sandbox shows the host's system interpreter)")
+    site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
+    _task(tmp_path / "tasks", "small-memory", memory_mb=256)
+    payload = run_payload(["small-memory"], agent="acp:py-acp-agent")
+    payload["usage"] = {
+        "agent_env": {
+            "PY_ACP_AGENT_PYTHON": str(system),
+            "PY_ACP_AGENT_PYTHONPATH": site,
+            "PY_ACP_AGENT_MODE": "hog",
+        }
+    }
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tmp_path / "tasks",
+            environment="local",
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(RunRequest.model_validate(payload))
+        done = await asyncio.wait_for(engine.wait(run.run_id), 300)
+    finally:
+        await engine.close()
+    (row,) = done.rows()
+    result = json.loads(
+        (jobs / "runs" / run.run_id / "trials" / row["trial_id"] / "result.json").read_text()
+    )
+    _scored_zero(row, result, "oom")

@@ -3,7 +3,8 @@ shell command in the session's cwd (after asking permission) and reports each on
 call.
 
 Modes (env PY_ACP_AGENT_MODE): ``run`` (default); ``slow`` waits for session/cancel; ``chatty``
-writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
+writes 2 MiB to stderr first; ``crash`` exits mid-prompt; ``hog`` fills memory mid-prompt
+(until the sandbox's memory limit kills it); ``refuse`` answers the prompt with an error; ``probe`` calls an extension method the
 client does not implement and reports the error code; ``ignore-cancel`` never stops.
 
 The model (env PY_ACP_AGENT_MODEL_MODE): ``set_model`` (default) accepts ``session/set_model``;
@@ -104,6 +105,12 @@ class ScriptedAgent:
             sys.stderr.flush()
         if MODE == "crash":
             os._exit(3)
+        if MODE == "hog":
+            hoard = []
+            while True:  # 64 MiB at a time, every page touched
+                hoard.append(bytearray(64 << 20))
+                for i in range(0, 64 << 20, 4096):
+                    hoard[-1][i] = 1
         if MODE == "refuse":
             raise RequestError.internal_error({"detail": "no model configured"})
         if MODE == "probe":

@@ -187,6 +187,27 @@ def host() -> Host:
     return Host("rlimit", {})
 
 
+def own_memory_limit_mb() -> int | None:
+    """The memory limit of the worker's own cgroup (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``) in MB, when it has one: trials cannot get more than that."""
+    mounts = _mounts()
+    own = _own_paths()
+    candidates = []
+    for mount, kind, opts in mounts:
+        if kind == "cgroup2" and "" in own:
+            candidates.append(Path(mount) / own[""].lstrip("/") / "memory.max")
+        elif kind == "cgroup" and "memory" in opts and "memory" in own:
+            candidates.append(Path(mount) / own["memory"].lstrip("/") / "memory.limit_in_bytes")
+    for path in candidates:
+        try:
+            value = path.read_text().strip()
+        except OSError:
+            continue
+        if value.isdigit() and int(value) < 1 << 60:  # v1 says "no limit" with a huge number
+            return int(value) >> 20
+    return None
+
+
 def group_name(run_id: str, trial_id: str) -> str:
     return f"{run_id}+{trial_id}".replace("/", "_")
 

@@ -94,6 +94,7 @@ from worker.sandbox.base import (
 )
 from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
 from worker.sandbox.errors import ImageBuildFailed
+from worker.sandbox.resources import HostCapacity
 from worker.sandbox.tamper import PathStat, find_tampering
 
 if TYPE_CHECKING:
@@ -164,6 +165,14 @@ class BubblewrapSandbox(Sandbox):
 
     async def limit_events(self) -> dict[str, int] | None:
         return await asyncio.to_thread(self._limits.events)
+
+    @classmethod
+    async def host_capacity(cls) -> HostCapacity:
+        """This process's CPUs and the host's memory, or the worker's own cgroup memory limit
+        when that is lower (a worker in a container)."""
+        host = HostCapacity.of_this_host()
+        own = limits.own_memory_limit_mb()
+        return host if own is None else HostCapacity(host.cpus, min(host.memory_mb, own))
 
     @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
