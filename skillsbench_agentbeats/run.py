@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from worker.cli import concurrency_or_cores, environment_option
+from worker.environment import base_image_map_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -25,6 +26,7 @@ from worker.cli import concurrency_or_cores, environment_option
     "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
 )
 @environment_option()
+@base_image_map_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",
@@ -80,6 +82,7 @@ def run(
     task_ids: tuple[str, ...],
     agent: str,
     environment: str,
+    base_image_map: dict[str, str],
     concurrency: int | None,
     jobs_dir: Path,
     condition: str | None,
@@ -125,7 +128,14 @@ def run(
 
     check_model(resolve_agent(agent), model)
     rows, reasons = asyncio.run(
-        _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
+        _run_local(
+            request,
+            folder,
+            jobs_dir,
+            environment,
+            concurrency_or_cores(concurrency),
+            base_image_map,
+        )
     )
     from worker.progress import summary_table
 
@@ -187,7 +197,12 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _run_local(
-    request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
+    request: object,
+    tasks_dir: Path,
+    jobs_dir: Path,
+    environment: str,
+    concurrency: int,
+    base_image_map: dict[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The run's rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
@@ -203,7 +218,7 @@ async def _run_local(
             tasks_dir=tasks_dir,
             environment=environment,
             concurrency=concurrency,
-            prebuilt=PrebuiltImages.from_env(),
+            prebuilt=PrebuiltImages.from_env(bases=base_image_map),
         )
     )
     await engine.start(resume=False)

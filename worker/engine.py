@@ -256,6 +256,7 @@ class Engine:
                 concurrency=self.settings.concurrency,
                 agent=agent.spec,
                 env=self.settings.env,
+                base_image_map=self.settings.prebuilt.bases,
             ),
         )
         return run

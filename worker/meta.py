@@ -121,7 +121,10 @@ def worker_meta(
     concurrency: int,
     agent: str,
     env: Mapping[str, str] | None = None,
+    base_image_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``base_image_map``: the ``FROM`` substitutions image builds use (``{}`` when none): a
+    task image built FROM a local stand-in is not the image its Dockerfile names."""
     env = os.environ if env is None else env
     meta: dict[str, Any] = {
         "schema_version": META_SCHEMA_VERSION,
@@ -133,6 +136,7 @@ def worker_meta(
         "task_set": request.task_set,
         "task_set_digest": request.task_set_digest,
         "task_set_manifest": manifest_of(request),
+        "base_image_map": dict(sorted((base_image_map or {}).items())),
     }
     for var, key in REVISION_VARS.items():
         meta[key] = env.get(var) or None

@@ -509,3 +509,43 @@ def base_images(text: str) -> list[str]:
             if len(words) >= 3 and words[1].lower() == "as":
                 stages.add(words[2].lower())  # stage names match in any case
     return refs
+
+
+def map_base_images(text: str, bases: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """``text`` with every ``FROM`` whose reference (global ``ARG`` defaults substituted) is a
+    key of ``bases`` rewritten to build from the mapped image instead (flags and ``AS name``
+    kept), and the substitutions made. Stage references are never mapped."""
+    if not bases:
+        return text, {}
+    lines = text.splitlines()
+    global_args: dict[str, str] = {}
+    stages: set[str] = set()
+    used: dict[str, str] = {}
+    seen_from = False
+    for inst in read_instructions(text):
+        if inst.keyword == "ARG" and not seen_from:
+            for name, default in _arg_pairs(inst.args, global_args, inst.line):
+                if default is None:
+                    global_args.pop(name, None)
+                else:
+                    global_args[name] = default
+            continue
+        if inst.keyword != "FROM":
+            continue
+        seen_from = True
+        raw = split_words(inst.args)
+        flags = [w for w in raw if w.startswith("--")]
+        rest = [w for w in raw if not w.startswith("--")]
+        if not rest:
+            continue
+        ref = substitute(rest[0], global_args)
+        local = bases.get(ref) if ref.lower() not in stages else None
+        if len(rest) >= 3 and rest[1].lower() == "as":
+            stages.add(substitute(rest[2], global_args).lower())
+        if local is None:
+            continue
+        used[ref] = local
+        lines[inst.line - 1] = " ".join(["FROM", *flags, local, *rest[1:]])
+        for number in range(inst.line, max(inst.end_line, inst.line)):
+            lines[number] = ""  # the continuation lines of the rewritten FROM
+    return "\n".join(lines) + "\n", used
