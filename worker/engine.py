@@ -7,7 +7,9 @@ so a queued trial costs nothing and cancelling a run is O(trials). A trial that 
 is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
 every trial has its row (failed trials included), or ``cancelled``.
 
-Crash safety: the run document is saved on every state change. On start, runs that were not
+Crash safety: every state change is stored before the engine goes on: a trial's with one journal
+line (O(1), worker/store.py), a run's (submit, end, resume) by rewriting the run document, which
+also compacts the journal. On start, runs that were not
 finished are resumed: finished trials keep their rows, trials that were running are re-run.
 What the crashed attempts left is removed first: the host processes they recorded (killed only
 if pid, start time and boot still match) and their sandbox folders.
@@ -168,8 +170,8 @@ class Engine:
                 if inside and sandbox.is_dir():
                     _remove_tree(sandbox)
 
-    def _save_soon(self, run: RunRecord) -> None:
-        task = asyncio.ensure_future(self.store.save(run))
+    def _save_soon(self, run: RunRecord, trial: TrialRecord) -> None:
+        task = asyncio.ensure_future(self.store.save_trial(run, trial))
         self._saves.add(task)
         task.add_done_callback(self._saves.discard)
 
@@ -277,7 +279,7 @@ class Engine:
             return run
         run.cancel_requested = True
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_fields(run, ["cancel_requested"])
         for task in list(self._trial_tasks.get(run_id, ())):
             task.cancel()
         driver = self._drivers.get(run_id)
@@ -444,7 +446,7 @@ class Engine:
         if run.status == "queued":
             run.status = "running"
             run.updated_at = utc_now()
-            await self.store.save(run)
+            await self.store.save_fields(run, ["status"])
             self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
 
     async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
@@ -459,7 +461,7 @@ class Engine:
                 assert trial.current is not None
                 trial.current.outcome = "retried"
                 trial.state = "queued"
-                await self.store.save(run)
+                await self.store.save_trial(run, trial)
                 log.warning(
                     "trial %s failed (%s), retrying: %s",
                     trial.key,
@@ -470,7 +472,7 @@ class Engine:
                 continue
             break
         if outcome is None:
-            await self.store.save(run)
+            await self.store.save_trial(run, trial)
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
             return
         trial.state = "finished"
@@ -480,7 +482,7 @@ class Engine:
         trial.current.outcome = "finished"
         trial.result_path = f"{trial.current.trial_dir}/result.json"
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_trial(run, trial)
         self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
 
     async def _attempt(
@@ -504,7 +506,7 @@ class Engine:
         )
         trial.state = "running"
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_trial(run, trial)
         await self._set_running(run)
         plan = TrialPlan(
             run_id=run.run_id,
@@ -532,7 +534,7 @@ class Engine:
                     pid=identity.pid, start_ticks=identity.start_ticks, boot_id=identity.boot_id
                 )
             )
-            self._save_soon(run)
+            self._save_soon(run, trial)
 
         token = started_hook.set(started)
         try:
@@ -583,8 +585,7 @@ class Engine:
             log.error("private proof of run %s not written: %s", run.run_id, exc)
             run.error = run.error or f"private proof not written: {exc}"
         run.updated_at = utc_now()
-        await asyncio.sleep(0)  # the save below serializes the whole run: a step of its own
-        await self.store.save(run)
+        await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
         if self._subscribers.get(run.run_id):
             self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)

@@ -18,6 +18,13 @@ import httpx
 import pytest
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
+from worker.store import read_run_document
+
+
+def stored(run_file: Path) -> dict[str, Any]:
+    """The run as stored (run.json with its journal applied): what a restarted worker sees."""
+    return read_run_document(run_file.parent)
+
 
 class WorkerProcess:
     def __init__(self, jobs: Path, tasks: Path, environment: str = "local") -> None:
@@ -98,14 +105,14 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     run_file = jobs / "runs" / run_id / "run.json"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:  # watch the store itself: that is what a restart sees
-        states = [t["state"] for t in json.loads(run_file.read_text())["trials"].values()]
+        states = [t["state"] for t in stored(run_file)["trials"].values()]
         if "finished" in states and "running" in states:
             break
         time.sleep(0.02)
     else:
         pytest.fail(f"never saw finished and running trials together: {states}")
     first.kill()
-    before = json.loads(run_file.read_text())
+    before = stored(run_file)
     kept = {key: t["row"] for key, t in before["trials"].items() if t["state"] == "finished"}
     interrupted = [key for key, t in before["trials"].items() if t["state"] == "running"]
     assert kept and interrupted
@@ -181,7 +188,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
         run_file = jobs / "runs" / run_id / "run.json"
 
         def running() -> bool:
-            doc = json.loads(run_file.read_text())
+            doc = stored(run_file)
             recorded = any(
                 t["attempts"] and t["attempts"][-1]["host_processes"]
                 for t in doc["trials"].values()
@@ -199,7 +206,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
             )
 
         assert _wait_until(lambda: not left(), 30), left()
-        before = json.loads(run_file.read_text())
+        before = stored(run_file)
         interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
         assert interrupted
         sandboxes = [
