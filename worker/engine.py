@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +49,7 @@ from worker.failures import FailureKind, RetryPolicy
 from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
-from worker.public_rows import build_row, new_trial_id
+from worker.public_rows import build_row, new_trial_id, trial_id_suffixes
 from worker.records import (
     AttemptRecord,
     HostProcessRecord,
@@ -561,11 +561,14 @@ class Engine:
         rows: dict[str, dict[str, Any]] = {}
         now = utc_now()
         closed = 0
+        suffixes = trial_id_suffixes()
         for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
             progress.running -= trial.state == "running"
-            self._close_trial(run, trial, kind, message, transport=transport, rows=rows, now=now)
+            self._close_trial(
+                run, trial, kind, message, transport=transport, rows=rows, now=now, ids=suffixes
+            )
             progress.finished += 1
             if self._subscribers.get(run.run_id):  # no event to build when nobody listens
                 self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
@@ -609,6 +612,7 @@ class Engine:
         transport: str | None = None,
         rows: dict[str, dict[str, Any]] | None = None,
         now: str | None = None,
+        ids: Iterator[str] | None = None,
     ) -> None:
         """Give an unfinished trial its failure row (keeping its last trial id). A run whose
         rows cannot be built (stored by a worker that admitted it) gets its error instead.
@@ -622,7 +626,7 @@ class Engine:
             "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
         )
         if current is None or current.outcome not in ("running", "retried"):
-            trial_id = new_trial_id(trial.task_id)
+            trial_id = new_trial_id(trial.task_id, next(ids) if ids is not None else None)
             current = AttemptRecord.model_construct(  # all fields known valid: cheap per trial
                 trial_id=trial_id,
                 trial_dir=self.store.relative_trial_dir(run.run_id, trial_id),
