@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import itertools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -52,23 +53,24 @@ async def status_response(doc: dict[str, Any]) -> Response:
         value = doc[key]
         parts.append(("," if index or len(head) > 2 else "") + encode(key) + ":")
         if isinstance(value, dict):
-            items: list[Any] = list(value.items())
-            opening, closing = "{", "}"
+            # islice over the live items: no list of 10,000 tuples for the collector to scan
+            pairs = iter(value.items())
+            parts.append("{")
+            for start in range(0, len(value), ROWS_PER_STEP):
+                await asyncio.sleep(0)
+                batch = itertools.islice(pairs, ROWS_PER_STEP)
+                text = ",".join(f"{encode(k)}:{encode(v)}" for k, v in batch)
+                parts.append(("," if start else "") + text)
+            parts.append("}")
         elif isinstance(value, list):
-            items, opening, closing = value, "[", "]"
+            parts.append("[")
+            for start in range(0, len(value), ROWS_PER_STEP):
+                await asyncio.sleep(0)
+                text = ",".join(encode(item) for item in value[start : start + ROWS_PER_STEP])
+                parts.append(("," if start else "") + text)
+            parts.append("]")
         else:
             parts.append(encode(value))
-            continue
-        parts.append(opening)
-        for start in range(0, len(items), ROWS_PER_STEP):
-            await asyncio.sleep(0)
-            batch = items[start : start + ROWS_PER_STEP]
-            if opening == "{":
-                text = ",".join(f"{encode(k)}:{encode(v)}" for k, v in batch)
-            else:
-                text = ",".join(encode(item) for item in batch)
-            parts.append(("," if start else "") + text)
-        parts.append(closing)
     parts.append("}")
     return Response("".join(parts), media_type="application/json")
 

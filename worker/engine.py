@@ -153,6 +153,7 @@ class Engine:
             await self._run_cleanup(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
+        _settle()  # the loaded runs' records live as long as the worker
 
     def _clean_abandoned(self, run: RunRecord) -> None:
         """Kill the host processes of the run's abandoned attempts that still run, and remove
