@@ -26,6 +26,15 @@ def stored(run_file: Path) -> dict[str, Any]:
     return read_run_document(run_file.parent)
 
 
+def finished_document(run_file: Path) -> dict[str, Any]:
+    """The run document once the store has the run's end (the status answers ``completed`` as
+    soon as the run ends; the document is rewritten right after)."""
+    assert _wait_until(lambda: stored(run_file)["status"] == "completed", 30), stored(run_file)
+    document = json.loads(run_file.read_text())
+    assert not (run_file.parent / "journal.jsonl").exists()  # compacted into the document
+    return dict(document)
+
+
 class WorkerProcess:
     def __init__(self, jobs: Path, tasks: Path, environment: str = "local") -> None:
         self.port = free_port()
@@ -131,7 +140,7 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     assert len({row["trial_id"] for row in rows}) == 6
     assert sorted(status["tasks"]) == sorted(f"{t}#{i}" for t in task_ids for i in range(2))
     assert all(row["passed"] for row in rows), rows
-    after = json.loads((jobs / "runs" / run_id / "run.json").read_text())
+    after = finished_document(run_file)
     for key, row in kept.items():
         assert after["trials"][key]["row"] == row  # finished before the kill: untouched
     for key in interrupted:
@@ -246,7 +255,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
     rows = status["rows"]
     assert len(rows) == 3 and len({row["trial_id"] for row in rows}) == 3
     assert all(row["passed"] for row in rows), rows
-    after = json.loads(run_file.read_text())
+    after = finished_document(run_file)
     for key in interrupted:
         attempts = after["trials"][key]["attempts"]
         assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
