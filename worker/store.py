@@ -34,6 +34,9 @@ JOURNAL_FILENAME = "journal.jsonl"
 JOURNAL_RUN_FIELDS = frozenset({"status", "updated_at", "cancel_requested", "error"})
 # Trials serialized between two yields to the event loop by a full save.
 TRIALS_PER_STEP = 250
+# A journal longer than this many lines (or twice the run's trials, if more) is compacted by a
+# full save: restarts read a bounded journal, and the cost stays O(1) per change amortized.
+JOURNAL_COMPACT_MIN_LINES = 1000
 
 
 def write_atomic(path: Path, data: bytes | list[str], *, durable: bool = True) -> None:
@@ -130,6 +133,7 @@ class RunStore:
         self.runs_dir = jobs_dir / RUNS_DIRNAME
         self._locks: dict[str, asyncio.Lock] = {}
         self._seq: dict[str, int] = {}  # the last journal seq given out, per run
+        self._lines: dict[str, int] = {}  # lines in the run's journal file
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -165,6 +169,7 @@ class RunStore:
             if self._seq.get(record.run_id, seq) == seq:  # nothing journaled since the snapshot
                 with contextlib.suppress(FileNotFoundError):
                     await asyncio.to_thread(os.unlink, folder / JOURNAL_FILENAME)
+                self._lines[record.run_id] = 0
 
     async def save_trial(self, record: RunRecord, trial: TrialRecord) -> None:
         """Persist one trial's state (and the run's ``updated_at``): one journal line."""
@@ -173,6 +178,7 @@ class RunStore:
             f'"trial":{trial.model_dump_json()}}}\n'
         ).encode()
         await self._append(record.run_id, line)
+        await self._compact_if_long(record)
 
     async def save_fields(self, record: RunRecord, fields: Iterable[str]) -> None:
         """Persist run-level ``fields`` (of :data:`JOURNAL_RUN_FIELDS`) and ``updated_at``."""
@@ -183,10 +189,17 @@ class RunStore:
         values = record.model_dump(mode="json", include=names)
         line = json.dumps({"seq": self._next_seq(record), "run": values}) + "\n"
         await self._append(record.run_id, line.encode())
+        await self._compact_if_long(record)
+
+    async def _compact_if_long(self, record: RunRecord) -> None:
+        limit = max(JOURNAL_COMPACT_MIN_LINES, 2 * len(record.trials))
+        if self._lines.get(record.run_id, 0) > limit:
+            await self.save(record)
 
     async def _append(self, run_id: str, line: bytes) -> None:
         async with self._lock(run_id):
             await asyncio.to_thread(append_line, self.run_dir(run_id) / JOURNAL_FILENAME, line)
+            self._lines[run_id] = self._lines.get(run_id, 0) + 1
 
     def load_all(self) -> tuple[list[RunRecord], list[str]]:
         """Every stored run (journal applied), oldest first, and one line per run document that

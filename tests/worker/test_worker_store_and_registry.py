@@ -113,6 +113,24 @@ async def test_lines_journaled_during_a_full_save_are_kept(tmp_path: Path) -> No
     assert loaded.trials["t#599"].state == "running"
 
 
+async def test_a_long_journal_is_compacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("worker.store.JOURNAL_COMPACT_MIN_LINES", 3)
+    store = RunStore(tmp_path)
+    run = _record("run-long")
+    await store.save(run)
+    journal = tmp_path / "runs" / "run-long" / "journal.jsonl"
+    trial = run.trials["t#0"]
+    for state in ("running", "queued", "running"):
+        trial.state = state  # type: ignore[assignment]
+        await store.save_trial(run, trial)
+    assert len(journal.read_bytes().splitlines()) == 3
+    trial.state = "finished"
+    await store.save_trial(run, trial)  # the 4th line: over the limit, a full save compacts
+    assert not journal.exists()
+    (loaded,), _ = RunStore(tmp_path).load_all()
+    assert loaded.trials["t#0"].state == "finished" and loaded.journal_seq == 4
+
+
 def test_builtin_specs_resolve(tmp_path: Path) -> None:
     assert isinstance(resolve_agent("oracle"), OracleAgent)
     assert isinstance(resolve_agent(" nop "), NopAgent)
