@@ -20,6 +20,7 @@ from worker.cli import (
     resource_options,
     resource_settings,
 )
+from worker.environment import base_image_map_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -30,6 +31,7 @@ from worker.cli import (
     "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
 )
 @environment_option()
+@base_image_map_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",
@@ -86,6 +88,7 @@ def run(
     task_ids: tuple[str, ...],
     agent: str,
     environment: str,
+    base_image_map: dict[str, str],
     concurrency: int | None,
     jobs_dir: Path,
     condition: str | None,
@@ -138,7 +141,13 @@ def run(
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     run_id, rows, reasons = asyncio.run(
         _run_local(
-            request, folder, jobs_dir, environment, concurrency_or_cores(concurrency), resources
+            request,
+            folder,
+            jobs_dir,
+            environment,
+            concurrency_or_cores(concurrency),
+            resources,
+            base_image_map,
         )
     )
     from worker.progress import resources_lines, summary_table
@@ -215,6 +224,7 @@ async def _run_local(
     environment: str,
     concurrency: int,
     resources: Any = None,
+    base_image_map: dict[str, str] | None = None,
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
@@ -230,7 +240,7 @@ async def _run_local(
             tasks_dir=tasks_dir,
             environment=environment,
             concurrency=concurrency,
-            prebuilt=PrebuiltImages.from_env(),
+            prebuilt=PrebuiltImages.from_env(bases=base_image_map),
             **({"resources": resources} if resources is not None else {}),
         )
     )

@@ -32,6 +32,7 @@ import click
 
 from task_sets.cli import task_set
 from worker.cli import environment_option
+from worker.environment import base_image_map_option
 
 REPORT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set_check.v1"
 AGENTS: Final = ("oracle", "nop")
@@ -62,6 +63,7 @@ class TaskCheck:
 @click.option("--task-set", "task_set_name", default=None, help="Check this task set's tasks.")
 @click.option("--task-id", "task_ids", multiple=True, help="Check these tasks (repeatable).")
 @environment_option()
+@base_image_map_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--jobs-dir",
@@ -80,6 +82,7 @@ def check(
     task_set_name: str | None,
     task_ids: tuple[str, ...],
     environment: str,
+    base_image_map: dict[str, str],
     concurrency: int | None,
     jobs_dir: Path,
     json_report: Path | None,
@@ -93,7 +96,14 @@ def check(
     checks, manifest = _load(folder, task_set_name, task_ids)
     if manifest is not None:
         rows = asyncio.run(
-            _run(manifest, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
+            _run(
+                manifest,
+                folder,
+                jobs_dir,
+                environment,
+                concurrency_or_cores(concurrency),
+                base_image_map,
+            )
         )
         for item in checks:
             if item.loads:
@@ -160,7 +170,12 @@ def _load(
 
 
 async def _run(
-    manifest: dict[str, Any], folder: Path, jobs_dir: Path, environment: str, concurrency: int
+    manifest: dict[str, Any],
+    folder: Path,
+    jobs_dir: Path,
+    environment: str,
+    concurrency: int,
+    base_image_map: dict[str, str] | None = None,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The oracle's and nop's rows (with their reasons), by agent, then by task id."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest, RunTask
@@ -174,7 +189,7 @@ async def _run(
             tasks_dir=folder,
             environment=environment,
             concurrency=concurrency,
-            prebuilt=PrebuiltImages.from_env(),
+            prebuilt=PrebuiltImages.from_env(bases=base_image_map),
         )
     )
     await engine.start(resume=False)

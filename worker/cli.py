@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from worker.api import SCRIPT_DIR_VAR
+from worker.environment import base_image_map_option
 from worker.failures import RetryPolicy
 from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 from worker.sandbox.resources import (
@@ -136,6 +137,7 @@ def concurrency_or_cores(value: int | None) -> int:
     help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
 )
 @environment_option()
+@base_image_map_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
 @click.option(
     "--max-attempts",
@@ -160,6 +162,7 @@ def worker(
     jobs_dir: Path,
     tasks_dir: Path | None,
     environment: str,
+    base_image_map: dict[str, str],
     concurrency: int | None,
     max_attempts: int,
     script_dir: Path | None,
@@ -193,7 +196,7 @@ def worker(
         concurrency=concurrency_or_cores(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
-        prebuilt=PrebuiltImages.from_env(),
+        prebuilt=PrebuiltImages.from_env(bases=base_image_map),
         proxies=ParticipantProxies.from_env(),
         resources=resource_settings(pids_limit, override_cpus, override_memory_mb),
     )

@@ -7,7 +7,9 @@ so a queued trial costs nothing and cancelling a run is O(trials). A trial that 
 is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
 every trial has its row (failed trials included), or ``cancelled``.
 
-Crash safety: the run document is saved on every state change. On start, runs that were not
+Crash safety: every state change is stored before the engine goes on: a trial's with one journal
+line (O(1), worker/store.py), a run's (submit, end, resume) by rewriting the run document, which
+also compacts the journal. On start, runs that were not
 finished are resumed: finished trials keep their rows, trials that were running are re-run.
 What the crashed attempts left is removed first: the host processes they recorded (killed only
 if pid, start time and boot still match) and their sandbox folders.
@@ -23,7 +25,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,7 +49,7 @@ from worker.failures import FailureKind, RetryPolicy
 from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
-from worker.public_rows import build_row, new_trial_id
+from worker.public_rows import build_row, new_trial_id, trial_id_suffixes
 from worker.records import (
     AttemptRecord,
     HostProcessRecord,
@@ -154,6 +156,7 @@ class Engine:
             await self._run_cleanup(run.run_id)
             log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
             self._launch(run)
+        _settle()  # the loaded runs' records live as long as the worker
 
     def _clean_abandoned(self, run: RunRecord) -> None:
         """Kill the host processes of the run's abandoned attempts that still run, and remove
@@ -171,8 +174,8 @@ class Engine:
                 if inside and sandbox.is_dir():
                     _remove_tree(sandbox)
 
-    def _save_soon(self, run: RunRecord) -> None:
-        task = asyncio.ensure_future(self.store.save(run))
+    def _save_soon(self, run: RunRecord, trial: TrialRecord) -> None:
+        task = asyncio.ensure_future(self.store.save_trial(run, trial))
         self._saves.add(task)
         task.add_done_callback(self._saves.discard)
 
@@ -262,6 +265,7 @@ class Engine:
                 agent=agent.spec,
                 env=self.settings.env,
                 resource_limits=self._resource_limits(run_id),
+                base_image_map=self.settings.prebuilt.bases,
             ),
         )
         return run
@@ -297,7 +301,7 @@ class Engine:
             return run
         run.cancel_requested = True
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_fields(run, ["cancel_requested"])
         for task in list(self._trial_tasks.get(run_id, ())):
             task.cancel()
         driver = self._drivers.get(run_id)
@@ -464,7 +468,7 @@ class Engine:
         if run.status == "queued":
             run.status = "running"
             run.updated_at = utc_now()
-            await self.store.save(run)
+            await self.store.save_fields(run, ["status"])
             self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
 
     async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
@@ -479,7 +483,7 @@ class Engine:
                 assert trial.current is not None
                 trial.current.outcome = "retried"
                 trial.state = "queued"
-                await self.store.save(run)
+                await self.store.save_trial(run, trial)
                 log.warning(
                     "trial %s failed (%s), retrying: %s",
                     trial.key,
@@ -490,7 +494,7 @@ class Engine:
                 continue
             break
         if outcome is None:
-            await self.store.save(run)
+            await self.store.save_trial(run, trial)
             self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
             return
         if outcome.resource_changes:
@@ -503,7 +507,7 @@ class Engine:
         trial.current.outcome = "finished"
         trial.result_path = f"{trial.current.trial_dir}/result.json"
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_trial(run, trial)
         self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
 
     async def _attempt(
@@ -527,7 +531,7 @@ class Engine:
         )
         trial.state = "running"
         run.updated_at = utc_now()
-        await self.store.save(run)
+        await self.store.save_trial(run, trial)
         await self._set_running(run)
         plan = TrialPlan(
             run_id=run.run_id,
@@ -556,7 +560,7 @@ class Engine:
                     pid=identity.pid, start_ticks=identity.start_ticks, boot_id=identity.boot_id
                 )
             )
-            self._save_soon(run)
+            self._save_soon(run, trial)
 
         token = started_hook.set(started)
         try:
@@ -583,11 +587,14 @@ class Engine:
         rows: dict[str, dict[str, Any]] = {}
         now = utc_now()
         closed = 0
+        suffixes = trial_id_suffixes()
         for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
             progress.running -= trial.state == "running"
-            self._close_trial(run, trial, kind, message, transport=transport, rows=rows, now=now)
+            self._close_trial(
+                run, trial, kind, message, transport=transport, rows=rows, now=now, ids=suffixes
+            )
             progress.finished += 1
             if self._subscribers.get(run.run_id):  # no event to build when nobody listens
                 self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
@@ -607,8 +614,7 @@ class Engine:
             log.error("private proof of run %s not written: %s", run.run_id, exc)
             run.error = run.error or f"private proof not written: {exc}"
         run.updated_at = utc_now()
-        await asyncio.sleep(0)  # the save below serializes the whole run: a step of its own
-        await self.store.save(run)
+        await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
         if self._subscribers.get(run.run_id):
             self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
@@ -632,6 +638,7 @@ class Engine:
         transport: str | None = None,
         rows: dict[str, dict[str, Any]] | None = None,
         now: str | None = None,
+        ids: Iterator[str] | None = None,
     ) -> None:
         """Give an unfinished trial its failure row (keeping its last trial id). A run whose
         rows cannot be built (stored by a worker that admitted it) gets its error instead.
@@ -645,7 +652,7 @@ class Engine:
             "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
         )
         if current is None or current.outcome not in ("running", "retried"):
-            trial_id = new_trial_id(trial.task_id)
+            trial_id = new_trial_id(trial.task_id, next(ids) if ids is not None else None)
             current = AttemptRecord.model_construct(  # all fields known valid: cheap per trial
                 trial_id=trial_id,
                 trial_dir=self.store.relative_trial_dir(run.run_id, trial_id),

@@ -122,10 +122,13 @@ def worker_meta(
     agent: str,
     env: Mapping[str, str] | None = None,
     resource_limits: Mapping[str, Any] | None = None,
+    base_image_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``resource_limits``: the process cap and overrides in force and how the sandbox enforces
     each limit here (what :func:`worker.engine.Engine` passes; trials whose resources were
-    capped or overridden are added to it as they finish, under ``changed``)."""
+    capped or overridden are added to it as they finish, under ``changed``).
+    ``base_image_map``: the ``FROM`` substitutions image builds use (``{}`` when none): a
+    task image built FROM a local stand-in is not the image its Dockerfile names."""
     env = os.environ if env is None else env
     meta: dict[str, Any] = {
         "schema_version": META_SCHEMA_VERSION,
@@ -138,6 +141,7 @@ def worker_meta(
         "task_set_digest": request.task_set_digest,
         "task_set_manifest": manifest_of(request),
         "resource_limits": dict(resource_limits or {}),
+        "base_image_map": dict(sorted((base_image_map or {}).items())),
     }
     for var, key in REVISION_VARS.items():
         meta[key] = env.get(var) or None

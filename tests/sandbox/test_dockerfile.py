@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from worker.sandbox.dockerfile import (
+    DOCKER_DEFAULT_PATH,
     Copy,
     DockerfileError,
     Run,
@@ -33,7 +34,13 @@ def test_reads_args_env_workdir_copy_and_run() -> None:
         'CMD ["x"]\n'
     )
     assert recipe.base == "python:3.11-slim"
-    assert recipe.env == {"A": "1", "B": "two words", "C": "fallback", "LEGACY": "some value"}
+    assert recipe.env == {
+        "PATH": DOCKER_DEFAULT_PATH,
+        "A": "1",
+        "B": "two words",
+        "C": "fallback",
+        "LEGACY": "some value",
+    }
     assert recipe.workdir == "/app/sub"
     first, second, run = recipe.steps
     assert isinstance(first, Copy) and isinstance(second, Copy) and isinstance(run, Run)
@@ -46,7 +53,7 @@ def test_reads_args_env_workdir_copy_and_run() -> None:
 
 def test_build_args_override_defaults() -> None:
     recipe = parse_dockerfile_text("FROM x\nARG V=1\nENV OUT=$V\n", {"V": "2"})
-    assert recipe.env == {"OUT": "2"}
+    assert recipe.env == {"PATH": DOCKER_DEFAULT_PATH, "OUT": "2"}
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,22 @@ import httpx
 import pytest
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
+from worker.store import read_run_document
+
+
+def stored(run_file: Path) -> dict[str, Any]:
+    """The run as stored (run.json with its journal applied): what a restarted worker sees."""
+    return read_run_document(run_file.parent)
+
+
+def finished_document(run_file: Path) -> dict[str, Any]:
+    """The run document once the store has the run's end (the status answers ``completed`` as
+    soon as the run ends; the document is rewritten right after)."""
+    assert _wait_until(lambda: stored(run_file)["status"] == "completed", 30), stored(run_file)
+    document = json.loads(run_file.read_text())
+    assert not (run_file.parent / "journal.jsonl").exists()  # compacted into the document
+    return dict(document)
+
 
 class WorkerProcess:
     def __init__(self, jobs: Path, tasks: Path, environment: str = "local") -> None:
@@ -98,14 +114,14 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     run_file = jobs / "runs" / run_id / "run.json"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:  # watch the store itself: that is what a restart sees
-        states = [t["state"] for t in json.loads(run_file.read_text())["trials"].values()]
+        states = [t["state"] for t in stored(run_file)["trials"].values()]
         if "finished" in states and "running" in states:
             break
         time.sleep(0.02)
     else:
         pytest.fail(f"never saw finished and running trials together: {states}")
     first.kill()
-    before = json.loads(run_file.read_text())
+    before = stored(run_file)
     kept = {key: t["row"] for key, t in before["trials"].items() if t["state"] == "finished"}
     interrupted = [key for key, t in before["trials"].items() if t["state"] == "running"]
     assert kept and interrupted
@@ -124,7 +140,7 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     assert len({row["trial_id"] for row in rows}) == 6
     assert sorted(status["tasks"]) == sorted(f"{t}#{i}" for t in task_ids for i in range(2))
     assert all(row["passed"] for row in rows), rows
-    after = json.loads((jobs / "runs" / run_id / "run.json").read_text())
+    after = finished_document(run_file)
     for key, row in kept.items():
         assert after["trials"][key]["row"] == row  # finished before the kill: untouched
     for key in interrupted:
@@ -181,7 +197,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
         run_file = jobs / "runs" / run_id / "run.json"
 
         def running() -> bool:
-            doc = json.loads(run_file.read_text())
+            doc = stored(run_file)
             recorded = any(
                 t["attempts"] and t["attempts"][-1]["host_processes"]
                 for t in doc["trials"].values()
@@ -199,7 +215,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
             )
 
         assert _wait_until(lambda: not left(), 30), left()
-        before = json.loads(run_file.read_text())
+        before = stored(run_file)
         interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
         assert interrupted
         sandboxes = [
@@ -239,7 +255,7 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
     rows = status["rows"]
     assert len(rows) == 3 and len({row["trial_id"] for row in rows}) == 3
     assert all(row["passed"] for row in rows), rows
-    after = json.loads(run_file.read_text())
+    after = finished_document(run_file)
     for key in interrupted:
         attempts = after["trials"][key]["attempts"]
         assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]

@@ -57,6 +57,80 @@ async def test_store_round_trip_and_unreadable_documents(tmp_path: Path) -> None
     assert len(problems) == 1 and "run-c" in problems[0]
 
 
+async def test_trial_changes_are_journal_lines_and_a_full_save_compacts(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    run = _record("run-j")
+    run.trials["t#1"] = TrialRecord(key="t#1", task_id="t", instance=1)
+    await store.save(run)
+    folder = tmp_path / "runs" / "run-j"
+    document = (folder / "run.json").read_bytes()
+    trial = run.trials["t#0"]
+    trial.state = "running"
+    run.updated_at = "2026-11-29T00:00:01.000Z"
+    await store.save_trial(run, trial)
+    run.cancel_requested = True
+    await store.save_fields(run, ["cancel_requested"])
+    trial.state = "finished"
+    trial.row = {"task_id": "t"}
+    await store.save_trial(run, trial)
+    # O(1) per change: the document is untouched, the journal has one line per change.
+    assert (folder / "run.json").read_bytes() == document
+    assert len((folder / "journal.jsonl").read_bytes().splitlines()) == 3
+    # A kill mid-append leaves a torn last line: skipped.
+    with open(folder / "journal.jsonl", "ab") as journal:
+        journal.write(b'{"seq":4,"trial":{"key":"t#1","task_id":"t","sta')
+    (loaded,), problems = RunStore(tmp_path).load_all()
+    assert problems == []
+    assert loaded.trials["t#0"].state == "finished" and loaded.trials["t#0"].row == {"task_id": "t"}
+    assert loaded.trials["t#1"].state == "queued"
+    assert loaded.cancel_requested and loaded.updated_at == "2026-11-29T00:00:01.000Z"
+    assert loaded.journal_seq == 3
+    # A full save includes every line: the journal goes, and stale lines never apply again.
+    await store.save(run)
+    assert not (folder / "journal.jsonl").exists()
+    (again,), _ = RunStore(tmp_path).load_all()
+    assert again.model_dump() == run.model_dump()
+    (folder / "journal.jsonl").write_text('{"seq":2,"trial":{"key":"t#0","task_id":"t"}}\n')
+    (stale,), _ = RunStore(tmp_path).load_all()
+    assert stale.trials["t#0"].state == "finished"
+
+
+async def test_lines_journaled_during_a_full_save_are_kept(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    run = _record("run-k")
+    for index in range(1, 600):  # more trials than one serialization step
+        run.trials[f"t#{index}"] = TrialRecord(key=f"t#{index}", task_id="t", instance=index)
+    await store.save(run)
+    trial = run.trials["t#599"]
+
+    async def change() -> None:
+        await asyncio.sleep(0)  # while the save below serializes
+        trial.state = "running"
+        await store.save_trial(run, trial)
+
+    await asyncio.gather(store.save(run), change())
+    (loaded,), _ = RunStore(tmp_path).load_all()
+    assert loaded.trials["t#599"].state == "running"
+
+
+async def test_a_long_journal_is_compacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("worker.store.JOURNAL_COMPACT_MIN_LINES", 3)
+    store = RunStore(tmp_path)
+    run = _record("run-long")
+    await store.save(run)
+    journal = tmp_path / "runs" / "run-long" / "journal.jsonl"
+    trial = run.trials["t#0"]
+    for state in ("running", "queued", "running"):
+        trial.state = state  # type: ignore[assignment]
+        await store.save_trial(run, trial)
+    assert len(journal.read_bytes().splitlines()) == 3
+    trial.state = "finished"
+    await store.save_trial(run, trial)  # the 4th line: over the limit, a full save compacts
+    assert not journal.exists()
+    (loaded,), _ = RunStore(tmp_path).load_all()
+    assert loaded.trials["t#0"].state == "finished" and loaded.journal_seq == 4
+
+
 def test_builtin_specs_resolve(tmp_path: Path) -> None:
     assert isinstance(resolve_agent("oracle"), OracleAgent)
     assert isinstance(resolve_agent(" nop "), NopAgent)

@@ -1,28 +1,218 @@
 """A small Dockerfile reader: enough of the format for sandboxes that do not run Docker.
 
-It understands line continuations, comments, ``ARG``/``ENV`` substitution (``$X``, ``${X}``,
-``${X:-default}``, ``${X:+alt}``), ``FROM``, ``WORKDIR``, ``ENV``, ``COPY``/``ADD`` and ``RUN``.
-Everything else (``CMD``, ``LABEL``, ``EXPOSE``, ...) is kept as an instruction and ignored by
-the local sandbox.
+It understands line continuations, comments, ``FROM``, ``ARG``, ``ENV``, ``WORKDIR``, ``USER``,
+``COPY``/``ADD`` and ``RUN``, with the Docker builder's word rules for ``ARG``/``ENV``
+substitution: quotes, backslash escapes, ``$X``, ``${X}``, ``${X:-default}``, ``${X:+alt}`` (and the
+colon-less, ``?``, ``#`` and ``%`` forms), every variable of one ``ENV``/``ARG`` line read as it
+was before that line, ARG defaults and build args, an ``ARG`` without a value being unset, and
+the base image's ``PATH`` (Docker's default) seeded. Everything else (``CMD``, ``LABEL``,
+``EXPOSE``, ...) is kept as an instruction and ignored by the local sandbox.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import posixpath
-import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_VAR = re.compile(
-    r"\\\$|\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::(?P<op>[-+])(?P<word>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
-)
-
 
 class DockerfileError(ValueError):
     """The Dockerfile cannot be read; the message names the line."""
+
+
+# Docker's default PATH: what a base image built FROM scratch or a distribution image has; the
+# local sandbox's "base image" is the host, so a Dockerfile's ``ENV PATH=/x:${PATH}`` builds on it.
+DOCKER_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BASE_ENV: Mapping[str, str] = {"PATH": DOCKER_DEFAULT_PATH}
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_SPECIAL_PARAMS = frozenset("@*#?-$!0")
+
+
+class _Word:
+    """One word through the Docker builder's shell lexer (moby ``shell/lex.go``): quotes removed,
+    ``\\`` escapes, ``$X``/``${X}`` and the ``${X:-w}``, ``${X-w}``, ``${X:+w}``, ``${X+w}``,
+    ``${X:?m}``, ``${X?m}``, ``${X#p}``, ``${X%p}`` forms. ``variables`` holds the variables
+    that are set (an ``ARG`` without a value and no build arg is unset, not empty)."""
+
+    def __init__(self, text: str, variables: Mapping[str, str]) -> None:
+        self.text = text
+        self.pos = 0
+        self.variables = variables
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def take(self) -> str:
+        ch = self.peek()
+        self.pos += len(ch)
+        return ch
+
+    def until(self, stop: str = "", *, raw_escapes: bool = False) -> str:
+        """Up to ``stop`` (consumed) or the end; a missing ``stop`` is an error."""
+        out: list[str] = []
+        while self.pos < len(self.text):
+            ch = self.peek()
+            if stop and ch == stop:
+                self.take()
+                return "".join(out)
+            if ch == "'":
+                out.append(self._single_quoted())
+            elif ch == '"':
+                out.append(self._double_quoted())
+            elif ch == "$":
+                out.append(self._dollar())
+            else:
+                self.take()
+                if ch == "\\":
+                    if raw_escapes:
+                        out.append(ch)
+                    ch = self.take()
+                    if not ch:
+                        break
+                out.append(ch)
+        if stop:
+            raise DockerfileError(f"syntax error: missing {stop!r} in {self.text!r}")
+        return "".join(out)
+
+    def _single_quoted(self) -> str:
+        self.take()
+        end = self.text.find("'", self.pos)
+        if end < 0:
+            raise DockerfileError(f"unmatched single quote in {self.text!r}")
+        value = self.text[self.pos : end]
+        self.pos = end + 1
+        return value
+
+    def _double_quoted(self) -> str:
+        self.take()
+        out: list[str] = []
+        while True:
+            ch = self.peek()
+            if not ch:
+                raise DockerfileError(f"unmatched double quote in {self.text!r}")
+            if ch == '"':
+                self.take()
+                return "".join(out)
+            if ch == "$":
+                out.append(self._dollar())
+                continue
+            self.take()
+            if ch == "\\" and self.peek() in ('"', "$", "\\") and self.peek():
+                ch = self.take()  # only these are escaped; other backslashes stay
+            elif ch == "\\" and not self.peek():
+                continue
+            out.append(ch)
+
+    def _name(self) -> str:
+        ch = self.peek()
+        if ch.isdigit():
+            start = self.pos
+            while self.peek().isdigit():
+                self.take()
+            return self.text[start : self.pos]
+        if ch and ch in _SPECIAL_PARAMS:
+            return self.take()
+        start = self.pos
+        while self.peek() and self.peek() in _NAME_CHARS:
+            self.take()
+        return self.text[start : self.pos]
+
+    def _dollar(self) -> str:
+        self.take()
+        if self.peek() != "{":
+            name = self._name()
+            return self.variables.get(name, "") if name else "$"
+        self.take()
+        if not self.peek():
+            raise DockerfileError(f"syntax error: missing '}}' in {self.text!r}")
+        if self.peek() in "{}:":
+            raise DockerfileError(f"syntax error: bad substitution in {self.text!r}")
+        name = self._name()
+        op = self.take()
+        if not op:
+            raise DockerfileError(f"syntax error: missing '}}' in {self.text!r}")
+        if op == "}":
+            return self.variables.get(name, "")
+        colon = op == ":"
+        if colon:
+            op = self.take()
+        if op not in ("-", "+", "?", "#", "%") or (colon and op in "#%"):
+            raise DockerfileError(
+                f"unsupported modifier ({':' if colon else ''}{op}) in substitution in {self.text!r}"
+            )
+        word = self.until("}", raw_escapes=op in "#%")
+        value = self.variables.get(name)
+        missing = value is None or (colon and value == "")
+        if op == "-":
+            return word if missing else value or ""
+        if op == "+":
+            return "" if missing else word
+        if op == "?":
+            if missing:
+                unset = "unset" if value is None else "empty"
+                raise DockerfileError(f"{name}: {word or f'is not allowed to be {unset}'}")
+            return value or ""
+        return _trim(value or "", word, suffix=op == "%")
+
+
+def _trim(value: str, pattern: str, *, suffix: bool) -> str:
+    """``${X#p}``/``${X##p}`` (prefix) and ``${X%p}``/``${X%%p}`` (suffix), shortest/longest."""
+    longest = pattern.startswith("%" if suffix else "#")
+    if longest:
+        pattern = pattern[1:]
+    lengths = range(len(value), -1, -1) if longest else range(len(value) + 1)
+    for size in lengths:
+        part = value[len(value) - size :] if suffix else value[:size]
+        if fnmatch.fnmatchcase(part, pattern):
+            return value[: len(value) - size] if suffix else value[size:]
+    return value
+
+
+def substitute(value: str, variables: Mapping[str, str]) -> str:
+    """Process ``value`` as the Docker builder processes one word of ``ENV``, ``ARG``,
+    ``WORKDIR``, ``COPY``, ``USER``, ``FROM``: quotes removed, escapes applied, variables
+    expanded (unset ones to nothing)."""
+    return _Word(value, variables).until()
+
+
+def split_words(args: str) -> list[str]:
+    """Split on whitespace outside quotes, keeping quotes and escapes for :func:`substitute`
+    (the Docker parser's ``parseWords``)."""
+    words: list[str] = []
+    word: list[str] = []
+    quote = ""
+    started = False
+    i = 0
+    while i < len(args):
+        ch = args[i]
+        if quote:
+            word.append(ch)
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"' and i + 1 < len(args):
+                i += 1
+                word.append(args[i])
+        elif ch.isspace():
+            if started:
+                words.append("".join(word))
+            word, started = [], False
+        else:
+            started = True
+            word.append(ch)
+            if ch in "'\"":
+                quote = ch
+            elif ch == "\\" and i + 1 < len(args):
+                i += 1
+                word.append(args[i])
+        i += 1
+    if started:
+        words.append("".join(word))
+    return words
 
 
 @dataclass(frozen=True)
@@ -53,6 +243,7 @@ class Run:
     command: str  # shell form; the JSON form is joined with shlex quoting
     workdir: str
     text: str
+    env: Mapping[str, str] = field(default_factory=dict)  # the ENV and ARG values in force
 
 
 @dataclass
@@ -120,50 +311,52 @@ def skills_copy_lines(text: str) -> set[int]:
     return lines
 
 
-def substitute(value: str, variables: Mapping[str, str]) -> str:
-    """Expand ``$X``/``${X}``/``${X:-d}``/``${X:+a}`` the way the Docker builder does."""
-
-    def repl(match: re.Match[str]) -> str:
-        if match.group(0) == "\\$":
-            return "$"
-        name = match.group("braced") or match.group("bare")
-        current = variables.get(name)
-        op = match.group("op")
-        if op == "-":
-            return current if current else substitute(match.group("word") or "", variables)
-        if op == "+":
-            return substitute(match.group("word") or "", variables) if current else ""
-        return current or ""
-
-    return _VAR.sub(repl, value)
+def _words(args: str, variables: Mapping[str, str]) -> list[str]:
+    """The words of ``args``, each processed with ``variables``."""
+    return [substitute(word, variables) for word in split_words(args)]
 
 
-def _words(args: str) -> list[str]:
-    try:
-        return shlex.split(args, posix=True)
-    except ValueError as exc:
-        raise DockerfileError(str(exc)) from None
+def _check_name(name: str, keyword: str, line: int) -> str:
+    if not name:
+        raise DockerfileError(f"line {line}: {keyword}: a variable name is empty")
+    return name
 
 
-def _key_values(args: str, keyword: str, line: int) -> list[tuple[str, str]]:
-    """``ENV``/``ARG``/``LABEL`` pairs in both the ``k=v k2=v2`` and legacy ``k v`` forms."""
-    words = _words(args)
+def _env_pairs(
+    args: str, variables: Mapping[str, str], line: int, keyword: str = "ENV"
+) -> list[tuple[str, str]]:
+    """``ENV`` pairs in the ``k=v k2=v2`` and the legacy ``k value with spaces`` forms, every
+    word read with the variables as they were before the line (as Docker does)."""
+    words = split_words(args)
     if not words:
         raise DockerfileError(f"line {line}: {keyword} needs arguments")
-    if "=" not in words[0]:
-        if keyword == "ARG":
-            return [(words[0], "\0")]  # declared without a default
-        name, _, rest = args.strip().partition(" ")
-        return [(name, " ".join(_words(rest)) if rest.strip() else "")]
+    if "=" not in words[0]:  # legacy form: the name, then the rest of the line is the value
+        parts = args.strip().split(None, 1)
+        if len(parts) < 2:
+            raise DockerfileError(f"line {line}: {keyword} must have two arguments")
+        name = _check_name(substitute(parts[0], variables), keyword, line)
+        return [(name, substitute(parts[1], variables))]
     pairs = []
     for word in words:
         name, sep, value = word.partition("=")
         if not sep:
-            if keyword == "ARG":
-                pairs.append((name, "\0"))
-                continue
             raise DockerfileError(f"line {line}: {keyword} {word!r}: expected NAME=VALUE")
-        pairs.append((name, value))
+        name = _check_name(substitute(name, variables), keyword, line)
+        pairs.append((name, substitute(value, variables)))
+    return pairs
+
+
+def _arg_pairs(args: str, variables: Mapping[str, str], line: int) -> list[tuple[str, str | None]]:
+    """``ARG name[=default] ...``: the default read with the variables as they were before the
+    line; None for an ARG without one."""
+    words = split_words(args)
+    if not words:
+        raise DockerfileError(f"line {line}: ARG needs arguments")
+    pairs: list[tuple[str, str | None]] = []
+    for word in words:
+        name, sep, default = word.partition("=")
+        name = _check_name(substitute(name, variables), "ARG", line)
+        pairs.append((name, substitute(default, variables) if sep else None))
     return pairs
 
 
@@ -186,9 +379,9 @@ def _copy(inst: Instruction, variables: Mapping[str, str], workdir: str) -> Copy
             raise DockerfileError(
                 f"line {inst.line}: {inst.keyword}: bad JSON form: {exc}"
             ) from None
+        words = [substitute(w, variables) for w in words]
     else:
-        words = _words(args)
-    words = [substitute(w, variables) for w in words]
+        words = _words(args, variables)
     if len(words) < 2:
         raise DockerfileError(f"line {inst.line}: {inst.keyword} needs a source and a destination")
     *sources, dest = words
@@ -214,57 +407,78 @@ def _run_command(inst: Instruction) -> str:
     return args
 
 
-def parse_dockerfile(path: Path, build_args: Mapping[str, str] | None = None) -> ImageRecipe:
+def parse_dockerfile(
+    path: Path,
+    build_args: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] = BASE_ENV,
+) -> ImageRecipe:
     """Read ``path`` into an :class:`ImageRecipe`; raise :class:`DockerfileError` naming the line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DockerfileError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        return parse_dockerfile_text(text, build_args)
+        return parse_dockerfile_text(text, build_args, base_env)
     except DockerfileError as exc:
         raise DockerfileError(f"{path}: {exc}") from None
 
 
-def parse_dockerfile_text(text: str, build_args: Mapping[str, str] | None = None) -> ImageRecipe:
+def parse_dockerfile_text(
+    text: str,
+    build_args: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] = BASE_ENV,
+) -> ImageRecipe:
+    """``base_env``: the environment of the ``FROM`` image (Docker's default ``PATH``); the
+    recipe's ``env`` starts from it."""
     given = dict(build_args or {})
     recipe = ImageRecipe()
-    global_args: dict[str, str] = {}
+    global_args: dict[str, str] = {}  # before the first FROM: only FROM lines and ARG see them
+    declared: set[str] = set()  # global ARG names (a stage's bare ARG takes their value)
     args: dict[str, str] = {}
     workdir = "/"
     for inst in read_instructions(text):
-        variables = {**args, **recipe.env}
+        variables = {**args, **recipe.env} if recipe.stages else global_args
         kw = inst.keyword
-        if recipe.stages == 0 and kw not in ("ARG", "FROM"):
-            raise DockerfileError(f"line {inst.line}: {kw} before FROM")
-        if kw == "FROM":
-            recipe.stages += 1
-            words = _words(inst.args)
-            recipe.base = substitute(words[0], global_args) if words else None
-            args = {}
-        elif kw == "ARG":
-            for name, default in _key_values(inst.args, kw, inst.line):
-                value = given.get(name, substitute(default, variables) if default != "\0" else "")
-                if default == "\0" and name in global_args and recipe.stages:
-                    value = given.get(name, global_args[name])
-                if recipe.stages == 0:
-                    global_args[name] = value
-                else:
-                    args[name] = value
-        elif kw == "ENV":
-            for name, value in _key_values(inst.args, kw, inst.line):
-                recipe.env[name] = substitute(value, variables)
-        elif kw == "WORKDIR":
-            target = substitute(" ".join(_words(inst.args)), variables)
-            workdir = posixpath.normpath(posixpath.join(workdir, target))
-            recipe.workdir = workdir
-        elif kw in ("COPY", "ADD"):
-            copy = _copy(inst, variables, workdir)
-            recipe.steps.append(copy)
-        elif kw == "RUN":
-            recipe.steps.append(Run(inst.line, _run_command(inst), workdir, inst.text))
-        elif kw == "USER":
-            recipe.user = substitute(inst.args.strip(), variables) or None
+        try:
+            if recipe.stages == 0 and kw not in ("ARG", "FROM"):
+                raise DockerfileError(f"{kw} before FROM")
+            if kw == "FROM":
+                recipe.stages += 1
+                words = [w for w in _words(inst.args, global_args) if not w.startswith("--")]
+                recipe.base = words[0] if words else None
+                recipe.env = dict(base_env)  # a stage starts from its base image's environment
+                args = {}
+            elif kw == "ARG":
+                for name, default in _arg_pairs(inst.args, variables, inst.line):
+                    value = given.get(name, default)
+                    if value is None and recipe.stages and name in declared:
+                        value = global_args.get(name)
+                    scope = args if recipe.stages else global_args
+                    if not recipe.stages:
+                        declared.add(name)
+                    if value is None:
+                        scope.pop(name, None)  # declared without a value: unset
+                    else:
+                        scope[name] = value
+            elif kw == "ENV":
+                for name, value in _env_pairs(inst.args, variables, inst.line):
+                    recipe.env[name] = value
+            elif kw == "WORKDIR":
+                target = substitute(inst.args.strip(), variables)
+                workdir = posixpath.normpath(posixpath.join(workdir, target))
+                recipe.workdir = workdir
+            elif kw in ("COPY", "ADD"):
+                recipe.steps.append(_copy(inst, variables, workdir))
+            elif kw == "RUN":
+                command = _run_command(inst)
+                recipe.steps.append(Run(inst.line, command, workdir, inst.text, dict(variables)))
+            elif kw == "USER":
+                recipe.user = substitute(inst.args.strip(), variables) or None
+        except DockerfileError as exc:
+            message = str(exc)
+            if not message.startswith("line "):
+                message = f"line {inst.line}: {message}"
+            raise DockerfileError(message) from None
     if recipe.stages == 0:
         raise DockerfileError("no FROM instruction")
     return recipe
@@ -279,16 +493,59 @@ def base_images(text: str) -> list[str]:
     seen_from = False
     for inst in read_instructions(text):
         if inst.keyword == "ARG" and not seen_from:
-            for name, default in _key_values(inst.args, "ARG", inst.line):
-                global_args[name] = substitute(default, global_args) if default != "\0" else ""
+            for name, default in _arg_pairs(inst.args, global_args, inst.line):
+                if default is None:
+                    global_args.pop(name, None)
+                else:
+                    global_args[name] = default
         elif inst.keyword == "FROM":
             seen_from = True
-            words = [w for w in _words(inst.args) if not w.startswith("--")]
+            words = [w for w in _words(inst.args, global_args) if not w.startswith("--")]
             if not words:
                 continue
-            ref = substitute(words[0], global_args)
+            ref = words[0]
             if ref.lower() != "scratch" and ref.lower() not in stages and ref not in refs:
                 refs.append(ref)
             if len(words) >= 3 and words[1].lower() == "as":
                 stages.add(words[2].lower())  # stage names match in any case
     return refs
+
+
+def map_base_images(text: str, bases: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """``text`` with every ``FROM`` whose reference (global ``ARG`` defaults substituted) is a
+    key of ``bases`` rewritten to build from the mapped image instead (flags and ``AS name``
+    kept), and the substitutions made. Stage references are never mapped."""
+    if not bases:
+        return text, {}
+    lines = text.splitlines()
+    global_args: dict[str, str] = {}
+    stages: set[str] = set()
+    used: dict[str, str] = {}
+    seen_from = False
+    for inst in read_instructions(text):
+        if inst.keyword == "ARG" and not seen_from:
+            for name, default in _arg_pairs(inst.args, global_args, inst.line):
+                if default is None:
+                    global_args.pop(name, None)
+                else:
+                    global_args[name] = default
+            continue
+        if inst.keyword != "FROM":
+            continue
+        seen_from = True
+        raw = split_words(inst.args)
+        flags = [w for w in raw if w.startswith("--")]
+        rest = [w for w in raw if not w.startswith("--")]
+        if not rest:
+            continue
+        ref = substitute(rest[0], global_args)
+        local = bases.get(ref) if ref.lower() not in stages else None
+        if len(rest) >= 3 and rest[1].lower() == "as":
+            stages.add(substitute(rest[2], global_args).lower())
+        if local is None:
+            continue
+        used[ref] = local
+        lines[inst.line - 1] = " ".join(["FROM", *flags, local, *rest[1:]])
+        for number in range(inst.line, max(inst.end_line, inst.line)):
+            lines[number] = ""  # the continuation lines of the rewritten FROM
+    return "\n".join(lines) + "\n", used

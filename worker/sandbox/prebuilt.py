@@ -11,7 +11,7 @@ manifest digest yet: the map holds the local image ids (`sha256:…`), a record 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,13 +47,25 @@ def _normalize_arch(arch: str) -> str:
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(arch, arch)
 
 
-def build_task_image(client: Any, task: Task, platform: str) -> tuple[str, str]:
-    """Build (or reuse) the task's with-skills image; return (local tag, image id)."""
+def build_task_image(
+    client: Any, task: Task, platform: str, base_map: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """Build (or reuse) the task's with-skills image; return (local tag, image id).
+    ``base_map``: ``FROM`` references built from local images instead (the docker sandbox's
+    substitution, so the tag is the one a worker with the same map looks for)."""
     env = task.config.environment
-    tag = local_build_tag(client, task.task_id, task.environment_dir, True, env.skills_dir)
     try:
+        tag = local_build_tag(
+            client, task.task_id, task.environment_dir, True, env.skills_dir, base_map
+        )
         build_image(
-            client, task.environment_dir, tag, {LABEL_TASK: task.task_id}, True, env.skills_dir
+            client,
+            task.environment_dir,
+            tag,
+            {LABEL_TASK: task.task_id},
+            True,
+            env.skills_dir,
+            base_map,
         )
     except SandboxError as exc:
         raise ValueError(f"task {task.task_id}: {exc}") from None
@@ -93,11 +105,12 @@ def build_task_images(
     registry: str | None = None,
     repository: str = DEFAULT_REPOSITORY,
     progress: Callable[[str], None] | None = None,
+    base_map: Mapping[str, str] | None = None,
 ) -> list[BuiltImage]:
     check_platform(platform, client)
     built: list[BuiltImage] = []
     for index, task in enumerate(tasks, 1):
-        tag, image_id = build_task_image(client, task, platform)
+        tag, image_id = build_task_image(client, task, platform, base_map)
         ref = (
             image_id
             if registry is None

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from worker.environment import base_image_map_option
+
 
 @click.command("build-tasks")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
@@ -22,6 +24,7 @@ import click
 @click.option("--push", is_flag=True, help="Push each image to --registry and pin its digest.")
 @click.option("--registry", default=None, help="Registry host (and namespace), e.g. ghcr.io/org.")
 @click.option("--repository", default="skillsbench-task-env", show_default=True)
+@base_image_map_option()
 def build_tasks(
     tasks_dir: Path | None,
     task_set: str | None,
@@ -31,6 +34,7 @@ def build_tasks(
     push: bool,
     registry: str | None,
     repository: str,
+    base_image_map: dict[str, str],
 ) -> None:
     """Build each selected task's with-skills environment image; write task id -> ref@digest."""
     if push and not registry:
@@ -39,6 +43,7 @@ def build_tasks(
         raise click.UsageError("--registry is only used with --push")
     from task_sets.task import load_task
     from worker.catalog import resolve_tasks_dir, selected_manifest
+    from worker.environment import base_image_map_from_env
     from worker.sandbox._docker.client import docker_client
     from worker.sandbox.prebuilt import build_task_images, prebuilt_map
 
@@ -61,6 +66,7 @@ def build_tasks(
         registry=registry if push else None,
         repository=repository,
         progress=lambda line: click.echo(line, err=True),
+        base_map={**base_image_map_from_env(), **base_image_map},
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(prebuilt_map(built), indent=2, sort_keys=True) + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,57 @@ if TYPE_CHECKING:
     from worker.sandbox._bubblewrap.sandbox import BubblewrapSandbox
 
 
+# Programs that install or update system packages: they write under /usr, /etc and /var, which
+# the local sandbox shows read-only (the host's own). Refused before anything runs.
+SYSTEM_INSTALLERS = frozenset(
+    {"apt-get", "apt", "aptitude", "dpkg", "apk", "yum", "dnf", "microdnf", "zypper", "pacman",
+     "rpm", "add-apt-repository", "apt-key", "snap", "emerge", "xbps-install"}
+)  # fmt: skip
+_COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_QUOTE_LIMIT = 120
+
+
+def system_installer(command: str) -> str | None:
+    """The package manager a shell command runs (``apt-get``, ``apk``, ...), if any: looked
+    for at the start of every simple command, after ``sudo``/``env`` and variable assignments."""
+    for part in _COMMAND_SEPARATORS.split(command):
+        words = part.split()
+        while words and (_ASSIGNMENT.match(words[0]) or words[0] in ("sudo", "env", "exec")):
+            words.pop(0)
+        program = posixpath.basename(words[0]) if words else ""
+        if program in ("dpkg", "rpm") and not _installs(words[1:]):
+            continue  # dpkg --print-architecture, rpm -q: only reading
+        if program in SYSTEM_INSTALLERS:
+            return program
+    return None
+
+
+def _installs(args: list[str]) -> bool:
+    long = {"--install", "--unpack", "--configure", "--remove", "--purge", "--upgrade", "--erase"}
+    short = [a[1:] for a in args if a.startswith("-") and not a.startswith("--")]
+    return any(a in long for a in args) or any(set(flags) & set("iUePr") for flags in short)
+
+
+def _needs_docker(box: BubblewrapSandbox, run: Run, why: str) -> SandboxUnsupported:
+    quoted = run.text if len(run.text) <= _QUOTE_LIMIT else run.text[: _QUOTE_LIMIT - 1] + "…"
+    return SandboxUnsupported(
+        f"task {box.spec.config.task_id} needs the docker environment: Dockerfile line "
+        f"{run.line} `{quoted}` {why}"
+    )
+
+
 async def apply_recipe(box: BubblewrapSandbox, recipe: ImageRecipe) -> None:
     config = box.spec.config
+    for step in recipe.steps:  # what cannot work here is refused before any step runs
+        if isinstance(step, Run) and (program := system_installer(step.command)):
+            raise _needs_docker(
+                box,
+                step,
+                f"runs {program}, which installs system packages: that needs a writable root "
+                "filesystem, and the local sandbox shows the host's system folders read-only",
+            )
     for step in recipe.steps:
         if isinstance(step, Copy):
             if not config.with_skills and all(map(is_skills_source, step.sources)):
@@ -76,11 +126,19 @@ def _build_target(box: BubblewrapSandbox, path: str, what: str) -> Path:
 
 
 async def _apply_run(box: BubblewrapSandbox, run: Run, timeout: float) -> None:
-    result = await box.exec(run.command, cwd=run.workdir, timeout_sec=timeout)
-    if result.exit_code != 0:
-        tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
-        reason = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        raise SandboxUnsupported(
-            f"task {box.spec.config.task_id} needs the docker environment: Dockerfile line "
-            f"{run.line} `{run.text}` failed in the local sandbox ({reason}): " + " | ".join(tail)
+    result = await box.exec(run.command, cwd=run.workdir, env=run.env, timeout_sec=timeout)
+    if result.exit_code == 0:
+        return
+    output = _ANSI.sub("", f"{result.stderr}\n{result.stdout}")
+    read_only = [line.strip() for line in output.splitlines() if "Read-only file system" in line]
+    if read_only:
+        raise _needs_docker(
+            box,
+            run,
+            "writes outside the local sandbox's writable places (a writable root filesystem "
+            f"is needed): {read_only[0][:200]}",
         )
+    tail = _ANSI.sub("", result.stderr).strip() or _ANSI.sub("", result.stdout).strip()
+    last = " | ".join(tail.splitlines()[-3:])[:400]
+    reason = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    raise _needs_docker(box, run, f"failed in the local sandbox ({reason}): {last}")

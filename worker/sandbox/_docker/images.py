@@ -9,13 +9,19 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from worker.sandbox._docker.client import client_lock
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxError
-from worker.sandbox.dockerfile import DockerfileError, base_images, skills_copy_lines
+from worker.sandbox.dockerfile import (
+    DockerfileError,
+    base_images,
+    map_base_images,
+    skills_copy_lines,
+)
 from worker.sandbox.errors import ImageBuildFailed
 
 IMAGE_REPOSITORY = "skillsbench-env"
@@ -65,19 +71,25 @@ def image_tag(task_id: str, digest: str) -> str:
 
 
 def local_build_tag(
-    client: Any, task_id: str, environment: Path, with_skills: bool, skills_dir: str
+    client: Any,
+    task_id: str,
+    environment: Path,
+    with_skills: bool,
+    skills_dir: str,
+    base_map: Mapping[str, str] | None = None,
 ) -> str:
     """The tag a self-built task image goes by: the build context's content hash and the local
     image ids of its ``FROM`` images, so a base image that changed here (re-pulled, rebuilt,
-    re-tagged) makes a new build instead of reusing one made from the old base."""
+    re-tagged) makes a new build instead of reusing one made from the old base. A ``FROM``
+    substituted by ``base_map`` counts as ``ref->local=<local id>``: another tag."""
     digest = build_context_digest(environment, with_skills, skills_dir)
-    bases = _base_image_ids(client, environment / "Dockerfile")
+    bases = _base_image_ids(client, environment / "Dockerfile", base_map or {})
     if bases:
         digest = hashlib.sha256("|".join([digest, *bases]).encode()).hexdigest()[:20]
     return image_tag(task_id, digest)
 
 
-def _base_image_ids(client: Any, dockerfile: Path) -> list[str]:
+def _base_image_ids(client: Any, dockerfile: Path, base_map: Mapping[str, str]) -> list[str]:
     try:
         refs = base_images(dockerfile.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, DockerfileError):
@@ -85,6 +97,17 @@ def _base_image_ids(client: Any, dockerfile: Path) -> list[str]:
     errors = docker_errors()
     ids = []
     for ref in refs:
+        local = base_map.get(ref)
+        if local is not None:
+            try:
+                ids.append(f"{ref}->{local}={client.images.get(local).id}")
+            except errors.ImageNotFound:
+                raise ImageBuildFailed(
+                    f"base image map: {ref} -> {local}, but there is no local image {local}"
+                ) from None
+            except errors.DockerException as exc:
+                raise SandboxError(f"cannot inspect base image {local}: {exc}") from None
+            continue
         try:
             ids.append(f"{ref}={client.images.get(ref).id}")
         except errors.ImageNotFound:
@@ -94,11 +117,18 @@ def _base_image_ids(client: Any, dockerfile: Path) -> list[str]:
     return ids
 
 
-def prepare_context(environment: Path, target: Path, with_skills: bool, skills_dir: str) -> None:
+def prepare_context(
+    environment: Path,
+    target: Path,
+    with_skills: bool,
+    skills_dir: str,
+    base_map: Mapping[str, str] | None = None,
+) -> None:
     """Copy the build context to ``target`` and fit it to the skills condition.
 
     With skills: ``COPY skills <skills_dir>`` is appended. Without: ``skills/`` is left out and
     the Dockerfile's own ``COPY skills ...`` lines are dropped (as BenchFlow's no-skill mode).
+    ``base_map``: ``FROM`` references rewritten to local images.
     """
     shutil.copytree(environment, target, symlinks=True)
     dockerfile = target / "Dockerfile"
@@ -112,6 +142,7 @@ def prepare_context(environment: Path, target: Path, with_skills: bool, skills_d
         text = "\n".join(line for number, line in enumerate(lines, 1) if number not in drop) + "\n"
         if has_skills:
             shutil.rmtree(target / "skills")
+    text, _ = map_base_images(text, base_map or {})
     dockerfile.write_text(text, encoding="utf-8")
 
 
@@ -139,6 +170,7 @@ def build_image(
     labels: dict[str, str],
     with_skills: bool,
     skills_dir: str,
+    base_map: Mapping[str, str] | None = None,
 ) -> None:
     errors = docker_errors()
     with client_lock:
@@ -152,7 +184,7 @@ def build_image(
         with tempfile.TemporaryDirectory(prefix="skillsbench-build-") as tmp:
             context = Path(tmp) / "context"
             try:
-                prepare_context(environment, context, with_skills, skills_dir)
+                prepare_context(environment, context, with_skills, skills_dir, base_map)
             except (OSError, DockerfileError) as exc:
                 raise ImageBuildFailed(f"cannot prepare the build context: {exc}") from None
             try:

@@ -135,9 +135,10 @@ class DockerProcess(SandboxProcess):
 @dataclass(frozen=True)
 class DockerConfig(SandboxConfig):
     """With ``image``: a prebuilt image (digest-pinned) instead of one built from the task's
-    Dockerfile."""
+    Dockerfile. ``base_map``: ``(FROM reference, local image)`` substitutions for the build."""
 
     image: str | None = None
+    base_map: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def task_fields(
@@ -145,7 +146,8 @@ class DockerConfig(SandboxConfig):
     ) -> dict[str, Any]:
         fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
         image = prebuilt.image_for(task.task_id) if prebuilt is not None else None
-        return {**fields, "image": image}
+        bases = tuple(sorted(prebuilt.bases.items())) if prebuilt is not None else ()
+        return {**fields, "image": image, "base_map": bases}
 
 
 def _labels(spec: SandboxSpec) -> dict[str, str]:
@@ -272,6 +274,7 @@ class DockerSandbox(Sandbox):
                 config.environment_dir,
                 config.with_skills,
                 config.skills_dir,
+                dict(config.base_map),
             )
         except OSError as exc:
             raise SandboxError(f"task {config.task_id}: cannot read environment/: {exc}") from None
@@ -284,6 +287,7 @@ class DockerSandbox(Sandbox):
             labels,
             config.with_skills,
             config.skills_dir,
+            dict(config.base_map),
         )
         try:
             await asyncio.wait_for(build, config.build_timeout_sec)
