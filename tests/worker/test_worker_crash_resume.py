@@ -29,9 +29,13 @@ def stored(run_file: Path) -> dict[str, Any]:
 def finished_document(run_file: Path) -> dict[str, Any]:
     """The run document once the store has the run's end (the status answers ``completed`` as
     soon as the run ends; the document is rewritten right after)."""
-    assert _wait_until(lambda: stored(run_file)["status"] == "completed", 30), stored(run_file)
+    journal = run_file.parent / "journal.jsonl"
+    # The status may reach the journal a moment before the final save compacts it away.
+    assert _wait_until(
+        lambda: stored(run_file)["status"] == "completed" and not journal.exists(), 60
+    ), stored(run_file)
     document = json.loads(run_file.read_text())
-    assert not (run_file.parent / "journal.jsonl").exists()  # compacted into the document
+    assert document["status"] == "completed"  # compacted into the document
     return dict(document)
 
 
