@@ -9,6 +9,7 @@ from typing import Any
 from integrations.agentbeats.amber_manifest import (
     AmberManifest,
     AmberManifestCheck,
+    LintContext,
     as_list,
     as_obj,
     binding_parts,
@@ -49,10 +50,73 @@ def check_children(c: AmberManifestCheck, features: set[str]) -> None:
                 and not slot_decl.get("optional")
                 and slot not in bound.get(name, set())
             ):
-                c.add(p, "unbound_slot", f"required slot {name}.{slot} is not bound")
+                c.add(p, "linker::unbound_slot", f"required slot {name}.{slot} is not bound")
         config = decl.get("config") if isinstance(decl, dict) else None
         _child_config(c, manifest, config, child(p, "config"))
     _binding_kinds(c)
+    if c.context.root:
+        _root_slots(c)
+
+
+def _root_slots(c: AmberManifestCheck) -> None:
+    """The linker on the root: its slots are filled from outside (external), so a binding that
+    carries one into a child must be weak; a required root slot that neither the root's program,
+    a binding nor an export uses is never filled."""
+    slots = c.manifest.section("slots")
+    sources: set[str] = set()
+    for i, binding in enumerate(c.manifest.data.get("bindings") or []):
+        parsed = binding_parts(binding)
+        if parsed is None or parsed[1][0] not in ("slots", "self") or parsed[1][1] not in slots:
+            continue
+        (to_ref, slot), (_, name) = parsed
+        sources.add(name)
+        weak = isinstance(binding, dict) and binding.get("weak") is True
+        if not weak and as_obj(slots[name]).get("kind") != "storage":
+            c.add(
+                json_path("bindings", i),
+                "linker::external_slot_requires_weak",
+                f"binding into {to_ref}.{slot} must be weak (weak: true): it depends on the "
+                f"external slot {name!r}",
+            )
+    if "program" in c.manifest.data:
+        return  # the root's program declares every root slot external
+    for target in c.manifest.section("exports").values():
+        kind, dot, rest = str(target).partition(".")
+        sources.add(rest if dot and kind in ("slots", "self") else str(target))
+    for name, decl in slots.items():
+        if not as_obj(decl).get("optional") and name not in sources:
+            c.add(
+                json_path("slots", name),
+                "linker::unbound_slot",
+                f"slot {name!r} of the root component is never bound (non-optional slots must "
+                "be filled)",
+            )
+
+
+def child_contexts(c: AmberManifestCheck) -> list[tuple[AmberManifest, LintContext]]:
+    """The local children of ``c``'s manifest, each with the context its lints run in."""
+    weak: dict[str, set[str]] = {}
+    external: dict[str, set[str]] = {}
+    for binding in c.manifest.data.get("bindings") or []:
+        parsed = binding_parts(binding)
+        if parsed is None or not parsed[0][0].startswith("#"):
+            continue
+        (to_ref, slot), (from_ref, _) = parsed
+        if isinstance(binding, dict) and binding.get("weak") is True:
+            weak.setdefault(to_ref[1:], set()).add(slot)
+        if c.context.root and from_ref == "slots":
+            external.setdefault(to_ref[1:], set()).add(slot)
+    out = []
+    for name in c.manifest.section("components"):
+        manifest = _child_manifest(c, f"#{name}")
+        if manifest is not None:
+            context = LintContext(
+                root=False,
+                weak_slots=frozenset(weak.get(name, ())),
+                external_slots=frozenset(external.get(name, ())),
+            )
+            out.append((manifest, context))
+    return out
 
 
 def _child_config(c: AmberManifestCheck, manifest: AmberManifest, config: Any, p: str) -> None:
