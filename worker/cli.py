@@ -87,6 +87,15 @@ def concurrency_or_cores(value: int | None) -> int:
     help="The folder script:<file> agents may come from over the API "
     "(default: none; script agents are refused).",
 )
+@click.option(
+    "--task-image-builds",
+    type=click.Choice(["allowed", "never"]),
+    default="allowed",
+    show_default=True,
+    envvar="SKILLSBENCH_WORKER_BUILDS",
+    help="never: build no task image (prebuilt images only, as under Amber, whose Docker "
+    "gateway refuses builds); a run that would need a build is refused before it starts.",
+)
 @click.option("--log-level", default="info", show_default=True)
 def worker(
     host: str,
@@ -97,8 +106,11 @@ def worker(
     concurrency: int | None,
     max_attempts: int,
     script_dir: Path | None,
+    task_image_builds: str,
     log_level: str,
 ) -> None:
+    from dataclasses import replace
+
     import uvicorn
 
     from worker.api import is_loopback_host
@@ -124,7 +136,7 @@ def worker(
         concurrency=concurrency_or_cores(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
-        prebuilt=PrebuiltImages.from_env(),
+        prebuilt=replace(PrebuiltImages.from_env(), builds=task_image_builds == "allowed"),
         proxies=ParticipantProxies.from_env(),
     )
     app = create_app(Engine(settings), token=token, script_dir=script_dir)

@@ -11,6 +11,10 @@ from typing import Final
 
 PREBUILT_IMAGES_VAR: Final = "SKILLSBENCH_WORKER_PREBUILT_IMAGES"
 REQUIRE_PREBUILT_VAR: Final = "SKILLSBENCH_WORKER_REQUIRE_PREBUILT_IMAGES"
+# "never": the worker builds no task image (under Amber the Docker gateway refuses `POST /build`);
+# a run that would need one is refused before it starts. "allowed" (the default) builds them.
+BUILDS_VAR: Final = "SKILLSBENCH_WORKER_BUILDS"
+BUILDS_CHOICES: Final = ("allowed", "never")
 PARTICIPANT_PROXY_VAR: Final = "SKILLSBENCH_WORKER_PARTICIPANT_PROXY_URL"
 SANDBOX_PARTICIPANT_PROXY_VAR: Final = "SKILLSBENCH_WORKER_SANDBOX_PARTICIPANT_PROXY_URL"
 
@@ -26,6 +30,7 @@ class PrebuiltImages:
 
     images: dict[str, str] = field(default_factory=dict)
     required: bool = False
+    builds: bool = True  # False: no image is built here (BUILDS_VAR=never)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PrebuiltImages:
@@ -48,7 +53,11 @@ class PrebuiltImages:
                         f"as <image>@sha256:<digest>, got {ref!r}"
                     )
                 images[str(task_id)] = ref
-        return cls(images=images, required=_truthy(env.get(REQUIRE_PREBUILT_VAR)))
+        return cls(
+            images=images,
+            required=_truthy(env.get(REQUIRE_PREBUILT_VAR)),
+            builds=builds_allowed(env.get(BUILDS_VAR)),
+        )
 
     def image_for(self, task_id: str) -> str | None:
         """The prebuilt image of a task; ValueError when one is required and none is declared."""
@@ -58,6 +67,26 @@ class PrebuiltImages:
                 f"no prebuilt image for task {task_id!r} and {REQUIRE_PREBUILT_VAR} is set"
             )
         return image
+
+
+def builds_allowed(value: str | None) -> bool:
+    """``SKILLSBENCH_WORKER_BUILDS``: unset or "allowed" -> True, "never" -> False."""
+    text = (value or "allowed").strip().lower()
+    if text not in BUILDS_CHOICES:
+        raise ValueError(f"{BUILDS_VAR} must be one of {', '.join(BUILDS_CHOICES)}, not {value!r}")
+    return text == "allowed"
+
+
+def build_refusal(task_ids: list[str]) -> str:
+    """The one line refusing a run whose tasks would need an image build where none may run."""
+    listed = ", ".join(task_ids)
+    return (
+        f"task images: {listed} would need a build, and this worker builds none "
+        f"({BUILDS_VAR}=never, as under Amber, whose Docker gateway refuses image builds); "
+        "build them with `skillsbench-agentbeats images build-tasks --push --registry REGISTRY "
+        f"--task-id ID` and give the map it writes as {PREBUILT_IMAGES_VAR} (the Amber config "
+        "prebuilt_images)"
+    )
 
 
 @dataclass(frozen=True)
