@@ -405,9 +405,9 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
     ),
     (
         "child_feature",
-        "scenario",
+        "scenario-worker-local",
         _set("experimental_features", []),
-        "$.components.skillsbench_green",
+        "$.components.skillsbench_worker",
     ),
     (
         "linker::unbound_slot",
