@@ -638,3 +638,25 @@ def test_worker_slot_is_bound_only_in_the_worker_local_scenario() -> None:
         "when": "slots.worker",
         "value": "${slots.worker.url}",
     }
+
+
+def test_amber_cli_lookup_order_and_image_command(tmp_path: Path) -> None:
+    from integrations.agentbeats.amber_cli import AMBER_IMAGE, AmberCli, find_amber
+
+    env, _ = _fake_amber(tmp_path, 0)
+    on_path = find_amber(env)
+    assert on_path is not None and on_path.source == "PATH"
+    other = tmp_path / "other-amber"
+    other.write_text("#!/bin/sh\nexit 0\n")
+    other.chmod(0o755)
+    named = find_amber({**env, "AMBER": str(other)})
+    assert named is not None and (named.source, named.executable) == ("AMBER", str(other))
+    assert find_amber({"PATH": str(tmp_path / "empty")}) is None  # no amber, no docker
+    image = AmberCli("image", image=f"{AMBER_IMAGE}:v0.4")
+    manifest = tmp_path / "scenario.json5"
+    assert image.check_command(manifest, ["warnings"]) == [
+        *("docker", "run", "--rm", "--entrypoint", "/amber"),
+        *("-v", f"{tmp_path}:{tmp_path}:ro", "-w", str(tmp_path)),
+        *(f"{AMBER_IMAGE}:v0.4", "check", "-D", "warnings", str(manifest)),
+    ]
+    assert "local image" in image.describe()
