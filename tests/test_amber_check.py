@@ -439,6 +439,37 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
     ("manifest::unused_slot", "worker", _set("slots.llm", {"kind": "llm"}), "$.slots.llm"),
     ("manifest::unused_provide", "worker", _set("exports", {}), "$.provides.http"),
     ("manifest::unused_program", "worker", _set("exports", {}), "$.program"),
+    ("section_type", "worker", _set("exports", []), "$.exports"),
+    ("section_type", "scenario", _set("bindings", {}), "$.bindings"),
+    (
+        "binding",
+        "scenario-worker-local",
+        _set("bindings.2.weak", "yes"),
+        "$.bindings[2].weak",
+    ),
+    (
+        "linker::invalid_export",
+        "scenario",
+        _set("exports.results", "#skillsbench_green.nope"),
+        "$.exports.results",
+    ),
+    (
+        "linker::invalid_export",
+        "scenario",
+        _all(
+            _set("slots", {"api": {"kind": "http", "optional": True}}), _set("exports.api", "api")
+        ),
+        "$.exports.api",
+    ),
+    (
+        "linker::invalid_config",
+        "scenario-worker-local",
+        _all(
+            _set("slots", {"up": {"kind": "http", "optional": True}}),
+            _set("components.skillsbench_green.config.worker_url", "${slots.up.url}"),
+        ),
+        "$.components.skillsbench_green.config.worker_url",
+    ),
     (
         "manifest::unused_use",
         "scenario",

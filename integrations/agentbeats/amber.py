@@ -19,6 +19,8 @@ from integrations.agentbeats.amber_manifest import (
     EXPERIMENTAL_FEATURES,
     FRAMEWORK_CAPABILITIES,
     LINTS,
+    LIST_SECTIONS,
+    OBJECT_SECTIONS,
     RULES,
     SLOT_FIELDS,
     TOP_LEVEL_KEYS,
@@ -51,6 +53,7 @@ class _Checker(AmberManifestCheck):
             if key not in TOP_LEVEL_KEYS:
                 self.add(json_path(key), "unknown_top_level_key", f"{key!r} is not a manifest key")
         self._version()
+        self._section_types()
         features = self._features()
         if "config_schema" in data:
             for f in check_config_schema(
@@ -68,6 +71,15 @@ class _Checker(AmberManifestCheck):
         check_children(self, features)
         check_lints(self, uses)
         return self.findings
+
+    def _section_types(self) -> None:
+        data = self.manifest.data
+        for key in OBJECT_SECTIONS:
+            if key in data and not isinstance(data[key], dict):
+                self.add(json_path(key), "section_type", f"{key} must be an object")
+        for key in LIST_SECTIONS:
+            if key in data and not isinstance(data[key], list):
+                self.add(json_path(key), "section_type", f"{key} must be a list")
 
     def _gate(self, feature: str, path: str) -> None:
         need = VERSION_GATES[feature]
@@ -436,6 +448,8 @@ class _Checker(AmberManifestCheck):
                     "a binding is {to: '#child.slot', from: ...} (or the explicit form)",
                 )
                 continue
+            if "weak" in binding and not isinstance(binding["weak"], bool):
+                self.add(child(p, "weak"), "binding", "weak must be true or false")
             (to_ref, slot), (from_ref, capability) = parsed
             self._binding_target(to_ref, slot, child(p, "to"))
             self._binding_source(from_ref, capability, child(p, "from"), features)

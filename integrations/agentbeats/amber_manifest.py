@@ -34,6 +34,19 @@ TOP_LEVEL_KEYS = frozenset(
         "metadata",
     }
 )
+OBJECT_SECTIONS = (
+    "program",
+    "components",
+    "use",
+    "environments",
+    "child_templates",
+    "config_schema",
+    "slots",
+    "resources",
+    "provides",
+    "exports",
+)
+LIST_SECTIONS = ("bindings", "overlays")  # experimental_features: its own rule
 EXPERIMENTAL_FEATURES = frozenset({"docker", "kvm", "policies"})
 FRAMEWORK_CAPABILITIES = {"docker": "docker", "kvm": "kvm"}  # capability -> required feature
 CAPABILITY_KINDS = frozenset({"mcp", "llm", "http", "docker", "a2a", "storage"})
@@ -63,6 +76,7 @@ ERROR_RULES = frozenset(
         "parse",
         "duplicate_key",
         "unknown_top_level_key",
+        "section_type",
         "manifest_version",
         "experimental_feature",
         "version_gate",
@@ -92,6 +106,8 @@ ERROR_RULES = frozenset(
         # the Amber linker's errors, under its codes
         "linker::unbound_slot",
         "linker::external_slot_requires_weak",
+        "linker::invalid_config",
+        "linker::invalid_export",
     }
 )
 RULES = ERROR_RULES | LINTS
