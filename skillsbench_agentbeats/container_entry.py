@@ -144,6 +144,14 @@ def uses_embedded_worker(env: Mapping[str, str], embedded_url: str) -> bool:
     return _same_url(env[WORKER_URL], embedded_url)
 
 
+def wants_embedded_worker(env: Mapping[str, str], service: Sequence[str]) -> bool:
+    """``SKILLSBENCH_EMBEDDED_WORKER`` when set, else on for the green service (the default lives
+    here, in code: an image ``ENV`` would not reach a runtime that bypasses this entry)."""
+    default = "1" if tuple(service) == EMBEDDED_WORKER_SERVICE else "0"
+    value = env.get("SKILLSBENCH_EMBEDDED_WORKER", default)
+    return value.strip().lower() in ("1", "true", "yes")
+
+
 def _same_url(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.rstrip("/")
 
@@ -158,12 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     drop_privileges(os.environ.get("SKILLSBENCH_RUN_AS", DEFAULT_USER))
-    default = "1" if service == list(EMBEDDED_WORKER_SERVICE) else "0"
-    embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", default).strip().lower() in (
-        "1",
-        "true",
-        "yes",
-    )
+    embedded = wants_embedded_worker(os.environ, service)
     runs_service = bool(service) and command[: len(service)] == service
     worker_args = shlex.split(
         os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS)
