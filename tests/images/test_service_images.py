@@ -89,3 +89,19 @@ def test_service_images_run_unprivileged(
         service_images["purple"], entrypoint=["id", "-u"], remove=True
     ).decode()
     assert purple.strip() == "10001"
+    # Amber's helper, as the image's user, creates the framework.docker socket where the worker
+    # manifest mounts it (/app/run); root's /var/run would refuse it.
+    bind = (
+        "import socket, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        socket.socket(socket.AF_UNIX).bind(path); print(path, 'ok')\n"
+        "    except PermissionError:\n"
+        "        print(path, 'refused')\n"
+    )
+    out = docker_client.containers.run(
+        service_images["worker"],
+        entrypoint=["python", "-c", bind, "/app/run/docker.sock", "/var/run/docker.sock"],
+        remove=True,
+    ).decode()
+    assert out.split("\n")[:2] == ["/app/run/docker.sock ok", "/var/run/docker.sock refused"], out
