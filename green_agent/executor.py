@@ -130,6 +130,9 @@ class AssessmentExecutor(AgentExecutor):
             raise
         except WorkerError as exc:
             log.error("worker could not start the run: %s", exc)
+            # The worker's one line (e.g. which task images a build-less worker lacks and how to
+            # provide them) reaches whoever follows the assessment, not only the green's log.
+            await assessment.working(f"The worker did not start the run: {exc}")
             return results.missing_rows([], "worker_error"), "failed"
         except Exception:  # a broken worker answer must not fail the A2A task
             log.exception("worker could not start the run")

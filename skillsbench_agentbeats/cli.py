@@ -61,7 +61,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check a GHCR token's package scopes.",
     ),
     "manifests": (
-        "integrations.agentbeats.cli",
+        "skillsbench_agentbeats.commands",
         "manifests",
         "Static checks of Amber manifests.",
     ),

@@ -2,15 +2,17 @@
 
 ``readiness``: ``validate`` (the leaderboard's readiness validators) and ``assemble`` (AgentBeats
 evidence assembly). ``images``: ``evidence`` (AgentBeats image evidence) and ``build-tasks``
-(task environment images, built by the worker's docker sandbox).
+(task environment images, built by the worker's docker sandbox). ``manifests``: the Amber checks
+with the check that our manifests agree with our code.
 """
 
 from __future__ import annotations
 
 import click
 
-from integrations.agentbeats.cli import assemble, evidence
+from integrations.agentbeats.cli import assemble, evidence, manifests_group
 from leaderboard.readiness_cli import validate
+from skillsbench_agentbeats.manifest_code import check_code_agreement
 from worker.sandbox.prebuilt_cli import build_tasks
 
 readiness = click.Group(
@@ -24,3 +26,5 @@ images = click.Group(
     commands=[evidence, build_tasks],
     help="Image evidence and task environment images.",
 )
+
+manifests = manifests_group(check_code_agreement)

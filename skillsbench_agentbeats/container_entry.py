@@ -9,11 +9,13 @@
   (`skillsbench-agentbeats green …`, `sh -lc '…'`) all work, whether the runtime replaces the
   image's entrypoint or only its command.
 
-- Started as root (the default, so a mounted Docker socket of any group can be used), it switches
-  to the unprivileged user `SKILLSBENCH_RUN_AS` (default `skillsbench`) with the Docker socket's
-  group added, so the service talks to the engine without running as root. `SKILLSBENCH_RUN_AS=root`
-  keeps root (engines whose socket only root may open). Started as non-root, nothing changes.
-- With `SKILLSBENCH_EMBEDDED_WORKER=1` (the green image), when the command is the service command
+- The images run as the unprivileged `skillsbench` user (their `USER`), so nothing here is needed
+  for that: Amber's helper runs a manifest's program directly and never this entry. Started as
+  root anyway (`docker run --user 0`), it switches to `SKILLSBENCH_RUN_AS` (default `skillsbench`)
+  with the Docker socket's group added; `SKILLSBENCH_RUN_AS=root` keeps root. Started as non-root,
+  nothing changes (give the socket's group with `docker run --group-add`).
+- With `SKILLSBENCH_EMBEDDED_WORKER=1` (the default, in code, when the service is
+  `skillsbench-agentbeats green`; `0` turns it off), when the command is the service command
   itself (not a shell line that may start its own worker), it first starts
   `skillsbench-agentbeats worker` with `SKILLSBENCH_EMBEDDED_WORKER_ARGS` on loopback, waits for
   its port, points `SKILLSBENCH_WORKER_URL` at it when unset, then runs CMD; it forwards SIGTERM and
@@ -45,6 +47,8 @@ DEFAULT_WORKER_ARGS = (
     " --environment docker"
 )
 WORKER_START_TIMEOUT_SEC = 60.0
+# The service whose entry starts an embedded worker unless SKILLSBENCH_EMBEDDED_WORKER=0.
+EMBEDDED_WORKER_SERVICE = ("skillsbench-agentbeats", "green")
 HELP_FLAGS = frozenset({"-h", "--help", "--version"})
 
 
@@ -140,6 +144,14 @@ def uses_embedded_worker(env: Mapping[str, str], embedded_url: str) -> bool:
     return _same_url(env[WORKER_URL], embedded_url)
 
 
+def wants_embedded_worker(env: Mapping[str, str], service: Sequence[str]) -> bool:
+    """``SKILLSBENCH_EMBEDDED_WORKER`` when set, else on for the green service (the default lives
+    here, in code: an image ``ENV`` would not reach a runtime that bypasses this entry)."""
+    default = "1" if tuple(service) == EMBEDDED_WORKER_SERVICE else "0"
+    value = env.get("SKILLSBENCH_EMBEDDED_WORKER", default)
+    return value.strip().lower() in ("1", "true", "yes")
+
+
 def _same_url(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.rstrip("/")
 
@@ -154,11 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     drop_privileges(os.environ.get("SKILLSBENCH_RUN_AS", DEFAULT_USER))
-    embedded = os.environ.get("SKILLSBENCH_EMBEDDED_WORKER", "0").strip().lower() in (
-        "1",
-        "true",
-        "yes",
-    )
+    embedded = wants_embedded_worker(os.environ, service)
     runs_service = bool(service) and command[: len(service)] == service
     worker_args = shlex.split(
         os.environ.get("SKILLSBENCH_EMBEDDED_WORKER_ARGS", DEFAULT_WORKER_ARGS)

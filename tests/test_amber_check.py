@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -35,15 +36,29 @@ def test_our_manifests_pass_with_warnings_denied() -> None:
     assert deny_lints(check_manifests(files), ["warnings"]) == []
 
 
-def test_published_green_manifest_has_the_unused_worker_slot_warning() -> None:
-    findings = check_manifests([AMBER / f"{PREFIX}green-agent.json5"])
+def test_published_green_manifest_is_clean() -> None:
+    # Its `worker` slot is never read, but it is optional: Amber v0.4 lints no optional slot.
+    assert check_manifests([AMBER / f"{PREFIX}green-agent.json5"]) == []
+
+
+def _with_unused_slot(tmp_path: Path) -> Path:
+    doc = load(OURS / "worker.json5")
+    doc["slots"]["llm"] = {"kind": "llm"}
+    target = tmp_path / "worker.json5"
+    target.write_text(json.dumps(doc))
+    return target
+
+
+def test_deny_by_amber_code_or_bare_name(tmp_path: Path) -> None:
+    findings = check_manifests([_with_unused_slot(tmp_path)])
     assert [(f.rule, f.path, f.severity) for f in findings] == [
-        ("unused_slot", "$.slots.worker", "warning")
+        ("manifest::unused_slot", "$.slots.llm", "warning")
     ]
-    denied = deny_lints(findings, ["warnings"])
-    assert [f.severity for f in denied] == ["error"]
+    assert [f.severity for f in deny_lints(findings, ["warnings"])] == ["error"]
     assert deny_lints(findings, ["manifest::unused_slot"])[0].severity == "error"
-    assert deny_lints(findings, ["unused_provide"])[0].severity == "warning"
+    assert deny_lints(findings, ["unused_slot"])[0].severity == "error"
+    assert deny_lints(findings, ["manifest::unused_provide"])[0].severity == "warning"
+    assert deny_lints(findings, ["manifest::required_slot_when_env"])[0].severity == "warning"
 
 
 def test_other_published_manifests_are_clean(tmp_path: Path) -> None:
@@ -62,27 +77,100 @@ def test_other_published_manifests_are_clean(tmp_path: Path) -> None:
     assert check_manifests(files) == []
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "skillsbench_agentbeats", "manifests", "check", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
 
 
-def test_cli_warning_passes_unless_denied() -> None:
-    green = AMBER / f"{PREFIX}green-agent.json5"
-    done = cli(green)
-    assert done.returncode == 0
-    assert f"warning: {green}: $.slots.worker: [unused_slot]" in done.stdout
-    done = cli(green, "-D", "warnings")
+FAKE_AMBER = """#!/bin/sh
+# A stand-in for the Amber CLI (which cannot be built here): records its arguments, prints a
+# diagnostic and exits with $FAKE_AMBER_EXIT.
+printf '%s\\n' "$@" >> "$FAKE_AMBER_LOG"
+echo "fake amber: checked $*"
+exit "${FAKE_AMBER_EXIT:-0}"
+"""
+
+
+def _fake_amber(tmp_path: Path, exit_code: int) -> tuple[dict[str, str], Path]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    amber = bin_dir / "amber"
+    amber.write_text(FAKE_AMBER)
+    amber.chmod(0o755)
+    log = tmp_path / "amber.log"
+    env = {k: v for k, v in os.environ.items() if k != "AMBER"}
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        FAKE_AMBER_LOG=str(log),
+        FAKE_AMBER_EXIT=str(exit_code),
+    )
+    return env, log
+
+
+def test_cli_runs_the_real_amber_check_when_on_path(tmp_path: Path) -> None:
+    env, log = _fake_amber(tmp_path, 0)
+    worker, green = OURS / "worker.json5", OURS / "green-agent.json5"
+    done = cli(worker, green, "-D", "unused_slot", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    amber = tmp_path / "bin" / "amber"
+    assert f"checker: amber {amber} (from PATH), then ours" in done.stdout
+    assert f"fake amber: checked check -D manifest::unused_slot {worker}" in done.stdout
+    assert f"amber check {worker}: exit 0 (ok)" in done.stdout
+    assert f"amber check {green}: exit 0 (ok)" in done.stdout
+    assert "ok (amber check and ours): 2 manifest(s)" in done.stdout
+    assert log.read_text().split() == [
+        *("check", "-D", "manifest::unused_slot", str(worker)),
+        *("check", "-D", "manifest::unused_slot", str(green)),
+    ]
+
+
+def test_cli_fails_when_amber_check_fails(tmp_path: Path) -> None:
+    env, _ = _fake_amber(tmp_path, 1)
+    worker = OURS / "worker.json5"
+    done = cli(worker, env=env)
     assert done.returncode == 1
-    assert f"error: {green}: $.slots.worker: [unused_slot]" in done.stdout
+    assert f"amber check {worker}: exit 1 (failed)" in done.stdout
+    assert "amber check failed on 1 file(s)" in done.stderr
+    # --checker ours does not run it; $AMBER names the executable explicitly.
+    assert cli(worker, "--checker", "ours", env=env).returncode == 0
+    named = {**env, "PATH": os.defpath, "AMBER": str(tmp_path / "bin" / "amber")}
+    done = cli(worker, env=named)
+    assert done.returncode == 1 and "(from $AMBER)" in done.stdout
+
+
+def test_cli_amber_setting_errors_are_one_line(tmp_path: Path) -> None:
+    worker = OURS / "worker.json5"
+    env = {**os.environ, "AMBER": str(tmp_path / "no-amber")}
+    done = cli(worker, env=env)
+    assert done.returncode == 2 and "AMBER=" in done.stderr and done.stderr.count("\n") == 1
+    bare = {k: v for k, v in os.environ.items() if k != "AMBER"}
+    bare["PATH"] = str(tmp_path)  # neither amber nor docker
+    done = cli(worker, "--checker", "amber", env=bare)
+    assert done.returncode == 2 and done.stderr.startswith("error: --checker amber: no Amber CLI")
+    done = cli(worker, env=bare)
+    assert done.returncode == 0
+    assert "checker: ours only (no Amber CLI" in done.stdout
+
+
+def test_cli_warning_passes_unless_denied(tmp_path: Path) -> None:
+    target = _with_unused_slot(tmp_path)
+    done = cli(target, "--checker", "ours")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"warning: {target}: $.slots.llm: [manifest::unused_slot]" in done.stdout
+    done = cli(target, "--checker", "ours", "-D", "warnings")
+    assert done.returncode == 1
+    assert f"error: {target}: $.slots.llm: [manifest::unused_slot]" in done.stdout
+    done = cli(target, "--checker", "ours", "-D", "manifest::required_slot_when_env")
+    assert done.returncode == 0, done.stderr
 
 
 def test_cli_unknown_lint_is_one_line(tmp_path: Path) -> None:
-    done = cli(OURS / "worker.json5", "-D", "no_such_lint")
+    done = cli(OURS / "worker.json5", "--checker", "ours", "-D", "no_such_lint")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
 
 
@@ -168,8 +256,8 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
     (
         "version_gate",
         "scenario",
-        _all(_set("manifest_version", "0.3.0"), _set("overlays", [])),
-        "$.overlays",
+        _all(_set("manifest_version", "0.3.0"), _set("overlays", ["#wrapper.overlay"])),
+        "$.overlays[0]",
     ),
     ("config_schema", "worker", _set("config_schema.type", "array"), "$.config_schema.type"),
     (
@@ -317,58 +405,141 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
     ),
     (
         "child_feature",
-        "scenario",
+        "scenario-worker-local",
         _set("experimental_features", []),
+        "$.components.skillsbench_worker",
+    ),
+    (
+        "linker::unbound_slot",
+        "scenario",
+        lambda d: d["bindings"].pop(2),
         "$.components.skillsbench_green",
     ),
-    ("unbound_slot", "scenario", lambda d: d["bindings"].pop(2), "$.components.skillsbench_green"),
+    (
+        "linker::unbound_slot",
+        "scenario",
+        _set("slots", {"llm": {"kind": "llm"}}),
+        "$.slots.llm",
+    ),
+    (
+        "linker::external_slot_requires_weak",
+        "scenario-worker-local",
+        _all(
+            _set("slots", {"upstream": {"kind": "a2a"}}),
+            _set("bindings.4", {"to": "#skillsbench_worker.proxy", "from": "slots.upstream"}),
+        ),
+        "$.bindings[4]",
+    ),
     (
         "child_config",
         "scenario",
         _set("components.skillsbench_green.config.worker_uri", ""),
         "$.components.skillsbench_green.config.worker_uri",
     ),
-    ("unused_slot", "worker", _set("slots.llm", {"kind": "llm", "optional": True}), "$.slots.llm"),
-    ("unused_provide", "worker", _set("exports", {}), "$.provides.http"),
-    ("unused_program", "worker", _set("exports", {}), "$.program"),
+    ("manifest::unused_slot", "worker", _set("slots.llm", {"kind": "llm"}), "$.slots.llm"),
+    ("manifest::unused_provide", "worker", _set("exports", {}), "$.provides.http"),
+    ("manifest::unused_program", "worker", _set("exports", {}), "$.program"),
+    ("section_type", "worker", _set("exports", []), "$.exports"),
+    ("section_type", "scenario", _set("bindings", {}), "$.bindings"),
     (
-        "unused_config",
+        "binding",
+        "scenario-worker-local",
+        _set("bindings.2.weak", "yes"),
+        "$.bindings[2].weak",
+    ),
+    (
+        "linker::invalid_export",
+        "scenario",
+        _set("exports.results", "#skillsbench_green.nope"),
+        "$.exports.results",
+    ),
+    (
+        "linker::invalid_export",
+        "scenario",
+        _all(
+            _set("slots", {"api": {"kind": "http", "optional": True}}), _set("exports.api", "api")
+        ),
+        "$.exports.api",
+    ),
+    (
+        "linker::invalid_config",
+        "scenario-worker-local",
+        _all(
+            _set("slots", {"up": {"kind": "http", "optional": True}}),
+            _set("components.skillsbench_green.config.worker_url", "${slots.up.url}"),
+        ),
+        "$.components.skillsbench_green.config.worker_url",
+    ),
+    (
+        "manifest::unused_use",
+        "scenario",
+        _set("use", {"wrapper": "./participant-placeholder.json5"}),
+        "$.use.wrapper",
+    ),
+    (
+        "manifest::config_lint_incomplete",
+        "worker",
+        _prop("loop", {"$ref": "#/properties/loop"}),
+        "$.config_schema",
+    ),
+    (
+        "manifest::config_lint_incomplete",
+        "worker",
+        _prop("gone", {"$ref": "#/$defs/gone"}),
+        "$.config_schema",
+    ),
+    (
+        "manifest::duplicate_environment_resolver",
+        "worker",
+        _set("environments", {"prod": {"resolvers": ["registry", "registry"]}}),
+        "$.environments.prod.resolvers[1]",
+    ),
+    (
+        "manifest::unused_config",
         "worker",
         _prop("unused_knob", {"type": "string", "default": ""}),
         "$.config_schema.properties.unused_knob",
     ),
     (
-        "optional_env_config",
+        "manifest::optional_env_config",
         "worker",
         _env("SKILLSBENCH_WORKER_PREBUILT_IMAGES", "${config.prebuilt_images}"),
         "$.program.env.SKILLSBENCH_WORKER_PREBUILT_IMAGES",
     ),
     (
-        "optional_command_config",
+        "manifest::optional_command_config",
         "worker",
         _set("program.entrypoint.9", "${config.sandbox_participant_proxy_url}"),
         "$.program.entrypoint[9]",
     ),
     (
-        "optional_mount_config",
+        "manifest::optional_mount_config",
         "worker",
         _set("program.mounts", [{"path": "/etc/images.json", "from": "config.prebuilt_images"}]),
         "$.program.mounts[0].from",
     ),
     (
-        "required_slot_when",
+        "manifest::required_slot_when_env",
         "green-agent",
         _env("X", {"when": "slots.proxy", "value": "${slots.proxy.url}"}),
         "$.program.env.X.when",
     ),
     (
-        "deprecated_export_self_target",
+        "manifest::required_slot_when",
+        "green-agent",
+        lambda d: d["program"]["entrypoint"].append(
+            {"when": "slots.proxy", "argv": ["--x", "${slots.proxy.url}"]}
+        ),
+        "$.program.entrypoint[6].when",
+    ),
+    (
+        "manifest::deprecated_export_self_target",
         "worker",
         _set("exports.http", "self.http"),
         "$.exports.http",
     ),
     (
-        "deprecated_binding_self_source",
+        "manifest::deprecated_binding_self_source",
         "scenario",
         _all(
             _set("slots", {"up": {"kind": "a2a"}}),
@@ -404,17 +575,54 @@ def test_failing_example(
     assert all(f.file == str(target) for f in hits)
     if path is not None:
         assert path in {f.path for f in hits}, [f.render() for f in hits]
-    expected = (
-        "warning"
-        if rule in {"unused_slot", "unused_provide", "unused_program", "unused_config"}
-        or rule.startswith(("optional_", "required_", "deprecated_"))
-        else "error"
-    )
+    expected = "warning" if rule.startswith("manifest::") else "error"
     assert {f.severity for f in hits} == {expected}
-    if rule.startswith("deprecated_"):
+    if rule.startswith("manifest::deprecated_"):
         # A deprecated-but-valid self reference still resolves: nothing looks unused because of it.
-        unused = {"unused_slot", "unused_provide", "unused_program"}
+        unused = {"manifest::unused_slot", "manifest::unused_provide", "manifest::unused_program"}
         assert not [f.render() for f in findings if f.rule in unused]
+
+
+def _write(directory: Path, name: str, doc: Doc) -> Path:
+    target = directory / name
+    target.write_text(json.dumps(doc, indent=2))
+    return target
+
+
+def test_empty_overlays_need_no_version_gate(manifests_dir: Path) -> None:
+    doc = load(manifests_dir / "scenario.json5")
+    doc["manifest_version"] = "0.3.0"
+    doc["overlays"] = []
+    doc["use"] = {}
+    assert check_manifests([_write(manifests_dir, "scenario.json5", doc)]) == []
+
+
+def test_child_lints_follow_the_scenario(manifests_dir: Path) -> None:
+    """In a scenario a child's weak-bound slot is not `unused_slot`, and a child whose program
+    reads a slot bound from the root's own slots is not `unused_program` (Amber's suppressions);
+    the same child checked on its own is linted."""
+    child = load(manifests_dir / "participant-placeholder.json5")
+    child["slots"] = {"upstream": {"kind": "a2a"}, "spare": {"kind": "a2a"}}
+    child["program"]["env"] = {"UPSTREAM": "${slots.upstream.url}"}
+    child["exports"] = {}
+    child_path = _write(manifests_dir, "child.json5", child)
+    alone = {(f.rule, f.path) for f in check_manifests([child_path])}
+    assert alone == {
+        ("manifest::unused_slot", "$.slots.spare"),
+        ("manifest::unused_program", "$.program"),
+        ("manifest::unused_provide", "$.provides.a2a"),
+    }
+    root = {
+        "manifest_version": "0.4.0",
+        "slots": {"outside": {"kind": "a2a"}},
+        "components": {"c": "./child.json5", "d": "./participant-placeholder.json5"},
+        "bindings": [
+            {"to": "#c.upstream", "from": "slots.outside", "weak": True},
+            {"to": "#c.spare", "from": "#d.a2a", "weak": True},
+        ],
+    }
+    found = check_manifests([_write(manifests_dir, "root.json5", root)])
+    assert {(f.rule, f.path) for f in found} == {("manifest::unused_provide", "$.provides.a2a")}
 
 
 def test_parse_errors(tmp_path: Path) -> None:
@@ -461,3 +669,25 @@ def test_worker_slot_is_bound_only_in_the_worker_local_scenario() -> None:
         "when": "slots.worker",
         "value": "${slots.worker.url}",
     }
+
+
+def test_amber_cli_lookup_order_and_image_command(tmp_path: Path) -> None:
+    from integrations.agentbeats.amber_cli import AMBER_IMAGE, AmberCli, find_amber
+
+    env, _ = _fake_amber(tmp_path, 0)
+    on_path = find_amber(env)
+    assert on_path is not None and on_path.source == "PATH"
+    other = tmp_path / "other-amber"
+    other.write_text("#!/bin/sh\nexit 0\n")
+    other.chmod(0o755)
+    named = find_amber({**env, "AMBER": str(other)})
+    assert named is not None and (named.source, named.executable) == ("AMBER", str(other))
+    assert find_amber({"PATH": str(tmp_path / "empty")}) is None  # no amber, no docker
+    image = AmberCli("image", image=f"{AMBER_IMAGE}:v0.4")
+    manifest = tmp_path / "scenario.json5"
+    assert image.check_command(manifest, ["warnings"]) == [
+        *("docker", "run", "--rm", "--entrypoint", "/amber"),
+        *("-v", f"{tmp_path}:{tmp_path}:ro", "-w", str(tmp_path)),
+        *(f"{AMBER_IMAGE}:v0.4", "check", "-D", "warnings", str(manifest)),
+    ]
+    assert "local image" in image.describe()

@@ -155,6 +155,15 @@ def concurrency_or_cores(value: int | None) -> int:
     "(default: none; script agents are refused).",
 )
 @resource_options
+@click.option(
+    "--task-image-builds",
+    type=click.Choice(["allowed", "never"]),
+    default="allowed",
+    show_default=True,
+    envvar="SKILLSBENCH_WORKER_BUILDS",
+    help="never: build no task image (prebuilt images only, as under Amber, whose Docker "
+    "gateway refuses builds); a run that would need a build is refused before it starts.",
+)
 @click.option("--log-level", default="info", show_default=True)
 def worker(
     host: str,
@@ -169,8 +178,11 @@ def worker(
     pids_limit: int,
     override_cpus: float | None,
     override_memory_mb: int | None,
+    task_image_builds: str,
     log_level: str,
 ) -> None:
+    from dataclasses import replace
+
     import uvicorn
 
     from worker.api import is_loopback_host
@@ -196,7 +208,9 @@ def worker(
         concurrency=concurrency_or_cores(concurrency),
         retry=RetryPolicy(max_attempts=max(1, max_attempts)),
         proof=ProofSettings.from_env(jobs_dir),
-        prebuilt=PrebuiltImages.from_env(bases=base_image_map),
+        prebuilt=replace(
+            PrebuiltImages.from_env(bases=base_image_map), builds=task_image_builds == "allowed"
+        ),
         proxies=ParticipantProxies.from_env(),
         resources=resource_settings(pids_limit, override_cpus, override_memory_mb),
     )

@@ -26,7 +26,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +44,7 @@ from worker.api import (
     RunTask,
 )
 from worker.catalog import TaskCatalog
-from worker.environment import ParticipantProxies, PrebuiltImages
+from worker.environment import ParticipantProxies, PrebuiltImages, build_refusal
 from worker.failures import FailureKind, RetryPolicy
 from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
@@ -57,7 +57,7 @@ from worker.records import (
     TrialRecord,
     trial_key,
 )
-from worker.sandbox.base import DEFAULT_BACKEND, sandbox_class
+from worker.sandbox.base import DEFAULT_BACKEND, SandboxError, sandbox_class
 from worker.sandbox.resources import ResourceSettings, unenforced_line
 from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
@@ -219,6 +219,8 @@ class Engine:
         check_request(request)
         for task in request.tasks:
             self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
+        if not self.settings.prebuilt.builds:
+            self._refuse_builds(request)
         spec = request.agent
         if spec is None:
             if "agent" not in request.participants:
@@ -231,6 +233,25 @@ class Engine:
         except ValueError as exc:
             raise ValueError(f"agent: {exc}") from None
         return agent
+
+    def _refuse_builds(self, request: RunRequest) -> None:
+        """Where no task image may be built (``SKILLSBENCH_WORKER_BUILDS=never``, as under Amber):
+        ValueError naming every task whose sandbox would need a build, before the run starts."""
+        backend = sandbox_class(self.settings.environment)
+        lenient = replace(self.settings.prebuilt, required=False)
+        configs = []
+        for run_task in request.tasks:
+            task = self.catalog.get(run_task.task_id)
+            with_skills = request.condition != "without_skills" and task.skills_dir is not None
+            configs.append(
+                backend.config_type.from_task(task, with_skills=with_skills, prebuilt=lenient)
+            )
+        try:
+            missing = backend.unbuilt_images(configs)
+        except SandboxError as exc:
+            raise ValueError(f"cannot tell whether the task images exist: {exc}") from None
+        if missing:
+            raise ValueError(build_refusal(missing))
 
     async def submit(self, request: RunRequest) -> RunRecord:
         # Checking the request (task folders, one probe row per task) and building up to

@@ -13,6 +13,10 @@ from typing import Any, Final, TypeVar
 
 PREBUILT_IMAGES_VAR: Final = "SKILLSBENCH_WORKER_PREBUILT_IMAGES"
 REQUIRE_PREBUILT_VAR: Final = "SKILLSBENCH_WORKER_REQUIRE_PREBUILT_IMAGES"
+# "never": the worker builds no task image (under Amber the Docker gateway refuses `POST /build`);
+# a run that would need one is refused before it starts. "allowed" (the default) builds them.
+BUILDS_VAR: Final = "SKILLSBENCH_WORKER_BUILDS"
+BUILDS_CHOICES: Final = ("allowed", "never")
 PARTICIPANT_PROXY_VAR: Final = "SKILLSBENCH_WORKER_PARTICIPANT_PROXY_URL"
 SANDBOX_PARTICIPANT_PROXY_VAR: Final = "SKILLSBENCH_WORKER_SANDBOX_PARTICIPANT_PROXY_URL"
 BASE_IMAGE_MAP_VAR: Final = "SKILLSBENCH_BASE_IMAGE_MAP"
@@ -92,6 +96,7 @@ class PrebuiltImages:
     images: dict[str, str] = field(default_factory=dict)
     required: bool = False
     bases: dict[str, str] = field(default_factory=dict)
+    builds: bool = True  # False: no image is built here (BUILDS_VAR=never)
 
     @classmethod
     def from_env(
@@ -121,6 +126,7 @@ class PrebuiltImages:
             images=images,
             required=_truthy(env.get(REQUIRE_PREBUILT_VAR)),
             bases={**base_image_map_from_env(env), **(bases or {})},
+            builds=builds_allowed(env.get(BUILDS_VAR)),
         )
 
     def image_for(self, task_id: str) -> str | None:
@@ -131,6 +137,26 @@ class PrebuiltImages:
                 f"no prebuilt image for task {task_id!r} and {REQUIRE_PREBUILT_VAR} is set"
             )
         return image
+
+
+def builds_allowed(value: str | None) -> bool:
+    """``SKILLSBENCH_WORKER_BUILDS``: unset or "allowed" -> True, "never" -> False."""
+    text = (value or "allowed").strip().lower()
+    if text not in BUILDS_CHOICES:
+        raise ValueError(f"{BUILDS_VAR} must be one of {', '.join(BUILDS_CHOICES)}, not {value!r}")
+    return text == "allowed"
+
+
+def build_refusal(task_ids: list[str]) -> str:
+    """The one line refusing a run whose tasks would need an image build where none may run."""
+    listed = ", ".join(task_ids)
+    return (
+        f"task images: {listed} would need a build, and this worker builds none "
+        f"({BUILDS_VAR}=never, as under Amber, whose Docker gateway refuses image builds); "
+        "build them with `skillsbench-agentbeats images build-tasks --push --registry REGISTRY "
+        f"--task-id ID` and give the map it writes as {PREBUILT_IMAGES_VAR} (the Amber config "
+        "prebuilt_images)"
+    )
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,23 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from integrations.agentbeats.amber_link import check_children
+from integrations.agentbeats.amber_link import check_children, child_contexts
 from integrations.agentbeats.amber_lints import check_lints
 from integrations.agentbeats.amber_manifest import (
     CAPABILITY_KINDS,
     EXPERIMENTAL_FEATURES,
     FRAMEWORK_CAPABILITIES,
     LINTS,
+    LIST_SECTIONS,
+    OBJECT_SECTIONS,
     RULES,
     SLOT_FIELDS,
     TOP_LEVEL_KEYS,
     VERSION_GATES,
     VERSION_PATTERN,
+    AmberManifest,
     AmberManifestCheck,
+    LintContext,
     Loader,
     Use,
     as_list,
@@ -49,6 +53,7 @@ class _Checker(AmberManifestCheck):
             if key not in TOP_LEVEL_KEYS:
                 self.add(json_path(key), "unknown_top_level_key", f"{key!r} is not a manifest key")
         self._version()
+        self._section_types()
         features = self._features()
         if "config_schema" in data:
             for f in check_config_schema(
@@ -66,6 +71,15 @@ class _Checker(AmberManifestCheck):
         check_children(self, features)
         check_lints(self, uses)
         return self.findings
+
+    def _section_types(self) -> None:
+        data = self.manifest.data
+        for key in OBJECT_SECTIONS:
+            if key in data and not isinstance(data[key], dict):
+                self.add(json_path(key), "section_type", f"{key} must be an object")
+        for key in LIST_SECTIONS:
+            if key in data and not isinstance(data[key], list):
+                self.add(json_path(key), "section_type", f"{key} must be a list")
 
     def _gate(self, feature: str, path: str) -> None:
         need = VERSION_GATES[feature]
@@ -91,9 +105,12 @@ class _Checker(AmberManifestCheck):
                 "manifest_version",
                 f"{value} is outside >=0.1.0,<1.0.0",
             )
-        for key in ("use", "overlays"):
-            if key in self.manifest.data:
-                self._gate(key, json_path(key))
+        # Amber gates only a non-empty section: `overlays: []` is fine under 0.3.0.
+        uses, overlays = self.manifest.data.get("use"), self.manifest.data.get("overlays")
+        if uses:
+            self._gate("use", json_path("use"))
+        if overlays:
+            self._gate("overlays", json_path("overlays", 0) if isinstance(overlays, list) else "$")
 
     def _features(self) -> set[str]:
         value = self.manifest.data.get("experimental_features", [])
@@ -216,9 +233,10 @@ class _Checker(AmberManifestCheck):
         env = as_obj(program.get("env"))
         for name, value in env.items():
             yield from self._templated(value, child(base, "env", name), "env")
-        for name, decl in self.manifest.section("components").items():
-            if isinstance(decl, dict) and "config" in decl:
-                yield from walk_strings(decl["config"], json_path("components", name, "config"))
+        for section in ("components", "use"):
+            for name, decl in self.manifest.section(section).items():
+                if isinstance(decl, dict) and "config" in decl:
+                    yield from walk_strings(decl["config"], json_path(section, name, "config"))
 
     def _templated(self, value: Any, p: str, where: str) -> Iterator[Use]:
         if isinstance(value, str):
@@ -269,7 +287,9 @@ class _Checker(AmberManifestCheck):
                     )
                 elif optional and not use.guarded and use.where in ("env", "command"):
                     lint = (
-                        "optional_env_config" if use.where == "env" else "optional_command_config"
+                        "manifest::optional_env_config"
+                        if use.where == "env"
+                        else "manifest::optional_command_config"
                     )
                     self.add(
                         use.path, lint, f"references optional config `{use.dotted}` without `when`"
@@ -299,9 +319,12 @@ class _Checker(AmberManifestCheck):
                     and not decl.get("optional")
                     and not decl.get("multiple")
                 ):
+                    in_env = use.path.startswith(json_path("program", "env"))
                     self.add(
                         use.path,
-                        "required_slot_when",
+                        "manifest::required_slot_when_env"
+                        if in_env
+                        else "manifest::required_slot_when",
                         f"`when` on required slot {name!r} is always true",
                     )
             elif use.source == "item":
@@ -349,7 +372,7 @@ class _Checker(AmberManifestCheck):
                     elif optional:
                         self.add(
                             child(p, "from"),
-                            "optional_mount_config",
+                            "manifest::optional_mount_config",
                             f"mounts optional config `{name}`",
                         )
             elif kind == "slots":
@@ -400,7 +423,7 @@ class _Checker(AmberManifestCheck):
             elif dot and kind == "self":
                 self.add(
                     p,
-                    "deprecated_export_self_target",
+                    "manifest::deprecated_export_self_target",
                     f"use provides.{rest} or slots.{rest} instead of {text!r}",
                 )
                 if rest not in provides and rest not in slots:
@@ -425,6 +448,8 @@ class _Checker(AmberManifestCheck):
                     "a binding is {to: '#child.slot', from: ...} (or the explicit form)",
                 )
                 continue
+            if "weak" in binding and not isinstance(binding["weak"], bool):
+                self.add(child(p, "weak"), "binding", "weak must be true or false")
             (to_ref, slot), (from_ref, capability) = parsed
             self._binding_target(to_ref, slot, child(p, "to"))
             self._binding_source(from_ref, capability, child(p, "from"), features)
@@ -454,7 +479,7 @@ class _Checker(AmberManifestCheck):
         elif ref == "self":
             self.add(
                 p,
-                "deprecated_binding_self_source",
+                "manifest::deprecated_binding_self_source",
                 f"use provides.{capability} or slots.{capability} instead of self",
             )
             if capability not in self.manifest.section(
@@ -470,21 +495,48 @@ class _Checker(AmberManifestCheck):
 
 
 def check_manifests(files: Iterable[Path]) -> list[Finding]:
+    """Each file is checked as the root of ``amber check``: its own rules, then its local children
+    (recursively) in the context their parent gives them. A finding reported twice (a child listed
+    on its own and as a child) is kept once."""
     loader = Loader()
     findings: list[Finding] = []
+    seen: set[tuple[str | None, str, str, str]] = set()
     for path in files:
         manifest, error = loader.load(path)
         if manifest is None:
             rule = "duplicate_key" if "Duplicate key" in error else "parse"
-            findings.append(Finding(path="$", rule=rule, message=error, file=str(path)))
-            continue
-        findings.extend(_Checker(manifest, loader).run())
+            found = [Finding(path="$", rule=rule, message=error, file=str(path))]
+        else:
+            found = _check_tree(manifest, loader, LintContext(), ())
+        for finding in found:
+            key = (finding.file, finding.path, finding.rule, finding.message)
+            if key not in seen:
+                seen.add(key)
+                findings.append(finding)
     return findings
 
 
+def _check_tree(
+    manifest: AmberManifest, loader: Loader, context: LintContext, chain: tuple[Path, ...]
+) -> list[Finding]:
+    checker = _Checker(manifest, loader, context)
+    findings = checker.run()
+    here = manifest.path.resolve()
+    for child_manifest, child_context in child_contexts(checker):
+        if child_manifest.path.resolve() not in (*chain, here):  # a cycle is loaded once
+            findings += _check_tree(child_manifest, loader, child_context, (*chain, here))
+    return findings
+
+
+def lint_code(name: str) -> str:
+    """``unused_slot`` or ``manifest::unused_slot`` -> ``manifest::unused_slot``."""
+    return name if "::" in name else f"manifest::{name}"
+
+
 def deny_lints(findings: list[Finding], deny: Iterable[str]) -> list[Finding]:
-    """``-D warnings`` makes every warning an error; ``-D <lint>`` only that lint."""
-    names = {d.removeprefix("manifest::") for d in deny}
+    """``-D warnings`` makes every warning an error; ``-D <code>`` (Amber's lint code, e.g.
+    ``manifest::unused_slot``; the bare name works too) only that lint."""
+    names = {d if d == "warnings" else lint_code(d) for d in deny}
     unknown = names - LINTS - {"warnings"}
     if unknown:
         raise ValueError(

@@ -9,6 +9,7 @@ from typing import Any
 from integrations.agentbeats.amber_manifest import (
     AmberManifest,
     AmberManifestCheck,
+    LintContext,
     as_list,
     as_obj,
     binding_parts,
@@ -21,9 +22,19 @@ def check_children(c: AmberManifestCheck, features: set[str]) -> None:
     for binding in c.manifest.data.get("bindings") or []:
         parsed = binding_parts(binding)
         if parsed is not None and parsed[0][0].startswith("#"):
+            if _needs_weak(c, binding, parsed[1]):
+                continue  # refused (external_slot_requires_weak): the child slot stays unbound
             bound.setdefault(parsed[0][0][1:], set()).add(parsed[0][1])
     for name, decl in c.manifest.section("components").items():
         p = json_path("components", name)
+        config = decl.get("config") if isinstance(decl, dict) else None
+        for where, text in _strings(config, child(p, "config")):
+            if "${slots." in text.replace(" ", ""):
+                c.add(
+                    where,
+                    "linker::invalid_config",
+                    "slot interpolation is not allowed in component config templates",
+                )
         ref = decl.get("manifest") if isinstance(decl, dict) and "manifest" in decl else decl
         url = ref.get("url") if isinstance(ref, dict) else ref
         if not isinstance(url, str):
@@ -49,10 +60,112 @@ def check_children(c: AmberManifestCheck, features: set[str]) -> None:
                 and not slot_decl.get("optional")
                 and slot not in bound.get(name, set())
             ):
-                c.add(p, "unbound_slot", f"required slot {name}.{slot} is not bound")
+                c.add(p, "linker::unbound_slot", f"required slot {name}.{slot} is not bound")
         config = decl.get("config") if isinstance(decl, dict) else None
         _child_config(c, manifest, config, child(p, "config"))
     _binding_kinds(c)
+    if c.context.root:
+        _root_slots(c)
+
+
+def _root_slots(c: AmberManifestCheck) -> None:
+    """The linker on the root: its slots are filled from outside (external), so a binding that
+    carries one into a child must be weak; a required root slot that neither the root's program,
+    a binding nor an export uses is never filled."""
+    slots = c.manifest.section("slots")
+    sources: set[str] = set()
+    for i, binding in enumerate(c.manifest.data.get("bindings") or []):
+        parsed = binding_parts(binding)
+        if parsed is None or parsed[1][0] not in ("slots", "self") or parsed[1][1] not in slots:
+            continue
+        (to_ref, slot), (_, name) = parsed
+        sources.add(name)
+        if _needs_weak(c, binding, parsed[1]):
+            c.add(
+                json_path("bindings", i),
+                "linker::external_slot_requires_weak",
+                f"binding into {to_ref}.{slot} must be weak (weak: true): it depends on the "
+                f"external slot {name!r}",
+            )
+    for export, target in c.manifest.section("exports").items():
+        text = str(target)
+        if text.startswith("#") and "." in text:
+            ref, _, name = text.partition(".")
+            source = _child_manifest(c, ref)
+            if source is not None and name not in source.section("exports"):
+                c.add(
+                    json_path("exports", export),
+                    "linker::invalid_export",
+                    f"{text}: {ref} exports no {name!r}",
+                )
+            continue
+        kind, dot, rest = text.partition(".")
+        name = rest if dot and kind in ("slots", "self") else str(target)
+        if (not dot or kind in ("slots", "self")) and name in slots:
+            sources.add(name)
+            c.add(
+                json_path("exports", export),
+                "linker::invalid_export",
+                f"export {export!r} resolves to the root's external slot {name!r}, which cannot "
+                "be exported",
+            )
+    if "program" in c.manifest.data:
+        return  # the root's program declares every root slot external
+    for name, decl in slots.items():
+        if not as_obj(decl).get("optional") and name not in sources:
+            c.add(
+                json_path("slots", name),
+                "linker::unbound_slot",
+                f"slot {name!r} of the root component is never bound (non-optional slots must "
+                "be filled)",
+            )
+
+
+def _needs_weak(c: AmberManifestCheck, binding: Any, source: tuple[str, str]) -> bool:
+    """A root binding that carries one of the root's own (external) non-storage slots into a
+    child without ``weak: true``."""
+    if not c.context.root or source[0] not in ("slots", "self"):
+        return False
+    decl = c.manifest.section("slots").get(source[1])
+    if decl is None or as_obj(decl).get("kind") == "storage":
+        return False
+    return not (isinstance(binding, dict) and binding.get("weak") is True)
+
+
+def _strings(value: Any, p: str) -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(p, value)]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _strings(v, child(p, k))]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value) for x in _strings(v, child(p, i))]
+    return []
+
+
+def child_contexts(c: AmberManifestCheck) -> list[tuple[AmberManifest, LintContext]]:
+    """The local children of ``c``'s manifest, each with the context its lints run in."""
+    weak: dict[str, set[str]] = {}
+    external: dict[str, set[str]] = {}
+    for binding in c.manifest.data.get("bindings") or []:
+        parsed = binding_parts(binding)
+        if parsed is None or not parsed[0][0].startswith("#"):
+            continue
+        (to_ref, slot), (from_ref, _) = parsed
+        if isinstance(binding, dict) and binding.get("weak") is True:
+            weak.setdefault(to_ref[1:], set()).add(slot)
+        if c.context.root and from_ref == "slots":
+            external.setdefault(to_ref[1:], set()).add(slot)
+    out = []
+    for name in c.manifest.section("components"):
+        manifest = _child_manifest(c, f"#{name}")
+        if manifest is not None:
+            context = LintContext(
+                root=False,
+                weak_slots=frozenset(weak.get(name, ())),
+                external_slots=frozenset(external.get(name, ())),
+            )
+            out.append((manifest, context))
+    return out
 
 
 def _child_config(c: AmberManifestCheck, manifest: AmberManifest, config: Any, p: str) -> None:

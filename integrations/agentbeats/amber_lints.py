@@ -1,26 +1,34 @@
-"""Amber's lints: warnings that ``-D warnings`` (or ``-D <lint>``) turns into errors."""
+"""Amber's lints (``manifest::*`` codes): warnings that ``-D warnings`` (or ``-D <code>``) turns
+into errors. The rules follow Amber v0.4 (``compiler/src/lint.rs`` and the scenario-level
+suppressions in ``compiler/src/lib.rs``)."""
 
 from __future__ import annotations
 
-from integrations.agentbeats.amber_manifest import AmberManifestCheck, Use, binding_parts
-from integrations.agentbeats.amber_schema import property_names
-from leaderboard.findings import json_path
+from integrations.agentbeats.amber_manifest import AmberManifestCheck, Use, as_obj, binding_parts
+from integrations.agentbeats.amber_schema import property_names, ref_problems
+from leaderboard.findings import child, json_path
+
+
+def used_slots(c: AmberManifestCheck, uses: list[Use]) -> set[str]:
+    """The slots the program reads (interpolations, ``when``, mounts)."""
+    slots = c.manifest.section("slots")
+    used: set[str] = set()
+    for use in uses:
+        if use.source == "slots":
+            if use.dotted:
+                used.add(use.dotted.partition(".")[0])
+            else:
+                used |= set(slots)
+    for mount in c.manifest.section("program").get("mounts") or []:
+        if isinstance(mount, dict) and str(mount.get("from", "")).startswith("slots."):
+            used.add(str(mount["from"]).partition(".")[2])
+    return used
 
 
 def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
     data = c.manifest.data
     slots, provides = c.manifest.section("slots"), c.manifest.section("provides")
-    used_slots: set[str] = set()
-    for use in uses:
-        if use.source == "slots":
-            if use.dotted:
-                used_slots.add(use.dotted.partition(".")[0])
-            else:
-                used_slots |= set(slots)
-    program = c.manifest.section("program")
-    for mount in program.get("mounts") or []:
-        if isinstance(mount, dict) and str(mount.get("from", "")).startswith("slots."):
-            used_slots.add(str(mount["from"]).partition(".")[2])
+    program_slots = used_slots(c, uses)
     exported: set[str] = set()
     for target in c.manifest.section("exports").values():
         kind, dot, rest = str(target).partition(".")
@@ -30,22 +38,76 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
         parsed = binding_parts(binding)
         if parsed is not None and parsed[1][0] in ("slots", "provides", "self"):
             bound_sources.add(parsed[1][1])
-    for name in slots:
-        if name not in used_slots | exported | bound_sources:
-            c.add(json_path("slots", name), "unused_slot", f"slot {name!r} is never used")
+    for name, decl in slots.items():
+        if isinstance(decl, dict) and decl.get("optional"):
+            continue  # an optional slot may stay unused
+        if name in c.context.weak_slots:
+            continue  # the parent binds it weak: Amber does not lint it
+        if name not in program_slots | exported | bound_sources:
+            c.add(json_path("slots", name), "manifest::unused_slot", f"slot {name!r} is never used")
     for name in provides:
         if name not in exported | bound_sources:
             c.add(
                 json_path("provides", name),
-                "unused_provide",
+                "manifest::unused_provide",
                 f"provide {name!r} is never exported or bound",
             )
-    if "program" in data and not any(n in exported | bound_sources for n in provides):
+    externally_rooted = bool(program_slots & c.context.external_slots)
+    if (
+        "program" in data
+        and not externally_rooted
+        and not any(n in exported | bound_sources for n in provides)
+    ):
         c.add(
             json_path("program"),
-            "unused_program",
+            "manifest::unused_program",
             "the program serves no exported or bound provide",
         )
+    _unused_use(c)
+    _duplicate_resolvers(c)
+    schema = data.get("config_schema")
+    problems = ref_problems(schema)
+    if problems:
+        c.add(
+            json_path("config_schema"),
+            "manifest::config_lint_incomplete",
+            f"unused-config linting is incomplete: {'; '.join(problems)}",
+        )
+    _unused_config(c, uses)
+
+
+def _unused_use(c: AmberManifestCheck) -> None:
+    overlays = c.manifest.data.get("overlays")
+    referenced = {
+        str(o).removeprefix("#").partition(".")[0]
+        for o in (overlays if isinstance(overlays, list) else [])
+    }
+    for name in c.manifest.section("use"):
+        if name not in referenced:
+            c.add(
+                json_path("use", name),
+                "manifest::unused_use",
+                f"use #{name} is never referenced from overlays",
+            )
+
+
+def _duplicate_resolvers(c: AmberManifestCheck) -> None:
+    for env_name, decl in c.manifest.section("environments").items():
+        resolvers = as_obj(decl).get("resolvers")
+        seen: set[str] = set()
+        for i, resolver in enumerate(resolvers if isinstance(resolvers, list) else []):
+            if str(resolver) in seen:
+                c.add(
+                    child(json_path("environments", env_name, "resolvers"), i),
+                    "manifest::duplicate_environment_resolver",
+                    f"environment {env_name!r} declares resolver {resolver!r} more than once",
+                )
+            seen.add(str(resolver))
+
+
+def _unused_config(c: AmberManifestCheck, uses: list[Use]) -> None:
+    data = c.manifest.data
+    program = c.manifest.section("program")
     used_config = {u.dotted.partition(".")[0] for u in uses if u.source == "config" and u.dotted}
     if any(u.source == "config" and not u.dotted for u in uses):
         return
@@ -59,6 +121,6 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
         if name not in used_config:
             c.add(
                 json_path("config_schema", "properties", name),
-                "unused_config",
+                "manifest::unused_config",
                 f"config {name!r} is never referenced",
             )

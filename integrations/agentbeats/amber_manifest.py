@@ -21,6 +21,8 @@ TOP_LEVEL_KEYS = frozenset(
         "program",
         "components",
         "use",
+        "environments",
+        "child_templates",
         "config_schema",
         "slots",
         "resources",
@@ -32,29 +34,49 @@ TOP_LEVEL_KEYS = frozenset(
         "metadata",
     }
 )
+OBJECT_SECTIONS = (
+    "program",
+    "components",
+    "use",
+    "environments",
+    "child_templates",
+    "config_schema",
+    "slots",
+    "resources",
+    "provides",
+    "exports",
+)
+LIST_SECTIONS = ("bindings", "overlays")  # experimental_features: its own rule
 EXPERIMENTAL_FEATURES = frozenset({"docker", "kvm", "policies"})
 FRAMEWORK_CAPABILITIES = {"docker": "docker", "kvm": "kvm"}  # capability -> required feature
 CAPABILITY_KINDS = frozenset({"mcp", "llm", "http", "docker", "a2a", "storage"})
 SLOT_FIELDS = frozenset({"url"})
+# Amber's lint codes (warnings; `-D warnings` or `-D <code>` makes them errors).
 LINTS = frozenset(
-    {
+    f"manifest::{name}"
+    for name in (
         "unused_slot",
         "unused_provide",
         "unused_program",
+        "unused_use",
         "unused_config",
+        "config_lint_incomplete",
         "optional_env_config",
         "optional_command_config",
         "optional_mount_config",
         "required_slot_when",
+        "required_slot_when_env",
+        "duplicate_environment_resolver",
         "deprecated_binding_self_source",
         "deprecated_export_self_target",
-    }
+    )
 )
 ERROR_RULES = frozenset(
     {
         "parse",
         "duplicate_key",
         "unknown_top_level_key",
+        "section_type",
         "manifest_version",
         "experimental_feature",
         "version_gate",
@@ -80,8 +102,12 @@ ERROR_RULES = frozenset(
         "binding_source",
         "child_manifest",
         "child_feature",
-        "unbound_slot",
         "child_config",
+        # the Amber linker's errors, under its codes
+        "linker::unbound_slot",
+        "linker::external_slot_requires_weak",
+        "linker::invalid_config",
+        "linker::invalid_export",
     }
 )
 RULES = ERROR_RULES | LINTS
@@ -114,12 +140,27 @@ class Use:
     guarded: bool = False
 
 
+@dataclass(frozen=True)
+class LintContext:
+    """Where a manifest is checked: as the root of ``amber check``, or as a child of one.
+
+    A child's slots bound weak (and its optional slots) are never linted ``unused_slot``, and a
+    child whose program uses a slot bound from the root's own (external) slots is never linted
+    ``unused_program``, as Amber suppresses them in a scenario.
+    """
+
+    root: bool = True
+    weak_slots: frozenset[str] = frozenset()
+    external_slots: frozenset[str] = frozenset()
+
+
 @dataclass
 class AmberManifestCheck:
     """A manifest under check; ``add`` records a finding (lints as warnings)."""
 
     manifest: AmberManifest
     loader: Loader
+    context: LintContext = field(default_factory=LintContext)
     findings: list[Finding] = field(default_factory=list)
 
     @property

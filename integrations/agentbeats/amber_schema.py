@@ -130,3 +130,52 @@ def resolve_config_path(schema: Any, dotted: str) -> tuple[bool, bool]:
 def property_names(schema: Any) -> list[str]:
     props = schema.get("properties") if isinstance(schema, dict) else None
     return list(props) if isinstance(props, dict) else []
+
+
+def _pointer(schema: Any, ref: str) -> Any:
+    node: Any = schema
+    for raw in ref.removeprefix("#").split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise KeyError(ref)
+    return node
+
+
+def ref_problems(schema: Any) -> list[str]:
+    """Why Amber cannot list every config leaf: a local ``$ref`` that resolves to nothing, or one
+    that refers to itself through the schema (recursive). Non-local refs are a ``config_schema``
+    error instead."""
+    problems: set[str] = set()
+
+    def walk(node: Any, stack: tuple[str, ...]) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, stack)
+            return
+        if not isinstance(node, dict):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
+            if ref in stack:
+                problems.add(f"recursive $ref {ref}")
+            else:
+                try:
+                    target = _pointer(schema, ref)
+                except KeyError:
+                    problems.add(f"$ref {ref} resolves to nothing")
+                else:
+                    walk(target, (*stack, ref))
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for sub in props.values():
+                walk(sub, stack)
+        for key in ("items", "prefixItems", "allOf"):
+            if key in node:
+                walk(node[key], stack)
+
+    walk(schema, ())
+    return sorted(problems)

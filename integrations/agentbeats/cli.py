@@ -8,13 +8,15 @@ leaderboard's ``readiness validate`` and ``images evidence`` with the worker's `
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from leaderboard.findings import errors
+from leaderboard.findings import Finding, errors
 from leaderboard.readiness_cli import (
     FILE,
     queries_dir_option,
@@ -240,26 +242,87 @@ def ghcr_preflight(token_from_env: bool) -> None:
 # --- Amber manifests -----------------------------------------------------------------------
 
 
-@click.group()
-def manifests() -> None:
-    """Static checks of Amber manifests."""
+CodeCheck = Callable[[list[Path]], list[Finding]]
 
 
-@manifests.command("check")
-@click.argument("files", nargs=-1, required=True, type=FILE)
-@click.option(
-    "-D", "deny", multiple=True, help="`-D warnings` (or a lint name) makes warnings errors."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
-def check(files: tuple[Path, ...], deny: tuple[str, ...], as_json: bool) -> None:
-    """Check Amber manifests the way `amber check` does, without the Amber CLI."""
-    from integrations.agentbeats.amber import check_manifests, deny_lints
+def manifests_group(code_check: CodeCheck | None = None) -> click.Group:
+    """The ``manifests`` group. ``code_check`` is what only the composition root can know: that
+    our manifests agree with our code (the services' variables and options, the images)."""
 
-    findings = deny_lints(check_manifests(list(files)), deny)
-    report(findings, as_json)
-    failed = errors(findings)
-    if failed:
-        click.echo(f"{len(failed)} error(s), {len(findings) - len(failed)} warning(s)", err=True)
-        sys.exit(1)
-    if not as_json:
-        click.echo(f"ok: {len(files)} manifest(s), {len(findings)} warning(s)")
+    @click.group()
+    def manifests() -> None:
+        """Static checks of Amber manifests."""
+
+    @manifests.command("check")
+    @click.argument("files", nargs=-1, required=True, type=FILE)
+    @click.option(
+        "-D",
+        "deny",
+        multiple=True,
+        help="`-D warnings` (or a lint code, e.g. manifest::unused_slot) makes warnings errors.",
+    )
+    @click.option("--json", "as_json", is_flag=True, help="Print our findings as JSON.")
+    @click.option(
+        "--checker",
+        type=click.Choice(["auto", "amber", "ours"]),
+        default="auto",
+        show_default=True,
+        help="auto: also run the real `amber check` where an Amber CLI is available ($AMBER, amber "
+        "on PATH, or a local amber-cli image); amber: require it; ours: only our check.",
+    )
+    def check(files: tuple[Path, ...], deny: tuple[str, ...], as_json: bool, checker: str) -> None:
+        """Check Amber manifests: our own check (Amber v0.4's static rules and lints, and that our
+        manifests agree with our code), and the real `amber check` where an Amber CLI is available."""
+        from integrations.agentbeats.amber import check_manifests, deny_lints, lint_code
+        from integrations.agentbeats.amber_cli import AmberUnavailable, find_amber, run_amber_check
+
+        found = check_manifests(list(files))
+        if code_check is not None:
+            found += code_check(list(files))
+        findings = deny_lints(found, deny)
+        say = functools.partial(click.echo, err=as_json)
+        amber = None
+        if checker != "ours":
+            try:
+                amber = find_amber()
+            except AmberUnavailable as exc:
+                raise ValueError(str(exc)) from None
+            if amber is None and checker == "amber":
+                raise ValueError(
+                    "--checker amber: no Amber CLI (set AMBER, put amber on PATH, or load the "
+                    "ghcr.io/rdi-foundation/amber-cli image)"
+                )
+        amber_failed = 0
+        if amber is None:
+            why = (
+                "--checker ours"
+                if checker == "ours"
+                else "no Amber CLI: AMBER unset, no amber on PATH, no local amber-cli image"
+            )
+            say(f"checker: ours only ({why})")
+        else:
+            say(f"checker: {amber.describe()}, then ours")
+            codes = [d if d == "warnings" else lint_code(d) for d in deny]
+            for run in run_amber_check(amber, list(files), codes):
+                if run.output.strip():
+                    say(run.output.rstrip("\n"))
+                status = "ok" if run.exit_code == 0 else "failed"
+                say(f"amber check {run.file}: exit {run.exit_code} ({status})")
+                amber_failed += run.exit_code != 0
+        report(findings, as_json)
+        failed = errors(findings)
+        if failed or amber_failed:
+            click.echo(
+                f"ours: {len(failed)} error(s), {len(findings) - len(failed)} warning(s)"
+                + (f"; amber check failed on {amber_failed} file(s)" if amber else ""),
+                err=True,
+            )
+            sys.exit(1)
+        if not as_json:
+            ran = "amber check and ours" if amber else "ours"
+            click.echo(f"ok ({ran}): {len(files)} manifest(s), {len(findings)} warning(s)")
+
+    return manifests
+
+
+manifests = manifests_group()

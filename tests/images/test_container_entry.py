@@ -108,3 +108,13 @@ def test_embedded_worker_that_cannot_start_fails_the_container(tmp_path: Path) -
     assert done.returncode == 1
     assert "the embedded worker exited" in done.stderr
     assert "never" not in done.stdout
+
+
+def test_the_embedded_worker_default_lives_in_code() -> None:
+    from skillsbench_agentbeats.container_entry import wants_embedded_worker
+
+    green = ["skillsbench-agentbeats", "green"]
+    assert wants_embedded_worker({}, green) is True
+    assert wants_embedded_worker({"SKILLSBENCH_EMBEDDED_WORKER": "0"}, green) is False
+    assert wants_embedded_worker({}, ["skillsbench-agentbeats", "worker"]) is False
+    assert wants_embedded_worker({"SKILLSBENCH_EMBEDDED_WORKER": "1"}, ["x"]) is True

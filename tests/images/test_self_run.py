@@ -18,6 +18,7 @@ import tarfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,6 +145,7 @@ def test_worker_local_self_run(docker_client: Any, service_images: dict[str, str
             network, docker_client, service_images["worker"], "worker",
             environment={"SKILLSBENCH_WORKER_TOKEN": token},
             volumes={SOCKET: {"bind": SOCKET, "mode": "rw"}},
+            group_add=[str(Path(SOCKET).stat().st_gid)],  # the image runs as `skillsbench`
         )  # fmt: skip
         green = start(
             network, docker_client, service_images["green"], "green",

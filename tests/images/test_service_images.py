@@ -31,10 +31,15 @@ def test_dockerfile_contract(service: str) -> None:
             if "[" in path or "$" in path:
                 continue  # optional glob (.wheelhous[e]) or a build argument
             assert (REPO_ROOT / path).exists(), f"COPY source {path} is missing"
+    # Non-root whatever starts it (Amber's helper never runs the ENTRYPOINT), and no service
+    # default in image ENV (the helper passes on only PATH, HOME and TMPDIR).
     users = re.findall(r"^USER (\S+)$", text, re.M)
-    run_as = re.findall(r"SKILLSBENCH_RUN_AS=(\S+)", text)
-    # Non-root: purple switches user; green/worker drop root in their entry (socket group added).
-    assert (users and users[-1] not in ("root", "0")) or (run_as and run_as[-1] != "root")
+    assert users and users[-1] not in ("root", "0")
+    env_names = set(re.findall(r"^(?:ENV\s+|\s+)([A-Z_]+)=", text, re.M))
+    assert env_names <= {
+        *("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "VIRTUAL_ENV", "PATH", "HOME"),
+        *("UV_PYTHON_DOWNLOADS", "UV_NO_CACHE", "SKILLSBENCH_SERVICE_COMMAND"),
+    }, env_names
 
 
 @pytest.mark.docker
@@ -57,18 +62,46 @@ def test_image_answers_help(
 def test_service_images_run_unprivileged(
     docker_client: Any, service_images: dict[str, str], tmp_path: Path
 ) -> None:
-    """Green/worker start as root only to drop to `skillsbench` (with the socket's group)."""
+    """All three run as `skillsbench`, also when the entry is bypassed (as Amber's helper does);
+    the socket's group comes from `--group-add`, and `--user 0` through the entry drops root."""
+    socket_gid = Path("/var/run/docker.sock").stat().st_gid
+    volumes = {"/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"}}
     for service in ("green", "worker"):
         out = docker_client.containers.run(
             service_images[service],
-            entrypoint=["python", "-m", "skillsbench_agentbeats.container_entry", "id"],
-            volumes={"/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"}},
+            entrypoint=["id"],
+            volumes=volumes,
+            group_add=[str(socket_gid)],
             remove=True,
         ).decode()
         assert out.startswith("uid=10001(skillsbench)"), out
-        socket_gid = Path("/var/run/docker.sock").stat().st_gid
+        assert f"{socket_gid}" in out.split("groups=")[1], out
+        out = docker_client.containers.run(
+            service_images[service],
+            entrypoint=["python", "-m", "skillsbench_agentbeats.container_entry", "id"],
+            volumes=volumes,
+            user="0",
+            remove=True,
+        ).decode()
+        assert out.startswith("uid=10001(skillsbench)"), out
         assert f"{socket_gid}" in out.split("groups=")[1], out
     purple = docker_client.containers.run(
         service_images["purple"], entrypoint=["id", "-u"], remove=True
     ).decode()
     assert purple.strip() == "10001"
+    # Amber's helper, as the image's user, creates the framework.docker socket where the worker
+    # manifest mounts it (/app/run); root's /var/run would refuse it.
+    bind = (
+        "import socket, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        socket.socket(socket.AF_UNIX).bind(path); print(path, 'ok')\n"
+        "    except PermissionError:\n"
+        "        print(path, 'refused')\n"
+    )
+    out = docker_client.containers.run(
+        service_images["worker"],
+        entrypoint=["python", "-c", bind, "/app/run/docker.sock", "/var/run/docker.sock"],
+        remove=True,
+    ).decode()
+    assert out.split("\n")[:2] == ["/app/run/docker.sock ok", "/var/run/docker.sock refused"], out

@@ -110,3 +110,53 @@ async def test_required_prebuilt_image_missing_is_a_sandbox_error(
     assert trial.row is not None and trial.row["infra_failure_type"] == "sandbox_error"
     assert [a.failure for a in trial.attempts] == ["sandbox_unsupported"]  # not retried
     assert "no prebuilt image" in (trial.attempts[0].error or "")
+
+
+def test_builds_setting() -> None:
+    assert PrebuiltImages.from_env({}).builds is True
+    assert PrebuiltImages.from_env({"SKILLSBENCH_WORKER_BUILDS": "allowed"}).builds is True
+    assert PrebuiltImages.from_env({"SKILLSBENCH_WORKER_BUILDS": "never"}).builds is False
+    with pytest.raises(ValueError, match="SKILLSBENCH_WORKER_BUILDS must be one of"):
+        PrebuiltImages.from_env({"SKILLSBENCH_WORKER_BUILDS": "sometimes"})
+
+
+@pytest.mark.docker
+async def test_a_run_that_needs_a_build_is_refused_before_it_starts(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """Builds never: a task without a prebuilt image or an image of its content tag on the engine
+    is refused at submit, in one line naming it and the fix; nothing is built, no run exists."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    unique = f"FROM python:3.11-slim\nWORKDIR /root\nLABEL test.unique={tmp_path.name}\n"
+    make_task(tasks, "never-built-here", dockerfile=unique)
+    make_task(tasks, "prebuilt-elsewhere")
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks,
+            environment="docker",
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+            prebuilt=PrebuiltImages(images={"prebuilt-elsewhere": PINNED}, builds=False),
+        )
+    )
+    await engine.start(resume=False)
+    try:
+        before = {i.id for i in docker_client.images.list()}
+        request = RunRequest.model_validate(
+            run_payload(["never-built-here", "prebuilt-elsewhere"], agent="oracle")
+        )
+        with pytest.raises(ValueError) as refused:
+            await engine.submit(request)
+        message = str(refused.value)
+        assert "\n" not in message
+        assert message.startswith("task images: never-built-here would need a build")
+        assert "prebuilt-elsewhere" not in message
+        assert "images build-tasks" in message and "SKILLSBENCH_WORKER_PREBUILT_IMAGES" in message
+        assert engine.runs() == []
+        assert {i.id for i in docker_client.images.list()} == before
+    finally:
+        await engine.close()

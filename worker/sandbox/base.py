@@ -241,6 +241,12 @@ class Sandbox(abc.ABC):
             SandboxSpec(config, run_id=run_id, trial_id=trial_id, state_dir=state_dir, **spec)  # type: ignore[arg-type]
         )
 
+    @classmethod
+    def unbuilt_images(cls, configs: list[SandboxConfig]) -> list[str]:
+        """The task ids of ``configs`` whose sandbox would need an image built first (none for
+        backends without images). Called before a run starts where builds are not allowed."""
+        return []
+
     # -- lifecycle hooks (class level: no sandbox exists yet) ------------------------------
 
     @classmethod

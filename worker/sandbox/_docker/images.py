@@ -146,6 +146,28 @@ def prepare_context(
     dockerfile.write_text(text, encoding="utf-8")
 
 
+def unbuilt_tasks(
+    client: Any, configs: list[tuple[str, Path, bool, str, Mapping[str, str]]]
+) -> list[str]:
+    """Of ``(task_id, environment dir, with_skills, skills_dir, base map)``, the tasks whose self-built
+    image (its content tag, e.g. made by ``images build-tasks`` on this engine) is absent: running
+    them would need ``POST /build``. Only inspects (what Amber's Docker gateway allows)."""
+    errors = docker_errors()
+    missing = []
+    for task_id, environment, with_skills, skills_dir, base_map in configs:
+        try:
+            client.images.get(
+                local_build_tag(client, task_id, environment, with_skills, skills_dir, base_map)
+            )
+        except errors.ImageNotFound:
+            missing.append(task_id)
+        except OSError as exc:
+            raise SandboxError(f"task {task_id}: cannot read environment/: {exc}") from None
+        except errors.DockerException as exc:
+            raise SandboxError(f"cannot inspect the image of task {task_id}: {exc}") from None
+    return missing
+
+
 def ensure_prebuilt(client: Any, ref: str) -> str:
     errors = docker_errors()
     try:

@@ -300,6 +300,15 @@ class DockerSandbox(Sandbox):
     # -- lifecycle hooks -------------------------------------------------------------------
 
     @classmethod
+    def unbuilt_images(cls, configs: list[SandboxConfig]) -> list[str]:
+        wanted = [
+            (c.task_id, c.environment_dir, c.with_skills, c.skills_dir, dict(c.base_map))
+            for c in configs
+            if isinstance(c, DockerConfig) and not c.image
+        ]
+        return images.unbuilt_tasks(docker_client(), wanted) if wanted else []
+
+    @classmethod
     async def task_init(cls, spec: SandboxSpec) -> None:
         """Build (or pull) the image now; start() then uses it without asking the engine again."""
         cls._prepared[spec.trial_id] = await cls._image(spec)
