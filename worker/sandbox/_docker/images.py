@@ -9,7 +9,7 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,7 @@ def prepare_context(
 
 
 def unbuilt_tasks(
-    client: Any, configs: list[tuple[str, Path, bool, str, Mapping[str, str]]]
+    client: Any, configs: Sequence[tuple[str, Path, bool, str, Mapping[str, str]]]
 ) -> list[str]:
     """Of ``(task_id, environment dir, with_skills, skills_dir, base map)``, the tasks whose self-built
     image (its content tag, e.g. made by ``images build-tasks`` on this engine) is absent: running
