@@ -43,6 +43,37 @@ from purple_agent.config import AgentConfig
 log = logging.getLogger("purple_agent.gateway")
 
 TOKEN_PREFIX = "sk-skillsbench-session-"
+# provider hints the configuration accepts -> litellm's name for them
+PROVIDER_ALIASES = {
+    "google": "gemini",
+    "qwen": "dashscope",
+    "glm": "zai",
+    "kimi": "moonshot",
+    "doubao": "volcengine",
+}
+
+
+def upstream_model(config: AgentConfig, providers: set[str]) -> str:
+    """The litellm model for ``config``; raises :class:`GatewayError` for a provider litellm
+    lacks when no base URL names an OpenAI-compatible endpoint for it."""
+    name = config.provider_name
+    if name is None:
+        return config.model  # litellm infers the provider from the name (gpt-…, claude-…)
+    if config.provider:
+        bare = config.model.removeprefix(f"{config.provider}/")
+    else:
+        bare = config.model.split("/", 1)[1]
+    mapped = PROVIDER_ALIASES.get(name, name)
+    if mapped in providers:
+        return f"{mapped}/{bare}"
+    if config.base_url:  # an OpenAI-compatible endpoint for a provider litellm does not name
+        return f"openai/{bare}"
+    raise GatewayError(
+        400,
+        f"provider {name!r} is not one the model gateway (litellm) can reach: set "
+        "SKILLSBENCH_AGENT_BASE_URL to its OpenAI-compatible endpoint, or use a litellm provider "
+        "(openai, anthropic, gemini, openrouter, deepseek, dashscope, zai, moonshot, …)",
+    )
 
 
 @dataclass
@@ -90,7 +121,7 @@ class GatewayError(Exception):
         self.status = status
 
 
-def _load_litellm() -> Any:
+def load_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -103,6 +134,7 @@ class Gateway:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
+        self.model = config.litellm_model  # resolved at start
         self._sessions: dict[str, SessionUsage] = {}
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -113,7 +145,7 @@ class Gateway:
     def open_session(self) -> str:
         """A new token; calls made with it are counted in :meth:`usage`."""
         token = TOKEN_PREFIX + secrets.token_hex(16)
-        self._sessions[token] = SessionUsage(model=self._config.litellm_model)
+        self._sessions[token] = SessionUsage(model=self.model)
         return token
 
     def usage(self, token: str) -> SessionUsage:
@@ -133,7 +165,9 @@ class Gateway:
         async with self._lock:
             if self._server is not None and self.port is not None:
                 return self.url
-            await asyncio.to_thread(_load_litellm)  # seconds of import, off the event loop
+            litellm = await asyncio.to_thread(load_litellm)  # seconds of import, off the loop
+            providers = {str(getattr(p, "value", p)) for p in litellm.provider_list}
+            self.model = upstream_model(self._config, providers)
             config = uvicorn.Config(
                 self.app(), host="127.0.0.1", port=0, log_config=None, log_level="warning"
             )
@@ -188,7 +222,7 @@ class Gateway:
     def _upstream(self) -> _Upstream:
         cfg = self._config
         key = cfg.api_key.get_secret_value() if cfg.api_key is not None else None
-        return _Upstream(model=cfg.litellm_model, api_base=cfg.base_url, api_key=key)
+        return _Upstream(model=self.model, api_base=cfg.base_url, api_key=key)
 
     async def _forward(
         self, request: Request, call: Callable[[Any, dict[str, Any], _Upstream], Any]
@@ -200,7 +234,7 @@ class Gateway:
             raise GatewayError(400, "the request body is not JSON") from None
         if not isinstance(body, dict):
             raise GatewayError(400, "the request body is not a JSON object")
-        litellm = _load_litellm()
+        litellm = load_litellm()
         session.calls += 1
         try:
             response = await call(litellm, body, self._upstream())
@@ -253,7 +287,7 @@ class Gateway:
         session.add(
             usage.get("prompt_tokens"),
             usage.get("completion_tokens"),
-            self._cost(_load_litellm(), response),
+            self._cost(load_litellm(), response),
         )
         if body.get("stream"):
             return _sse(_chat_chunks(data), done_marker=True)
@@ -360,7 +394,7 @@ class Gateway:
         return JSONResponse(data)
 
     async def _models(self, request: Request) -> Response:
-        name = self._config.litellm_model
+        name = self.model
         return JSONResponse(
             {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "gateway"}]}
         )

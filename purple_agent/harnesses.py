@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from typing import Any
 
 from purple_agent.clis import CLIS, LaunchInput
 from purple_agent.config import AgentConfig
-from purple_agent.gateway import Gateway, GatewayError
+from purple_agent.gateway import Gateway, GatewayError, load_litellm
 from purple_agent.namespace import bwrap_problem, find_bwrap, install_roots, wrap
 from purple_agent.seeding import FolderFetch, chunk_size
 from purple_agent.server import Reply, Turn, TurnAgent
@@ -82,6 +83,16 @@ class HarnessAgent(TurnAgent):
                 "found on PATH (install it in the image or set SKILLSBENCH_AGENT_COMMAND)"
             )
         return None
+
+    def load_model_library_in_background(self) -> threading.Thread:
+        """Import litellm (seconds) beside the server, so the first task's gateway starts fast."""
+        thread = threading.Thread(target=load_litellm, name="load-litellm", daemon=True)
+        thread.start()
+        return thread
+
+    def namespace_problem(self) -> str | None:
+        """Why the CLI cannot see the task's files at the task's paths here, or ``None``."""
+        return bwrap_problem(find_bwrap(self._environ))
 
     async def respond(self, turn: Turn) -> Reply:
         context = find_context(turn.data)

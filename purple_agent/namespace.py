@@ -63,7 +63,7 @@ def _mirror(folder: str, missing: Sequence[str], args: list[str]) -> None:
     on the host) can become a mount point without writing to the host."""
     inside = [m for m in missing if _under(m, folder) and m != folder]
     if not inside:
-        args += ["--dev-bind", folder, folder]
+        args += ["--dev-bind-try", folder, folder]
         return
     args += ["--perms", f"{os.stat(folder).st_mode & 0o7777:o}", "--tmpfs", folder]
     try:
@@ -76,8 +76,8 @@ def _mirror(folder: str, missing: Sequence[str], args: list[str]) -> None:
             args += ["--symlink", os.readlink(path), path]
         elif entry.is_dir(follow_symlinks=False):
             _mirror(path, inside, args)
-        else:
-            args += ["--dev-bind", path, path]
+        else:  # -try: an entry removed meanwhile (another session's file in /tmp) is skipped
+            args += ["--dev-bind-try", path, path]
 
 
 def root_args(targets: Iterable[str]) -> list[str]:

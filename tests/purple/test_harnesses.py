@@ -17,6 +17,7 @@ from pydantic import SecretStr
 
 from purple_agent.agent_under_test import create_app
 from purple_agent.config import AgentConfig
+from purple_agent.gateway import load_litellm
 from purple_agent.harnesses import HarnessAgent
 from worker.bridge.protocol import (
     ActionResult,
@@ -26,7 +27,7 @@ from worker.bridge.protocol import (
     ShellContext,
 )
 
-from .support import BridgeClient, TurnReply, serving
+from .support import BridgeClient, FakeModel, TurnReply, serving
 
 KEY = "sk-test-harness-0123456789abcdef"
 INSTRUCTION = "Append a line to notes.txt and write the answer to out/answer.txt."
@@ -69,6 +70,12 @@ async def run_trial(bridge: BridgeClient, sandbox: Path, ctx: ShellContext) -> T
     while isinstance(reply.action, ExecAction):
         reply = await bridge.send(data=sandbox_exec(reply.action, sandbox))
     return reply
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_loaded() -> None:
+    """The agent imports litellm beside its server at start-up; here, once per module."""
+    load_litellm()
 
 
 @pytest.fixture
@@ -158,7 +165,7 @@ async def test_failed_seed_and_exit_code_are_reported(harness_agent: Any, tmp_pa
     ctx = ShellContext(task_id="t", workspace=str(tmp_path / "does-not-exist"))
     reply = await run_trial(bridge, tmp_path, ctx)
     assert isinstance(reply.action, FinishAction)
-    assert [f.path for f in reply.action.files] == ["new.txt"]
+    assert [f.path for f in reply.action.files] == ["new.txt"], reply.action.message
     assert "exited with code 3" in reply.action.message
     assert "copying the workspace folder failed" in reply.action.message.lower()
 
@@ -216,3 +223,94 @@ async def test_folder_over_the_turn_budget_is_not_copied(harness_agent: Any, san
     assert isinstance(reply.action, FinishAction)
     assert "more than the turn budget" in reply.action.message
     assert {f.path: f.content for f in reply.action.files} == {"seen.txt": "seen.txt\n"}
+
+
+FAKE_PI = """#!{python}
+# stands in for pi: reads its models.json like pi does and makes {calls} model call(s)
+import json, os, pathlib, sys, urllib.request
+models = json.loads(pathlib.Path(os.environ["PI_CODING_AGENT_DIR"], "models.json").read_text())
+provider = models["providers"]["skillsbench"]
+key = os.environ[provider["apiKey"]]
+pathlib.Path("seen.txt").write_text(os.getcwd() + "\\n" + os.environ["HOME"])
+for _ in range({calls}):
+    request = urllib.request.Request(
+        provider["baseUrl"] + "/chat/completions",
+        data=json.dumps({{"model": "x", "messages": [{{"role": "user", "content": "hi"}}]}}).encode(),
+        headers={{"Authorization": "Bearer " + key, "Content-Type": "application/json"}},
+    )
+    print(json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"])
+pathlib.Path(os.environ["HOME"], ".pi-state").write_text("session state")
+print("pi: last line before exit", file=sys.stderr)
+sys.exit({code})
+"""
+
+
+async def _fake_pi(tmp_path: Path, calls: int, code: int) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    cli = bin_dir / "pi"
+    cli.write_text(FAKE_PI.format(python=sys.executable, calls=calls, code=code))
+    cli.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path / "agent-home")}
+
+
+@pytest.mark.parametrize("bwrap", ["found", "missing"])
+async def test_cli_calls_go_through_the_gateway_and_are_counted(
+    harness_agent: Any, sandbox: Path, tmp_path: Path, bwrap: str
+) -> None:
+    model = FakeModel([{"text": "hello"}])
+    environ = await _fake_pi(tmp_path, calls=2, code=3)
+    if bwrap == "missing":
+        environ["SKILLSBENCH_BWRAP"] = str(tmp_path / "no-bwrap")
+    async with serving(lambda _url: model.app()) as model_url:
+        bridge = await harness_agent(
+            environ=environ, harness="pi", model="openai/fake-model", base_url=f"{model_url}/v1"
+        )
+        ws = sandbox / "workspace"
+        reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert isinstance(reply.action, FinishAction), reply.text
+    assert len(model.requests) == 2
+    assert all(h == f"Bearer {KEY}" for h in model.auth_headers)  # the real key, from the gateway
+    assert [{"usage": u} for u in [d.get("usage") for d in reply.data] if u] == [
+        {"usage": {"model": "openai/fake-model", "calls": 2, "input_tokens": 200,
+                   "output_tokens": 40, "cost_usd": None}}
+    ]  # fmt: skip
+    message = reply.action.message
+    assert "2 model call(s)" in message
+    assert (
+        "exited with code 3; its last lines: hello | hello | pi: last line before exit" in message
+    )
+    files = {f.path: f.content for f in reply.action.files}
+    assert set(files) == {"seen.txt"}  # the CLI's state stayed in its own home
+    cwd, home = files["seen.txt"].split("\n")
+    assert not home.startswith(str(ws)) and not Path(home).exists()  # removed with the session
+    if bwrap == "found":
+        assert cwd == str(ws)  # the task's own path (the copy bound there)
+    else:
+        assert cwd != str(ws)
+        assert "the harness ran in a copy at" in message and "not at " + str(ws) in message
+
+
+async def test_cli_without_a_model_call_fails_with_its_last_lines(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    environ = await _fake_pi(tmp_path, calls=0, code=0)
+    bridge = await harness_agent(environ=environ, harness="pi", model="openai/fake-model")
+    ws = sandbox / "workspace"
+    reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert reply.state == "TASK_STATE_FAILED"
+    assert reply.text == (
+        "pi made no model call (exited with code 0); its last lines: pi: last line before exit"
+    )
+
+
+async def test_provider_the_gateway_cannot_reach_is_refused(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    environ = await _fake_pi(tmp_path, calls=1, code=0)
+    bridge = await harness_agent(environ=environ, harness="pi", model="xiaomi/mimo")
+    ws = sandbox / "workspace"
+    reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert reply.state == "TASK_STATE_FAILED"
+    assert "provider 'xiaomi' is not one the model gateway (litellm) can reach" in reply.text
+    assert "SKILLSBENCH_AGENT_BASE_URL" in reply.text
