@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from purple_agent.config import AgentConfig
+from purple_agent.config import PROVIDER_KEY_VARS, AgentConfig
 
 log = logging.getLogger("purple_agent.gateway")
 
@@ -222,6 +222,9 @@ class Gateway:
     def _upstream(self) -> _Upstream:
         cfg = self._config
         key = cfg.api_key.get_secret_value() if cfg.api_key is not None else None
+        if key is None:  # the provider's own variable, by our names (litellm's may differ)
+            names = PROVIDER_KEY_VARS.get(cfg.provider_name or "", ())
+            key = next((os.environ[n] for n in names if os.environ.get(n)), None)
         return _Upstream(model=self.model, api_base=cfg.base_url, api_key=key)
 
     async def _forward(

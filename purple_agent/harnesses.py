@@ -6,10 +6,16 @@ The CLI cannot reach the task sandbox, so the agent works on a copy and sends th
    folder, and the skills folder (when the task has one) into ``skills`` beside it — see
    :mod:`purple_agent.seeding` (a tar in the sandbox, read back in chunks that fit the bridge's
    output limit).
-2. The CLI runs non-interactively in the copy (prompt, model and folder as :data:`HARNESSES`
-   says; ``SKILLSBENCH_AGENT_COMMAND`` replaces the command), up to the time budget.
+2. The CLI runs non-interactively, stdin closed, in its own mount namespace where the copy is at
+   the task's own workspace path and the skills at the task's skills path
+   (:mod:`purple_agent.namespace`; in the copy itself where bubblewrap cannot run), with its
+   invocation from :mod:`purple_agent.clis`, its state in a per-session home outside the
+   workspace, and its model calls through the agent's gateway (:mod:`purple_agent.gateway`),
+   up to the time budget. ``SKILLSBENCH_AGENT_COMMAND`` replaces the command.
 3. Reply ``finish`` with every file the CLI created or changed as ``files`` (deletions are not
-   carried back). If the CLI is not installed, the task fails at once with a clear message.
+   carried back; folders of the CLI's own state are left out) and the gateway's count as
+   ``usage``. A CLI that made no model call fails the task with its last lines; a CLI that is not
+   installed fails it at once.
 """
 
 from __future__ import annotations

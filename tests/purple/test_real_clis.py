@@ -46,6 +46,8 @@ async def test_real_cli_solves_csv_sales_summary(harness: str, tmp_path: Path) -
     bin_dir, why = await asyncio.to_thread(install, harness)
     if bin_dir is None:
         pytest.skip(why)
+    host_file = Path("/root/summary.json")  # the instruction's path on this host: never written
+    existed = host_file.exists()
     provider = FakeProvider()
     model, suffix = MODELS[harness]
     purple_home = tmp_path / "purple-home"
@@ -97,3 +99,4 @@ async def test_real_cli_solves_csv_sales_summary(harness: str, tmp_path: Path) -
     assert all(KEY in k for k in provider.keys), "the provider did not get the configured key"
     assert not (STATE & {p.name for p in purple_home.iterdir()}), "CLI state left in the home"
     assert KEY not in log
+    assert host_file.exists() == existed, "the CLI wrote the host's /root, not the task's"
