@@ -168,6 +168,10 @@ class Gateway:
             litellm = await asyncio.to_thread(load_litellm)  # seconds of import, off the loop
             providers = {str(getattr(p, "value", p)) for p in litellm.provider_list}
             self.model = upstream_model(self._config, providers)
+            if self._config.base_url:
+                # litellm sends Anthropic Messages for an OpenAI model to the Responses API; an
+                # OpenAI-compatible base URL (vLLM, a proxy, …) is sure to serve chat completions
+                litellm.use_chat_completions_url_for_anthropic_messages = True
             config = uvicorn.Config(
                 self.app(), host="127.0.0.1", port=0, log_config=None, log_level="warning"
             )

@@ -13,8 +13,10 @@ profile for a non-root user) :func:`bwrap_problem` says why and the CLI runs in 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -58,11 +60,26 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _mirror(folder: str, missing: Sequence[str], args: list[str]) -> None:
+def host_mounts() -> list[str]:
+    """Mount points of this host (from /proc/self/mountinfo, octal escapes decoded)."""
+    points = []
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) > 4:
+                points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def _mirror(folder: str, missing: Sequence[str], mounts: Sequence[str], args: list[str]) -> None:
     """Show host ``folder`` at its own path so that each path in ``missing`` (beneath it, absent
-    on the host) can become a mount point without writing to the host."""
+    on the host) can become a mount point without writing to the host. A folder with mounts
+    nested below is rebuilt from its children, leaving the nested mount points out: a recursive
+    bind remounts each of them, and one that vanishes meanwhile (a container's overlay under
+    /var/lib/docker) makes bwrap fail."""
     inside = [m for m in missing if _under(m, folder) and m != folder]
-    if not inside:
+    nested = [m for m in mounts if _under(m, folder) and m != folder]
+    if not inside and not nested:
         args += ["--dev-bind-try", folder, folder]
         return
     args += ["--perms", f"{os.stat(folder).st_mode & 0o7777:o}", "--tmpfs", folder]
@@ -72,10 +89,12 @@ def _mirror(folder: str, missing: Sequence[str], args: list[str]) -> None:
         entries = []
     for entry in entries:
         path = entry.path
+        if path in nested:
+            continue  # a nested mount point: not shown
         if entry.is_symlink():
             args += ["--symlink", os.readlink(path), path]
         elif entry.is_dir(follow_symlinks=False):
-            _mirror(path, inside, args)
+            _mirror(path, inside, nested, args)
         else:  # -try: an entry removed meanwhile (another session's file in /tmp) is skipped
             args += ["--dev-bind-try", path, path]
 
@@ -83,6 +102,7 @@ def _mirror(folder: str, missing: Sequence[str], args: list[str]) -> None:
 def root_args(targets: Iterable[str]) -> list[str]:
     """The host's root, each entry bound at its own path, ready for ``targets`` to be mounted."""
     missing = [t for t in targets if not os.path.lexists(t)]
+    mounts = [m for m in host_mounts() if m.count("/") > 1 or m.strip("/") not in _SPECIAL]
     args: list[str] = ["--die-with-parent", "--unshare-pid"]
     for entry in sorted(os.scandir("/"), key=lambda e: e.name):
         if entry.name in _SPECIAL:
@@ -90,7 +110,7 @@ def root_args(targets: Iterable[str]) -> list[str]:
         if entry.is_symlink():
             args += ["--symlink", os.readlink(entry.path), entry.path]
         elif entry.is_dir(follow_symlinks=False):
-            _mirror(entry.path, missing, args)
+            _mirror(entry.path, missing, mounts, args)
         else:
             args += ["--dev-bind", entry.path, entry.path]
     args += ["--proc", "/proc", "--dev-bind", "/dev", "/dev"]
