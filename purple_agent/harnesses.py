@@ -266,6 +266,11 @@ class HarnessAgent(TurnAgent):
         )
         workdir, skills, wrapper = self._view(session, program)
         prompt = session.instruction
+        if wrapper is None and workdir != session.context.workspace:  # no namespace: say where
+            prompt += (
+                f"\n\nThe task's files are in {workdir}: where this task names "
+                f"{session.context.workspace}, use {workdir} instead."
+            )
         if skills:
             prompt += f"\n\nSkills that may help are in {skills}."
         bare = cfg.model.split("/", 1)[1] if "/" in cfg.model else cfg.model

@@ -232,6 +232,7 @@ models = json.loads(pathlib.Path(os.environ["PI_CODING_AGENT_DIR"], "models.json
 provider = models["providers"]["skillsbench"]
 key = os.environ[provider["apiKey"]]
 pathlib.Path("seen.txt").write_text(os.getcwd() + "\\n" + os.environ["HOME"])
+pathlib.Path("prompt.txt").write_text(sys.argv[-1])
 for _ in range({calls}):
     request = urllib.request.Request(
         provider["baseUrl"] + "/chat/completions",
@@ -281,7 +282,7 @@ async def test_cli_calls_go_through_the_gateway_and_are_counted(
         "exited with code 3; its last lines: hello | hello | pi: last line before exit" in message
     )
     files = {f.path: f.content for f in reply.action.files}
-    assert set(files) == {"seen.txt"}  # the CLI's state stayed in its own home
+    assert set(files) == {"seen.txt", "prompt.txt"}  # the CLI's state stayed in its own home
     cwd, home = files["seen.txt"].split("\n")
     assert not home.startswith(str(ws)) and not Path(home).exists()  # removed with the session
     if bwrap == "found":
@@ -289,6 +290,7 @@ async def test_cli_calls_go_through_the_gateway_and_are_counted(
     else:
         assert cwd != str(ws)
         assert "the harness ran in a copy at" in message and "not at " + str(ws) in message
+        assert f"where this task names {ws}, use {cwd} instead" in files["prompt.txt"]
 
 
 async def test_cli_without_a_model_call_fails_with_its_last_lines(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,15 @@ async def test_real_cli_solves_csv_sales_summary(harness: str, tmp_path: Path) -
         pytest.skip(why)
     host_file = Path("/root/summary.json")  # the instruction's path on this host: never written
     existed = host_file.exists()
+    # the example task as shipped, with more agent time: a CLI's own start-up takes tens of
+    # seconds on a loaded 2-core runner (openhands imports for ~30 s)
+    tasks = tmp_path / "tasks"
+    shutil.copytree(REPO_ROOT / "tasks" / "csv-sales-summary", tasks / "csv-sales-summary")
+    toml = tasks / "csv-sales-summary" / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[agent]\ntimeout_sec = 180.0", "[agent]\ntimeout_sec = 900.0")
+    )
+    assert "timeout_sec = 900.0" in toml.read_text()
     provider = FakeProvider()
     model, suffix = MODELS[harness]
     purple_home = tmp_path / "purple-home"
@@ -65,7 +75,7 @@ async def test_real_cli_solves_csv_sales_summary(harness: str, tmp_path: Path) -
             code = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
             run = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", code, "run",
-                "--tasks-dir", str(REPO_ROOT / "tasks"), "--task-id", "csv-sales-summary",
+                "--tasks-dir", str(tasks), "--task-id", "csv-sales-summary",
                 "--agent", f"a2a:{purple.url}", "--jobs-dir", str(tmp_path / "jobs"),
                 "--concurrency", "1",
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
