@@ -134,6 +134,11 @@ class HarnessAgent(TurnAgent):
     async def cancel(self, context_id: str) -> None:
         self._drop(context_id)
 
+    async def aclose(self) -> None:
+        """Stop the model gateway (the process's exit does it otherwise)."""
+        if self._gateway_obj is not None:
+            await self._gateway_obj.stop()
+
     def _drop(self, context_id: str) -> None:
         session = self._sessions.pop(context_id, None)
         if session is not None:

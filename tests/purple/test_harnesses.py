@@ -96,6 +96,7 @@ async def harness_agent() -> AsyncIterator[Any]:
     async def start(environ: dict[str, str] | None = None, **config: Any) -> BridgeClient:
         cfg = AgentConfig(**{"harness": "codex", "api_key": SecretStr(KEY), **config})
         agent = HarnessAgent(cfg, environ=environ)
+        agents.append(agent)
         cm = serving(lambda url: create_app(cfg, url, agent))
         url = await cm.__aenter__()
         stack.append(cm)
@@ -104,9 +105,12 @@ async def harness_agent() -> AsyncIterator[Any]:
         stack.append(bridge)
         return bridge
 
+    agents: list[HarnessAgent] = []
     yield start
     for cm in reversed(stack):
         await cm.__aexit__(None, None, None)
+    for agent in agents:
+        await agent.aclose()
 
 
 async def test_command_override_edits_files_and_returns_them(
