@@ -172,6 +172,8 @@ async def test_failed_seed_and_exit_code_are_reported(harness_agent: Any, tmp_pa
     assert [f.path for f in reply.action.files] == ["new.txt"], reply.action.message
     assert "exited with code 3" in reply.action.message
     assert "copying the workspace folder failed" in reply.action.message.lower()
+    # the CLI worked at the task's path (a mount point in a tmpfs), never created on this host
+    assert not (tmp_path / "does-not-exist").exists()
 
 
 HASH_SCRIPT = """
