@@ -22,7 +22,7 @@ def launch(name: str, skills: str | None = "/skills"):  # type: ignore[no-untype
             token=TOKEN,
             workdir="/root",
             skills=skills,
-            home="/tmp/session/home",
+            home="/sessions/s1/home",
         )
     )
 
@@ -33,8 +33,8 @@ def test_every_cli_gets_the_prompt_model_and_a_private_home(name: str) -> None:
     assert got.argv[0] == CLIS[name].program
     assert got.argv[-1] == "Write /root/summary.json." or "Write /root/summary.json." in got.argv
     assert any("some-model" in a for a in got.argv) or "some-model" in got.env.get("LLM_MODEL", "")
-    assert got.env["HOME"] == "/tmp/session/home"
-    assert got.env["XDG_CONFIG_HOME"].startswith("/tmp/session/home/")
+    assert got.env["HOME"] == "/sessions/s1/home"
+    assert got.env["XDG_CONFIG_HOME"].startswith("/sessions/s1/home/")
     assert got.env[GATEWAY_KEY_ENV] == TOKEN
     assert TOKEN not in " ".join(got.argv)  # keys only in the environment or config files
     assert all(not path.startswith(("/", "..")) for path in got.files)
@@ -56,14 +56,14 @@ def test_claude_speaks_anthropic_messages_and_runs_as_root() -> None:
     assert got.env["ANTHROPIC_BASE_URL"] == GATEWAY  # claude adds /v1/messages itself
     assert got.env["ANTHROPIC_API_KEY"] == TOKEN
     assert got.env["IS_SANDBOX"] == "1"
-    assert got.env["CLAUDE_CONFIG_DIR"] == "/tmp/session/home/.claude"
+    assert got.env["CLAUDE_CONFIG_DIR"] == "/sessions/s1/home/.claude"
 
 
 def test_codex_uses_a_custom_responses_provider_and_keeps_no_session() -> None:
     got = launch("codex")
     assert {"--ephemeral", "--skip-git-repo-check"} <= set(got.argv)
     assert got.argv[got.argv.index("--cd") + 1] == "/root"
-    assert got.env["CODEX_HOME"] == "/tmp/session/home/.codex"
+    assert got.env["CODEX_HOME"] == "/sessions/s1/home/.codex"
     assert got.env["CODEX_API_KEY"] == TOKEN
     config = tomllib.loads(got.files[".codex/config.toml"])
     assert config["model_provider"] == "skillsbench"
@@ -78,7 +78,7 @@ def test_terminus_gets_the_base_url_and_logs_outside_the_workspace() -> None:
     argv = launch("terminus").argv
     assert argv[argv.index("--api-base") + 1] == f"{GATEWAY}/v1"
     assert argv[argv.index("--model") + 1] == "openai/some-model"
-    assert argv[argv.index("--logs-dir") + 1] == "/tmp/session/home/terminus_logs"
+    assert argv[argv.index("--logs-dir") + 1] == "/sessions/s1/home/terminus_logs"
     assert argv[argv.index("--working-dir") + 1] == "/root"
 
 
@@ -110,7 +110,7 @@ def test_pi_has_a_models_json_provider_and_no_session() -> None:
     got = launch("pi")
     assert {"--print", "--no-session", "--offline"} <= set(got.argv)
     assert got.argv[got.argv.index("--provider") + 1] == "skillsbench"
-    assert got.env["PI_CODING_AGENT_DIR"] == "/tmp/session/home/.pi/agent"
+    assert got.env["PI_CODING_AGENT_DIR"] == "/sessions/s1/home/.pi/agent"
     models = json.loads(got.files[".pi/agent/models.json"])
     provider = models["providers"]["skillsbench"]
     assert provider["baseUrl"] == f"{GATEWAY}/v1"
