@@ -81,9 +81,13 @@ def agent_under_test(host: str, port: int, card_url: str | None) -> None:
     agent = make_agent(config)
     if isinstance(agent, HarnessAgent) and (why := agent.missing_cli()) is not None:
         log.warning("%s; every task will fail until it is installed", why)
+    if isinstance(agent, HarnessAgent) and (why := agent.namespace_problem()) is not None:
+        log.warning(
+            "%s; the harness will run in a copy of the workspace, not at the task's own paths", why
+        )
     if (why := config.key_problem(os.environ)) is not None:
         log.warning("%s; every model call will fail", why)
-    if isinstance(agent, MinimalAgent):
+    if isinstance(agent, MinimalAgent) or (isinstance(agent, HarnessAgent) and not config.command):
         # Seconds of import at start-up, not counted against the first trial's time.
         agent.load_model_library_in_background()
     log.info(

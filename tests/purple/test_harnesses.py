@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -18,7 +17,8 @@ from pydantic import SecretStr
 
 from purple_agent.agent_under_test import create_app
 from purple_agent.config import AgentConfig
-from purple_agent.harnesses import HARNESSES, HarnessAgent
+from purple_agent.gateway import load_litellm
+from purple_agent.harnesses import HarnessAgent
 from worker.bridge.protocol import (
     ActionResult,
     ActionResultMessage,
@@ -27,7 +27,7 @@ from worker.bridge.protocol import (
     ShellContext,
 )
 
-from .support import BridgeClient, TurnReply, serving
+from .support import BridgeClient, FakeModel, TurnReply, serving
 
 KEY = "sk-test-harness-0123456789abcdef"
 INSTRUCTION = "Append a line to notes.txt and write the answer to out/answer.txt."
@@ -72,6 +72,12 @@ async def run_trial(bridge: BridgeClient, sandbox: Path, ctx: ShellContext) -> T
     return reply
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_loaded() -> None:
+    """The agent imports litellm beside its server at start-up; here, once per module."""
+    load_litellm()
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
     root = tmp_path / "sandbox"
@@ -90,6 +96,7 @@ async def harness_agent() -> AsyncIterator[Any]:
     async def start(environ: dict[str, str] | None = None, **config: Any) -> BridgeClient:
         cfg = AgentConfig(**{"harness": "codex", "api_key": SecretStr(KEY), **config})
         agent = HarnessAgent(cfg, environ=environ)
+        agents.append(agent)
         cm = serving(lambda url: create_app(cfg, url, agent))
         url = await cm.__aenter__()
         stack.append(cm)
@@ -98,9 +105,12 @@ async def harness_agent() -> AsyncIterator[Any]:
         stack.append(bridge)
         return bridge
 
+    agents: list[HarnessAgent] = []
     yield start
     for cm in reversed(stack):
         await cm.__aexit__(None, None, None)
+    for agent in agents:
+        await agent.aclose()
 
 
 async def test_command_override_edits_files_and_returns_them(
@@ -159,60 +169,11 @@ async def test_failed_seed_and_exit_code_are_reported(harness_agent: Any, tmp_pa
     ctx = ShellContext(task_id="t", workspace=str(tmp_path / "does-not-exist"))
     reply = await run_trial(bridge, tmp_path, ctx)
     assert isinstance(reply.action, FinishAction)
-    assert [f.path for f in reply.action.files] == ["new.txt"]
+    assert [f.path for f in reply.action.files] == ["new.txt"], reply.action.message
     assert "exited with code 3" in reply.action.message
     assert "copying the workspace folder failed" in reply.action.message.lower()
-
-
-FAKE_CLI = """#!{python}
-import json, os, pathlib, sys
-pathlib.Path("invocation.json").write_text(json.dumps({{
-    "argv": sys.argv[1:],
-    "env": {{k: os.environ.get(k) for k in {names!r}}},
-}}))
-# the unredacted copy, outside the workspace so it never travels back through the agent
-pathlib.Path({raw!r}).write_text(json.dumps({{"argv": sys.argv, "env": dict(os.environ)}}))
-"""
-
-
-@pytest.mark.parametrize("harness", sorted(HARNESSES))
-async def test_harness_table_invocation(
-    harness: str, harness_agent: Any, sandbox: Path, tmp_path: Path
-) -> None:
-    """Each table entry runs its CLI with the prompt and model, the key only in the environment."""
-    spec = HARNESSES[harness]
-    names = [*spec.key_env, *spec.base_url_env, *spec.env]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    cli = bin_dir / spec.argv[0]
-    raw_file = tmp_path / "raw-invocation.json"
-    cli.write_text(FAKE_CLI.format(python=sys.executable, names=names, raw=str(raw_file)))
-    cli.chmod(0o755)
-    environ = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
-    bridge = await harness_agent(
-        environ=environ,
-        harness=harness,
-        model="anthropic/some-model",
-        base_url="http://127.0.0.1:9/v1",
-    )
-    ctx = ShellContext(task_id="t", workspace=str(sandbox / "workspace"))
-    reply = await run_trial(bridge, sandbox, ctx)
-    assert isinstance(reply.action, FinishAction), reply.text
-    [invocation] = [f for f in reply.action.files if f.path == "invocation.json"]
-    seen = json.loads(invocation.content)
-    assert INSTRUCTION in seen["argv"]
-    assert any("some-model" in a for a in seen["argv"]) or seen["env"].get("LLM_MODEL")
-    for name in spec.key_env:  # the key reached the CLI (masked on the way back to us)
-        assert seen["env"][name] == "[REDACTED]"
-    # the reply is redacted, so only the CLI's own raw record can show where the key went
-    raw = json.loads(raw_file.read_text())
-    assert INSTRUCTION in raw["argv"]
-    assert all(KEY not in a for a in raw["argv"]), "the API key leaked into argv"
-    assert KEY in raw["env"].values()  # it did reach the CLI, through the environment
-    for name in spec.key_env:
-        assert raw["env"][name] == KEY
-    for name in spec.base_url_env:
-        assert seen["env"][name] == "http://127.0.0.1:9/v1"
+    # the CLI worked at the task's path (a mount point in a tmpfs), never created on this host
+    assert not (tmp_path / "does-not-exist").exists()
 
 
 HASH_SCRIPT = """
@@ -268,3 +229,96 @@ async def test_folder_over_the_turn_budget_is_not_copied(harness_agent: Any, san
     assert isinstance(reply.action, FinishAction)
     assert "more than the turn budget" in reply.action.message
     assert {f.path: f.content for f in reply.action.files} == {"seen.txt": "seen.txt\n"}
+
+
+FAKE_PI = """#!{python}
+# stands in for pi: reads its models.json like pi does and makes {calls} model call(s)
+import json, os, pathlib, sys, urllib.request
+models = json.loads(pathlib.Path(os.environ["PI_CODING_AGENT_DIR"], "models.json").read_text())
+provider = models["providers"]["skillsbench"]
+key = os.environ[provider["apiKey"]]
+pathlib.Path("seen.txt").write_text(os.getcwd() + "\\n" + os.environ["HOME"])
+pathlib.Path("prompt.txt").write_text(sys.argv[-1])
+for _ in range({calls}):
+    request = urllib.request.Request(
+        provider["baseUrl"] + "/chat/completions",
+        data=json.dumps({{"model": "x", "messages": [{{"role": "user", "content": "hi"}}]}}).encode(),
+        headers={{"Authorization": "Bearer " + key, "Content-Type": "application/json"}},
+    )
+    print(json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"])
+pathlib.Path(os.environ["HOME"], ".pi-state").write_text("session state")
+print("pi: last line before exit", file=sys.stderr)
+sys.exit({code})
+"""
+
+
+async def _fake_pi(tmp_path: Path, calls: int, code: int) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    cli = bin_dir / "pi"
+    cli.write_text(FAKE_PI.format(python=sys.executable, calls=calls, code=code))
+    cli.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path / "agent-home")}
+
+
+@pytest.mark.parametrize("bwrap", ["found", "missing"])
+async def test_cli_calls_go_through_the_gateway_and_are_counted(
+    harness_agent: Any, sandbox: Path, tmp_path: Path, bwrap: str
+) -> None:
+    model = FakeModel([{"text": "hello"}])
+    environ = await _fake_pi(tmp_path, calls=2, code=3)
+    if bwrap == "missing":
+        environ["SKILLSBENCH_BWRAP"] = str(tmp_path / "no-bwrap")
+    async with serving(lambda _url: model.app()) as model_url:
+        bridge = await harness_agent(
+            environ=environ, harness="pi", model="openai/fake-model", base_url=f"{model_url}/v1"
+        )
+        ws = sandbox / "workspace"
+        reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert isinstance(reply.action, FinishAction), reply.text
+    assert len(model.requests) == 2
+    assert all(h == f"Bearer {KEY}" for h in model.auth_headers)  # the real key, from the gateway
+    assert [{"usage": u} for u in [d.get("usage") for d in reply.data] if u] == [
+        {"usage": {"model": "openai/fake-model", "calls": 2, "input_tokens": 200,
+                   "output_tokens": 40, "cost_usd": None}}
+    ]  # fmt: skip
+    message = reply.action.message
+    assert "2 model call(s)" in message
+    assert (
+        "exited with code 3; its last lines: hello | hello | pi: last line before exit" in message
+    )
+    files = {f.path: f.content for f in reply.action.files}
+    assert set(files) == {"seen.txt", "prompt.txt"}  # the CLI's state stayed in its own home
+    cwd, home = files["seen.txt"].split("\n")
+    assert not home.startswith(str(ws)) and not Path(home).exists()  # removed with the session
+    if bwrap == "found":
+        assert cwd == str(ws)  # the task's own path (the copy bound there)
+    else:
+        assert cwd != str(ws)
+        assert "the harness ran in a copy at" in message and "not at " + str(ws) in message
+        assert f"where this task names {ws}, use {cwd} instead" in files["prompt.txt"]
+
+
+async def test_cli_without_a_model_call_fails_with_its_last_lines(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    environ = await _fake_pi(tmp_path, calls=0, code=0)
+    bridge = await harness_agent(environ=environ, harness="pi", model="openai/fake-model")
+    ws = sandbox / "workspace"
+    reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert reply.state == "TASK_STATE_FAILED"
+    assert reply.text == (
+        "pi made no model call (exited with code 0); its last lines: pi: last line before exit"
+    )
+
+
+async def test_provider_the_gateway_cannot_reach_is_refused(
+    harness_agent: Any, sandbox: Path, tmp_path: Path
+) -> None:
+    environ = await _fake_pi(tmp_path, calls=1, code=0)
+    bridge = await harness_agent(environ=environ, harness="pi", model="xiaomi/mimo")
+    ws = sandbox / "workspace"
+    reply = await run_trial(bridge, sandbox, ShellContext(task_id="t", workspace=str(ws)))
+    assert reply.state == "TASK_STATE_FAILED"
+    assert "provider 'xiaomi' is not one the model gateway (litellm) can reach" in reply.text
+    assert "SKILLSBENCH_AGENT_BASE_URL" in reply.text

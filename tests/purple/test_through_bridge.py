@@ -51,30 +51,37 @@ async def test_agent_under_test_through_the_bridge(kind: str, tmp_path: Path) ->
 
 
 async def test_cancelled_trial_stops_the_harness_cli(tmp_path: Path) -> None:
-    """A cancelled trial makes the bridge cancel the open A2A task; the harness kills its CLI."""
-    pid_file = tmp_path / "cli.pid"
-    config = AgentConfig(harness="codex", command=f"echo $$ > {pid_file}; exec sleep 120")
+    """A cancelled trial makes the bridge cancel the open A2A task; the harness kills its CLI
+    (found by a unique argument: in its own PID namespace, the CLI's pid is not ours)."""
+    started = tmp_path / "cli.started"
+    marker = f"{os.getpid() % 1000}.{id(started) % 100000}"
+    config = AgentConfig(harness="codex", command=f"touch {started}; exec sleep {marker}")
     async with serving(lambda url: create_app(config, url)) as url:
         agent = a2a.A2AAgent(f"a2a:{url}")
         trial = asyncio.create_task(harness.run_trial(agent, tmp_path, timeout_sec=60))
         for _ in range(400):
-            if pid_file.exists() and pid_file.read_text().strip():
+            if started.exists() and _running(marker):
                 break
             await asyncio.sleep(0.05)
-        pid = int(pid_file.read_text())
+        assert _running(marker), "the harness CLI did not start"
         trial.cancel()
         with pytest.raises(asyncio.CancelledError):
             await trial
         for _ in range(100):  # the kill follows the cancel at once; allow for a loaded machine
-            if not _alive(pid):
+            if not _running(marker):
                 break
             await asyncio.sleep(0.05)
-        assert not _alive(pid), "the harness CLI outlived the cancelled trial"
+        assert not _running(marker), "the harness CLI outlived the cancelled trial"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _running(marker: str) -> bool:
+    """Whether a ``sleep MARKER`` process is alive on this host."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", marker.encode()]:
+                return True
+    return False
