@@ -85,7 +85,10 @@ def install(name: str) -> tuple[Path | None, str]:
     spec = CLIS[name]
     for program in spec.needs:
         if shutil.which(program) is None:
-            return None, f"{name} needs {program}, which is not installed"
+            return (
+                None,
+                f"{name} needs {program}, which is not installed (Debian package {program}; `make test` installs it as root)",
+            )
     venv = cache_dir() / spec.package.replace("==", "-")
     bin_dir = venv / "skillsbench-bin"
     if (bin_dir / spec.command).exists():
