@@ -258,3 +258,32 @@ def test_label_map_file_errors_name_the_problem(tmp_path: Path) -> None:
         bad.write_text(content)
         with pytest.raises(ValueError, match=re.escape(message)):
             load_labels(bad)
+
+
+def test_report_command_takes_a_label_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from skillsbench_agentbeats.cli import main
+
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "page.html"
+    main(
+        [
+            "leaderboard",
+            "report",
+            "--results",
+            SAMPLE,
+            "--labels",
+            str(labels),
+            "--output",
+            str(out),
+        ]
+    )
+    assert '<span class="name">Sample agent A</span>' in out.read_text(encoding="utf-8")
+    labels.write_text('{"not-a-uuid": "x"}')
+    with pytest.raises(SystemExit) as exited:
+        main(["leaderboard", "report", "--results", SAMPLE, "--labels", str(labels)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {labels}: 'not-a-uuid' is not an AgentBeats agent UUID"
