@@ -155,11 +155,23 @@ def aggregate(
 )
 @_participant_option
 @click.option("--title", default="SkillsBench leaderboard", show_default=True)
-def report(results: tuple[str, ...], output: Path, participant: str | None, title: str) -> None:
+@click.option(
+    "--labels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='Label map: a JSON object {"<agent UUID>": "label"}; labels show beside the ids.',
+)
+def report(
+    results: tuple[str, ...],
+    output: Path,
+    participant: str | None,
+    title: str,
+    labels: Path | None,
+) -> None:
     """Write one static HTML page: tables, pass-rate charts, confidence intervals, per-task rows."""
-    from leaderboard.report import build_report
+    from leaderboard.report import build_report, load_labels
 
-    html = build_report(results, participant=participant, title=title)
+    names = load_labels(labels) if labels is not None else None
+    html = build_report(results, participant=participant, title=title, labels=names)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(html, encoding="utf-8")
     click.echo(f"wrote {output}")

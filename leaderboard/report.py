@@ -1,17 +1,23 @@
 """A static HTML leaderboard page: the three query tables with 95% Wilson intervals, pass-rate
 charts by category and by difficulty (inline SVG), infra-failure counts and per-task results.
 
-Everything is inline (CSS, SVG); the page loads nothing, so it works offline and from a file.
+Everything is inline (CSS, SVG, one small script that sorts tables); the page loads nothing, so it
+works offline and from a file. It fits a 1280 px window without horizontal scrolling, shows each
+agent's label (``--labels`` map) beside its AgentBeats id, puts a unit on every column (pass rate
+and mean reward both in %), and notes when agents ran different numbers of tasks.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from leaderboard.query import (
@@ -74,11 +80,54 @@ def wilson_interval(passed: int, total: int, z: float = Z95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+# The query tables' columns as the page shows them: every column names its unit.
+_HEADINGS = {
+    "id": "Agent (label · AgentBeats id)",
+    "Category": "Category",
+    "Difficulty": "Difficulty",
+    "Tasks passed": "Tasks passed (passed/eligible)",
+    "Pass Rate": "Pass rate (%)",
+    "Mean Reward": "Mean reward (%)",
+    "Time": "Time (s, total)",
+    "# Tasks": "Tasks (count)",
+    "Infra Failed": "Infra failed (count)",
+}
+_PERCENT_OF_FRACTION = {"Mean Reward"}  # a 0..1 fraction shown in %, like the pass rate
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def load_labels(path: Path) -> dict[str, str]:
+    """A label map file: a JSON object ``{"<AgentBeats UUID>": "label", ...}``.
+
+    Raises ValueError with a one-line message naming the file and the problem.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the label map: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path}: the label map is not JSON: {exc.msg} (line {exc.lineno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(f'{path}: the label map must be a JSON object {{"<agent UUID>": "label"}}')
+    labels: dict[str, str] = {}
+    for key, value in data.items():
+        if not _UUID.match(key):
+            raise ValueError(f"{path}: {key!r} is not an AgentBeats agent UUID")
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{path}: the label of {key} must be a non-empty string")
+        labels[key.lower()] = value.strip()
+    return labels
+
+
 def build_report(
     patterns: Iterable[str],
     *,
     participant: str | None = None,
     title: str = "SkillsBench leaderboard",
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     con = connect()
     try:
@@ -92,29 +141,72 @@ def build_report(
         con.close()
     tasks = [TaskRow(str(row[0]), *row[1:]) for row in raw]
     agents = [str(row[0]) for row in tables["overall"].rows]
+    names = Names({k.lower(): v for k, v in (labels or {}).items()})
     colors = {agent: PALETTE[i % len(PALETTE)] for i, agent in enumerate(agents)}
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     sections = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{len(loaded.files)} results file(s), {len(tasks)} public row(s), '
         f"{len(agents)} agent(s) · generated {now} · pass-rate intervals are 95% Wilson "
-        "score intervals over distinct score-eligible tasks.</p>",
-        _section("Overall", _table(tables["overall"], with_ci=True), "overall"),
+        "score intervals over distinct score-eligible tasks · pass rate and mean reward are in %, "
+        "times in seconds (summed over eligible tasks) · click a column heading to sort.</p>",
+        _coverage_note(tables["overall"], names),
+        _section("Overall", _table(tables["overall"], True, names), "overall"),
         _section(
             "Pass rate by category",
-            _chart(tables["by_category"], "Category", colors) + _table(tables["by_category"], True),
+            _chart(tables["by_category"], "Category", colors, names)
+            + _table(tables["by_category"], True, names),
             "by-category",
         ),
         _section(
             "Pass rate by difficulty",
-            _chart(tables["by_difficulty"], "Difficulty", colors)
-            + _table(tables["by_difficulty"], True),
+            _chart(tables["by_difficulty"], "Difficulty", colors, names)
+            + _table(tables["by_difficulty"], True, names),
             "by-difficulty",
         ),
-        _section("Infrastructure failures", _infra_table(tasks), "infra"),
-        _section("Per-task results", _task_table(tasks), "tasks"),
+        _section("Infrastructure failures", _infra_table(tasks, names), "infra"),
+        _section("Per-task results", _task_table(tasks, names), "tasks"),
     ]
-    return _page(escape(title), "\n".join(sections))
+    return _page(escape(title), "\n".join(s for s in sections if s))
+
+
+@dataclass(frozen=True)
+class Names:
+    """Agent labels by lower-case AgentBeats id; an agent without one shows its id alone."""
+
+    labels: Mapping[str, str]
+
+    def label(self, agent: str) -> str | None:
+        return self.labels.get(agent.lower())
+
+    def cell(self, agent: str, *, short: bool = False) -> str:
+        """A table cell: the label (when known) beside the id; ``short`` keeps the id's tail."""
+        label = self.label(agent)
+        shown = f"…{agent[-12:]}" if short and len(agent) > 14 else agent
+        name = f'<span class="name">{escape(label)}</span> ' if label else ""
+        return (
+            f'<td class="agent" data-sort="{escape(label or agent)}" title="{escape(agent)}">'
+            f'{name}<code class="uuid">{escape(shown)}</code></td>'
+        )
+
+    def text(self, agent: str) -> str:
+        label = self.label(agent)
+        return f"{label} ({agent})" if label else agent
+
+
+def _coverage_note(overall: QueryResult, names: Names) -> str:
+    """A note when agents ran different numbers of tasks: their rates are not over one set."""
+    counts = {str(r["id"]): r.get("# Tasks") for r in overall.records()}
+    if len({c for c in counts.values()}) <= 1:
+        return ""
+    most = max(int(c or 0) for c in counts.values())
+    listed = ", ".join(f"{escape(names.text(agent))}: {count}" for agent, count in counts.items())
+    return (
+        f'<p class="note coverage"><strong>Coverage differs:</strong> agents ran different '
+        f"numbers of tasks (most: {most}; {listed}). Pass rates over different task sets are "
+        "not directly comparable; compare agents within a category or difficulty, or on the "
+        "per-task rows.</p>"
+    )
 
 
 def _section(title: str, body: str, anchor: str) -> str:
@@ -134,48 +226,74 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _td(value: Any, is_id: bool = False) -> str:
+def _td(value: Any, sort: Any = None) -> str:
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    kind = "id" if is_id else ("num" if numeric else "txt")
-    return f'<td class="{kind}">{escape(_fmt(value))}</td>'
+    key = "" if sort is None else f' data-sort="{escape(str(sort))}"'
+    return f'<td class="{"num" if numeric else "txt"}"{key}>{escape(_fmt(value))}</td>'
 
 
-def _table(result: QueryResult, with_ci: bool) -> str:
+def _percent(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return round(100 * value, 1)
+    return value
+
+
+def _table(result: QueryResult, with_ci: bool, names: Names) -> str:
     columns = list(result.columns)
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{escape(_HEADINGS.get(c, c))}</th>" for c in columns)
     if with_ci:
-        head += "<th>95% CI (pass rate)</th>"
+        head += "<th>95% CI of pass rate (%)</th>"
     body = []
     for record in result.records():
-        cells = "".join(_td(v, key == "id") for key, v in record.items())
+        cells = []
+        for key, value in record.items():
+            if key == "id":
+                cells.append(names.cell(str(value)))
+            elif key == "Tasks passed":
+                passed, total = _fraction(record)
+                cells.append(_td(value, passed / total if total else -1))
+            elif key in _PERCENT_OF_FRACTION:
+                cells.append(_td(_percent(value)))
+            else:
+                cells.append(_td(value))
         if with_ci:
             low, high = wilson_interval(*_fraction(record))
-            cells += f'<td class="num">{100 * low:.1f} – {100 * high:.1f}</td>'
-        body.append(f"<tr>{cells}</tr>")
+            cells.append(
+                f'<td class="num" data-sort="{low:.6f}">{100 * low:.1f} – {100 * high:.1f}</td>'
+            )
+        body.append(f"<tr>{''.join(cells)}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(columns) + int(with_ci)}">no rows</td></tr>')
-    return (
-        f'<table class="data" data-query="{escape(result.name)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>\n"
+    return _wrap(
+        f'<table class="data sortable" data-query="{escape(result.name)}">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
 
-def _chart(result: QueryResult, dimension: str, colors: dict[str, str]) -> str:
-    """Horizontal bars of pass rate per (group, agent) with Wilson whiskers, inline SVG."""
+def _wrap(table: str) -> str:
+    """A table in a box that scrolls sideways itself if it ever is wider than the page."""
+    return f'<div class="table-box">{table}</div>\n'
+
+
+def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: Names) -> str:
+    """Horizontal bars of pass rate per (group, agent) with Wilson whiskers, inline SVG.
+
+    The SVG scales to the page's full width (``width="100%"`` over a fixed viewBox).
+    """
     groups: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for record in result.records():
         groups[str(record[dimension])].append((str(record["id"]), *_fraction(record)))
     if not groups:
         return "<p>No rows to chart.</p>\n"
-    label_w, bar_w, bar_h, gap, top = 230, 420, 14, 10, 28
+    width, label_w, value_w, bar_h, gap, top = 1160, 250, 130, 14, 10, 28
+    bar_w = width - label_w - value_w
     height = top + sum(len(v) * (bar_h + 2) + gap for v in groups.values()) + 10
-    width = label_w + bar_w + 90
     parts = [
         f'<svg class="chart" role="img" aria-label="Pass rate by {escape(dimension.lower())}" '
-        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}">'
+        f'xmlns="http://www.w3.org/2000/svg" width="100%" '
+        f'viewBox="0 0 {width} {height}" preserveAspectRatio="xMinYMin meet">'
     ]
-    for tick in range(0, 101, 25):
+    for tick in range(0, 101, 10):
         x = label_w + bar_w * tick / 100
         parts.append(
             f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 6}" class="grid"/>'
@@ -196,7 +314,7 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str]) -> str:
             parts.append(
                 f'<rect x="{label_w}" y="{y:.1f}" width="{bar_w}" height="{bar_h}" class="track"/>'
                 f'<rect x="{label_w}" y="{y:.1f}" width="{max(bar_w * rate, 3):.1f}" height="{bar_h}" '
-                f'fill="{color}"><title>{escape(agent)}: {passed}/{total}</title></rect>'
+                f'fill="{color}"><title>{escape(names.text(agent))}: {passed}/{total}</title></rect>'
                 f'<line x1="{x_low:.1f}" y1="{mid:.1f}" x2="{x_high:.1f}" y2="{mid:.1f}" '
                 f'class="ci"/><line x1="{x_low:.1f}" y1="{y + 3:.1f}" x2="{x_low:.1f}" '
                 f'y2="{y + bar_h - 3:.1f}" class="ci"/><line x1="{x_high:.1f}" y1="{y + 3:.1f}" '
@@ -209,13 +327,13 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str]) -> str:
     parts.append("</svg>")
     legend = "".join(
         f'<span class="key"><span class="swatch" style="background:{color}"></span>'
-        f"{escape(agent)}</span>"
+        f"{escape(names.text(agent))}</span>"
         for agent, color in colors.items()
     )
     return f'<div class="legend">{legend}</div>\n' + "".join(parts) + "\n"
 
 
-def _infra_table(tasks: Sequence[TaskRow]) -> str:
+def _infra_table(tasks: Sequence[TaskRow], names: Names) -> str:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for task in tasks:
         if task.infra_failure_type is not None or not task.score_eligible:
@@ -223,31 +341,35 @@ def _infra_table(tasks: Sequence[TaskRow]) -> str:
     if not counts:
         return "<p>No infrastructure failures.</p>\n"
     kinds = sorted({kind for c in counts.values() for kind in c})
-    head = "<th>id</th>" + "".join(f"<th>{escape(k)}</th>" for k in kinds) + "<th>total</th>"
+    head = (
+        f"<th>{_HEADINGS['id']}</th>"
+        + "".join(f"<th>{escape(k)} (count)</th>" for k in kinds)
+        + "<th>total (count)</th>"
+    )
     body = "".join(
-        f"<tr>{_td(agent, True)}"
+        f"<tr>{names.cell(agent)}"
         + "".join(f'<td class="num">{counts[agent][k]}</td>' for k in kinds)
         + f'<td class="num">{sum(counts[agent].values())}</td></tr>'
         for agent in sorted(counts)
     )
-    return (
-        f'<table class="data" data-table="infra"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table>\n"
+    return _wrap(
+        f'<table class="data sortable" data-table="infra"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
     )
 
 
-def _task_table(tasks: Sequence[TaskRow]) -> str:
+def _task_table(tasks: Sequence[TaskRow], names: Names) -> str:
     columns = (
-        "id",
+        "agent",
         "task",
         "trial",
         "category",
         "difficulty",
-        "eligible",
-        "passed",
-        "reward",
+        "eligible (yes/no)",
+        "passed (yes/no)",
+        "reward (%)",
         "time (s)",
-        "infra failure",
+        "infra failure (kind)",
     )
     head = "".join(f"<th>{c}</th>" for c in columns)
     body = []
@@ -258,45 +380,74 @@ def _task_table(tasks: Sequence[TaskRow]) -> str:
             else ("infra" if not t.score_eligible else "fail")
         )
         values = (
-            t.agent,
             t.task_id,
             t.trial_id,
             t.category,
             t.difficulty,
             t.score_eligible,
             t.passed,
-            t.reward,
+            _percent(t.reward),
             t.time_used,
             t.infra_failure_type,
         )
-        cells = "".join(_td(v, i == 0) for i, v in enumerate(values))
+        cells = names.cell(t.agent, short=True) + "".join(_td(v) for v in values)
         body.append(f'<tr class="{status}">{cells}</tr>')
     if not body:
         body.append(f'<tr><td colspan="{len(columns)}">no rows</td></tr>')
-    return (
-        f'<table class="data" data-table="tasks"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>\n"
+    return _wrap(
+        f'<table class="data sortable" data-table="tasks"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
     )
 
 
 _CSS = """
+*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
 max-width:1200px;padding:0 1rem;color:#111827;background:#fff}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;
 border-bottom:1px solid #e5e7eb;padding-bottom:.3rem}
 .meta{color:#4b5563;font-size:.9rem}
+.note{background:#fffbeb;border:1px solid #fcd34d;padding:.5rem .75rem;font-size:.9rem}
+.table-box{max-width:100%;overflow-x:auto}
 table.data{border-collapse:collapse;font-size:.85rem;margin:.6rem 0;width:100%}
-table.data th,table.data td{border:1px solid #e5e7eb;padding:.25rem .5rem}
-table.data th{background:#f3f4f6;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.data th,table.data td{border:1px solid #e5e7eb;padding:.25rem .5rem;overflow-wrap:break-word}
+td.txt,table.data th{overflow-wrap:anywhere}
+table.data th{background:#f3f4f6;text-align:left;vertical-align:bottom}
+table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
+table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.pass td{background:#f0fdf4}tr.infra td{background:#fff7ed}
-svg.chart{display:block;margin:.5rem 0;font-size:11px}
+td.agent .name{font-weight:600;display:block}
+code.uuid{font-family:ui-monospace,monospace;font-size:.75rem;color:#4b5563}
+svg.chart{display:block;margin:.5rem 0;width:100%;height:auto;font-size:12px}
 svg .grid{stroke:#e5e7eb}svg .tick{fill:#6b7280;text-anchor:middle}
 svg .label{fill:#111827;text-anchor:end}svg .value{fill:#374151}
 svg .ci{stroke:#111827;stroke-width:1.2}svg .track{fill:#f3f4f6}
-td.id{white-space:nowrap;font-family:ui-monospace,monospace;font-size:.8rem}
-.legend{font-size:.8rem;margin-top:.4rem}.key{margin-right:1rem;white-space:nowrap}
+.legend{font-size:.8rem;margin-top:.4rem}.key{margin-right:1rem;display:inline-block}
 .swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
+"""
+
+# Sorting: a click (or Enter) on a column heading sorts its table by that column, again to reverse.
+# Cells sort by their data-sort attribute when present, else their text; numbers as numbers.
+_SCRIPT = """
+(function(){
+function key(td){var v=td.getAttribute("data-sort");if(v===null)v=td.textContent.trim();
+var n=Number(v);return v!==""&&isFinite(n)?n:v.toLowerCase();}
+function sortBy(th){var table=th.closest("table"),body=table.tBodies[0];
+var i=Array.prototype.indexOf.call(th.parentNode.children,th);
+var up=th.getAttribute("aria-sort")!=="ascending";
+Array.prototype.forEach.call(th.parentNode.children,function(h){h.removeAttribute("aria-sort");});
+th.setAttribute("aria-sort",up?"ascending":"descending");
+var rows=Array.prototype.slice.call(body.rows).filter(function(r){return r.cells.length>i;});
+rows.sort(function(a,b){var x=key(a.cells[i]),y=key(b.cells[i]),c;
+if(typeof x==="number"&&typeof y==="number")c=x-y;
+else c=String(x).localeCompare(String(y));return up?c:-c;});
+rows.forEach(function(r){body.appendChild(r);});}
+document.querySelectorAll("table.sortable th").forEach(function(th){th.tabIndex=0;
+th.title="sort by this column";th.addEventListener("click",function(){sortBy(th);});
+th.addEventListener("keydown",function(e){if(e.key==="Enter")sortBy(th);});});
+})();
 """
 
 
@@ -304,5 +455,6 @@ def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+        f"<title>{title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n"
+        f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
     )

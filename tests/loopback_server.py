@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
-from testsupport import free_port
+from testsupport import STARTUP_DEADLINE_SEC, free_port
 
 
 @contextmanager
@@ -19,10 +19,12 @@ def serve(app: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + STARTUP_DEADLINE_SEC
     while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("loopback server did not start")
+        if not thread.is_alive():
+            raise RuntimeError(f"loopback server on port {port} stopped before it started")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"loopback server on port {port} did not start in time")
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"

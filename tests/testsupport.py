@@ -10,11 +10,14 @@ import asyncio
 import contextlib
 import os
 import socket
+import subprocess
 import textwrap
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -22,11 +25,55 @@ TASKS_DIR = REPO_ROOT / "tasks"
 PUBLISHED_DATA = REPO_ROOT / "tests" / "data" / "published"  # public data, copied verbatim
 A2A03_PYTHON = REPO_ROOT / ".venv-a2a03" / "bin" / "python"
 
+# How long a test waits for a server it started to answer. Generous on purpose: on a busy machine
+# (load average ~27 seen) a Python process can take tens of seconds to import and bind. The waits
+# end as soon as the server answers, and at once when its process dies, so a healthy run never
+# pays this.
+STARTUP_DEADLINE_SEC = 120.0
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def log_tail(log: Path | None, limit: int = 4000) -> str:
+    """The end of a server's log file for a failure message ("" when there is none)."""
+    if log is None or not log.exists():
+        return ""
+    text = log.read_text(encoding="utf-8", errors="replace")
+    return f"\n--- {log.name} (last {limit} chars) ---\n{text[-limit:]}"
+
+
+def wait_for_http(
+    url: str,
+    proc: subprocess.Popen[Any],
+    *,
+    what: str,
+    log: Path | None = None,
+    deadline_sec: float = STARTUP_DEADLINE_SEC,
+) -> None:
+    """Wait until GET ``url`` answers 200 from the server ``proc`` runs.
+
+    Fails at once, with the server's log, when the process exits; else after ``deadline_sec``.
+    """
+    deadline = time.monotonic() + deadline_sec
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"{what} exited with code {proc.returncode} before answering {url}{log_tail(log)}"
+            )
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{what} did not answer {url} within {deadline_sec:.0f} s{log_tail(log)}"
+            )
+        time.sleep(0.1)
 
 
 def docker_available() -> str | None:
@@ -112,11 +159,13 @@ async def serve(app: Any, *, lifespan: str = "on") -> AsyncIterator[str]:
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
     )
     task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
+    deadline = time.monotonic() + STARTUP_DEADLINE_SEC
+    while not server.started:
         if task.done():
             task.result()
+            raise AssertionError(f"loopback server on port {port} stopped before it started")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"loopback server on port {port} did not start in time")
         await asyncio.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -7,13 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
+from testsupport import wait_for_http
 
 from green_agent.card import agent_card, card_document
 from green_agent.gateway import parse_parts, run_assessment
@@ -187,22 +187,20 @@ async def test_invalid_request_is_invalid_params_naming_the_field(
 def test_python_m_green_agent_serves_the_card(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLSBENCH_WORKER")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "green_agent", "--port", str(port)],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = tmp_path / "green.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "green_agent", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        deadline = time.monotonic() + 30
-        card = None
-        while time.monotonic() < deadline and card is None:
-            try:
-                card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json").json()
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        assert card is not None and card["name"] == "SkillsBench green agent"
+        card_url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
+        wait_for_http(card_url, proc, what="python -m green_agent", log=log)
+        card = httpx.get(card_url).json()
+        assert card["name"] == "SkillsBench green agent"
         assert card["url"] == f"http://127.0.0.1:{port}/"
         # JSON-RPC waits for the full app, then works (mock worker: no worker configured)
         export = asyncio.run(
@@ -210,6 +208,9 @@ def test_python_m_green_agent_serves_the_card(tmp_path: Path) -> None:
         )
         assert export["status"] == "completed"
         assert len(export["results"]) == 1
+        # Without a worker it says, in one line, that it uses the mock worker (README says so).
+        warnings = [line for line in log.read_text().splitlines() if "MOCK worker" in line]
+        assert len(warnings) == 1 and "WARNING" in warnings[0], log.read_text()[-2000:]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from a2a.types import (
     SendMessageRequest,
     TaskState,
 )
+from testsupport import wait_for_http
 
 from green_agent import results
 from green_agent.adapters import adapter_from_settings
@@ -369,33 +369,34 @@ async def test_tasks_cancel_03_cancels_the_worker_run(
     assert worker.cancelled() == [True]
 
 
+def _worker_log(state: Path) -> Path:
+    return state.parent / "fake-worker.log"
+
+
 def _start_worker_process(port: int, state: Path, trial_sec: float) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "fake_worker.py"),
-            "--port",
-            str(port),
-            "--state-dir",
-            str(state),
-            "--trial-sec",
-            str(trial_sec),
-        ],
-        env={**os.environ, "PYTHONPATH": str(HERE.parent.parent)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    state.parent.mkdir(parents=True, exist_ok=True)
+    with open(_worker_log(state), "ab") as sink:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "fake_worker.py"),
+                "--port",
+                str(port),
+                "--state-dir",
+                str(state),
+                "--trial-sec",
+                str(trial_sec),
+            ],
+            env={**os.environ, "PYTHONPATH": str(HERE.parent.parent)},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _wait_healthy(port: int, proc: subprocess.Popen[bytes], state: Path) -> None:
+    wait_for_http(
+        f"http://127.0.0.1:{port}/healthz", proc, what="fake worker", log=_worker_log(state)
     )
-
-
-def _wait_healthy(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise AssertionError("worker did not start")
 
 
 async def test_worker_killed_and_restarted_mid_run(tmp_path: Path) -> None:
@@ -403,7 +404,7 @@ async def test_worker_killed_and_restarted_mid_run(tmp_path: Path) -> None:
     state = tmp_path / "state"
     proc = _start_worker_process(port, state, 0.5)
     try:
-        await asyncio.to_thread(_wait_healthy, port)
+        await asyncio.to_thread(_wait_healthy, port, proc, state)
         settings = GreenSettings(worker_url=f"http://127.0.0.1:{port}", worker_retry_sec=30)
         async with green(settings) as gurl:
             assessment = asyncio.create_task(assess(gurl, FIVE))

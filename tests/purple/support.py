@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from testsupport import REPO_ROOT, free_port
+from testsupport import REPO_ROOT, STARTUP_DEADLINE_SEC, free_port, wait_for_http
 
 from worker.bridge.protocol import Action, find_action
 
@@ -38,9 +38,13 @@ async def serving(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
         uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
     )
     task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + STARTUP_DEADLINE_SEC
     while not server.started:
         if task.done():
             task.result()
+            raise AssertionError(f"server on port {port} stopped before it started")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"server on port {port} did not start in time")
         await asyncio.sleep(0.02)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -74,18 +78,7 @@ def spawned(module: str, env: Mapping[str, str], log_path: Path) -> Iterator[Pro
         )
     agent = ProcessAgent(f"http://127.0.0.1:{port}", proc, log_path)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"{module} exited early: {agent.log()}")
-            try:
-                if httpx.get(f"{agent.url}/.well-known/agent-card.json", timeout=1).is_success:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{module} did not start: {agent.log()}")
-            time.sleep(0.1)
+        wait_for_http(f"{agent.url}/.well-known/agent-card.json", proc, what=module, log=log_path)
         yield agent
     finally:
         proc.terminate()

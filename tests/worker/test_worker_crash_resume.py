@@ -16,6 +16,7 @@ from typing import Any
 import docker
 import httpx
 import pytest
+from testsupport import wait_for_http
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
 from worker.store import read_run_document
@@ -51,15 +52,8 @@ class WorkerProcess:
              "--environment", environment, "--script-dir", str(jobs.parent)],
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "worker exited at start"
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError("worker did not answer /healthz")
+        self.log.flush()
+        wait_for_http(f"{self.url}/healthz", self.proc, what="worker", log=Path(self.log.name))
 
     def get(self, path: str) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}{path}", timeout=10).json())

@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
-from testsupport import free_port
+from testsupport import free_port, wait_for_http
 
 PURPLE = Path(__file__).parent / "purple"
 
@@ -39,22 +38,16 @@ def purple_server(
 def served(argv: Callable[[int], list[str]], env: dict[str, str]) -> Iterator[str]:
     """Run ``argv(port)`` and yield its URL once its agent card answers."""
     port = free_port()
-    proc = subprocess.Popen(argv(port), cwd=PURPLE, env=env)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"purple server exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{url}/.well-known/agent-card.json", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("purple server did not start")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.kill()
-        proc.wait()
+    with tempfile.TemporaryDirectory(prefix="purple-server-") as scratch:
+        log = Path(scratch) / f"purple-{port}.log"
+        with open(log, "wb") as sink:
+            proc = subprocess.Popen(
+                argv(port), cwd=PURPLE, env=env, stdout=sink, stderr=subprocess.STDOUT
+            )
+        try:
+            wait_for_http(f"{url}/.well-known/agent-card.json", proc, what="purple server", log=log)
+            yield url
+        finally:
+            proc.kill()
+            proc.wait()
