@@ -62,6 +62,8 @@ RUN_AS_WRITTEN = (
     "run",  # only the README's one-task oracle run (no placeholder), a few seconds
     "trials show",
     "trials requests",
+    "trials list",
+    "trials view",
 )
 # Lines of a cheap subcommand that are steps of a longer flow: not run here, and why.
 FLOW_STEPS = {
