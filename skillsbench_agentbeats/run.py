@@ -14,7 +14,12 @@ from typing import Any
 
 import click
 
-from worker.cli import concurrency_or_cores, environment_option
+from worker.cli import (
+    concurrency_or_cores,
+    environment_option,
+    executor_option,
+    executor_options,
+)
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -26,6 +31,7 @@ from worker.cli import concurrency_or_cores, environment_option
 )
 @environment_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@executor_option()
 @click.option(
     "--jobs-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -81,6 +87,8 @@ def run(
     agent: str,
     environment: str,
     concurrency: int | None,
+    executor: str,
+    ray_address: str | None,
     jobs_dir: Path,
     condition: str | None,
     num_instances: int,
@@ -124,9 +132,17 @@ def run(
     from worker.usage.trial import check_model
 
     check_model(resolve_agent(agent), model)
-    rows, reasons = asyncio.run(
-        _run_local(request, folder, jobs_dir, environment, concurrency_or_cores(concurrency))
-    )
+    from worker.executors import ExecutorError
+
+    where = (executor, executor_options(executor, ray_address))
+    try:
+        rows, reasons = asyncio.run(
+            _run_local(
+                request, folder, jobs_dir, environment, concurrency_or_cores(concurrency), where
+            )
+        )
+    except ExecutorError as exc:
+        raise click.ClickException(str(exc)) from None
     from worker.progress import summary_table
 
     click.echo(summary_table(rows, reasons))
@@ -187,7 +203,12 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _run_local(
-    request: object, tasks_dir: Path, jobs_dir: Path, environment: str, concurrency: int
+    request: object,
+    tasks_dir: Path,
+    jobs_dir: Path,
+    environment: str,
+    concurrency: int,
+    where: tuple[str, dict[str, str]] = ("inprocess", {}),
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The run's rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
@@ -204,6 +225,8 @@ async def _run_local(
             environment=environment,
             concurrency=concurrency,
             prebuilt=PrebuiltImages.from_env(),
+            executor=where[0],
+            executor_options=where[1],
         )
     )
     await engine.start(resume=False)
@@ -221,6 +244,7 @@ async def _run_local(
         await engine.cancel(record.run_id)
         raise
     view.close()
+    await engine.close()  # nothing left to stop; disconnects an executor (ray)
     finished = engine.get(record.run_id)
     reasons = {
         trial.row["trial_id"]: trial.current.reason

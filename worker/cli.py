@@ -46,6 +46,36 @@ def environment_option(help: str | None = None) -> Callable[[F], F]:
     )
 
 
+def executor_option() -> Callable[[F], F]:
+    """``--executor`` and ``--ray-address`` (where trial attempts run; worker/executors)."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--ray-address",
+            default=None,
+            envvar="RAY_ADDRESS",
+            help="The Ray cluster of --executor ray (default: $RAY_ADDRESS).",
+        )(func)
+        return click.option(
+            "--executor",
+            type=click.Choice(["inprocess", "ray"]),
+            default="inprocess",
+            show_default=True,
+            help="Where trial attempts run: this process, or the nodes of a Ray cluster "
+            "(needs skillsbench-agentbeats[ray]; docs/scaling.md).",
+        )(func)
+
+    return decorate
+
+
+def executor_options(executor: str, ray_address: str | None) -> dict[str, str]:
+    """The options of ``executor`` from the command line (``RAY_ADDRESS`` alone selects no
+    executor: it is read only with ``--executor ray``)."""
+    if executor == "ray" and ray_address:
+        return {"address": ray_address}
+    return {}
+
+
 def concurrency_or_cores(value: int | None) -> int:
     if value is None:
         return os.cpu_count() or 1
@@ -71,7 +101,14 @@ def concurrency_or_cores(value: int | None) -> int:
     help="Task folders (default: $SKILLSBENCH_TASKS_DIR, else the repository's tasks/).",
 )
 @environment_option()
-@click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Trials at once (default: cores; with --executor ray, the trials the cluster runs "
+    "at once).",
+)
+@executor_option()
 @click.option(
     "--max-attempts",
     type=int,
@@ -95,6 +132,8 @@ def worker(
     tasks_dir: Path | None,
     environment: str,
     concurrency: int | None,
+    executor: str,
+    ray_address: str | None,
     max_attempts: int,
     script_dir: Path | None,
     log_level: str,
@@ -126,6 +165,8 @@ def worker(
         proof=ProofSettings.from_env(jobs_dir),
         prebuilt=PrebuiltImages.from_env(),
         proxies=ParticipantProxies.from_env(),
+        executor=executor,
+        executor_options=executor_options(executor, ray_address),
     )
     app = create_app(Engine(settings), token=token, script_dir=script_dir)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5)

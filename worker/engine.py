@@ -43,6 +43,7 @@ from worker.api import (
 )
 from worker.catalog import TaskCatalog
 from worker.environment import ParticipantProxies, PrebuiltImages
+from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
 from worker.failures import FailureKind, RetryPolicy
 from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
@@ -59,7 +60,7 @@ from worker.sandbox.base import DEFAULT_BACKEND, sandbox_class
 from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
 from worker.trajectory import utc_now
-from worker.trial import TrialOutcome, TrialPlan, run_trial
+from worker.trial import TrialOutcome, TrialPlan
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,9 @@ class EngineSettings:
     prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
     caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
+    # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})
+    executor: str = DEFAULT_EXECUTOR
+    executor_options: Mapping[str, str] = field(default_factory=dict)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -99,6 +103,7 @@ class Engine:
         self.store = RunStore(settings.jobs_dir)
         self.catalog = TaskCatalog(settings.tasks_dir)
         self.proof = settings.proof or ProofSettings.from_env(settings.jobs_dir)
+        self.executor: Executor = make_executor(settings.executor, settings.executor_options)
         # This worker's identity for its sandboxes (SandboxSpec.owner): its jobs folder, so a
         # restarted worker finds what its killed predecessor left.
         folder = str(settings.jobs_dir.resolve())
@@ -116,8 +121,10 @@ class Engine:
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self, *, resume: bool = True) -> None:
-        """Load the store and resume every run that was not finished."""
+        """Load the store and resume every run that was not finished (ExecutorError when the
+        executor cannot run trials: no cluster, a node of another version)."""
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        await self.executor.start()
         # The agent kinds' modules, imported now rather than inside the first request (an
         # import on the event loop held it for a second and more).
         await asyncio.to_thread(load_plugins)
@@ -204,6 +211,7 @@ class Engine:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_WAIT_SEC)
+        await self.executor.close()
 
     # ---- runs ------------------------------------------------------------------------------
 
@@ -535,7 +543,7 @@ class Engine:
 
         token = started_hook.set(started)
         try:
-            outcome = await run_trial(plan)
+            outcome = await self.executor.run(plan)
         finally:
             started_hook.reset(token)
         current = trial.current
