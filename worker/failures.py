@@ -43,6 +43,9 @@ class FailureKind(StrEnum):
     # The agent changed what the verifier runs or loads (an interpreter, a shell, a library, the
     # loader's configuration, a Python start-up hook): the verifier is not run, the row fails.
     VERIFIER_TAMPERED = "verifier_tampered"
+    # The `ray` executor: the node, its Ray worker process or the attempt's result was lost
+    # (docs/scaling.md). The attempt is re-run with a fresh trial id, never recorded twice.
+    NODE_LOST = "node_lost"
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
@@ -78,6 +81,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.VERIFIER_TIMEOUT: Semantics(False, False, "verifier_error"),
     FailureKind.VERIFIER_NO_REWARD: Semantics(False, False, "verifier_error"),
     FailureKind.VERIFIER_TAMPERED: Semantics(False, True, None),  # the agent's failure: scored 0
+    FailureKind.NODE_LOST: Semantics(True, False, "worker_error"),
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
     FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),
