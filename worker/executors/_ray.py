@@ -152,10 +152,12 @@ class RayExecutor(Executor):
                 f"resource (start sandbox nodes with "
                 f"`ray start --resources '{{\"{SANDBOX_RESOURCE}\": N}}'`)"
             )
-        identify = ray.remote(node_identity).options(num_cpus=0, max_retries=0)
+        identify = ray.remote(node_identity)
         refs = [
             identify.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
             ).remote()
             for node in nodes
         ]
@@ -357,10 +359,12 @@ async def _cleanup_nodes(run_id: str, environment: str, cancelled: list[Any]) ->
     for ref in list(cancelled):
         with contextlib.suppress(Exception):
             await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
-    cleanup = ray.remote(cleanup_run_on_node).options(num_cpus=0, max_retries=0)
+    cleanup = ray.remote(cleanup_run_on_node)
     refs = [
         cleanup.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            num_cpus=0,
+            max_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
         ).remote(environment, run_id)
         for node in ray.nodes()
         if node.get("Alive") and node.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
