@@ -19,7 +19,7 @@ GIB = 1024**3
 # it when first imported: set before anything here imports ray.
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 os.environ.update(LOOPBACK)
-START_TRIES = 3
+START_TRIES = 5
 
 
 def ray_missing() -> str | None:
