@@ -161,15 +161,26 @@ class RayExecutor(Executor):
             ).remote()
             for node in nodes
         ]
-        answers: list[dict[str, Any]] = await asyncio.gather(*refs)
+        import ray.exceptions as rex
+
+        answers: list[Any] = await asyncio.gather(*refs, return_exceptions=True)
+        checked: list[dict[str, Any]] = []
         for node, answer in zip(nodes, answers, strict=True):
+            where = f"node {node.get('NodeManagerAddress')} ({node['NodeID'][:12]})"
+            if isinstance(answer, rex.TaskUnschedulableError | rex.NodeDiedError):
+                log.warning("executor ray: %s went away while being checked", where)
+                continue
+            if isinstance(answer, BaseException):
+                raise ExecutorError(f"executor ray: {where} cannot be checked: {answer!r}")
             if answer["code"] != self.code:
                 raise ExecutorError(
-                    f"executor ray: node {node.get('NodeManagerAddress')} ({node['NodeID'][:12]}) "
-                    f"runs skillsbench-agentbeats {answer['code']}, this worker {self.code}: "
-                    "every node must run the worker's version"
+                    f"executor ray: {where} runs skillsbench-agentbeats {answer['code']}, "
+                    f"this worker {self.code}: every node must run the worker's version"
                 )
-        return answers
+            checked.append(answer)
+        if not checked:
+            raise ExecutorError("executor ray: no sandbox node answered")
+        return checked
 
     async def close(self) -> None:
         await self.wait_cleanups()
