@@ -192,14 +192,22 @@ class Engine:
             log.info("reaped %d thing(s) left by earlier runs", removed)
 
     async def _run_cleanup(self, run_id: str) -> None:
-        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup)."""
+        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup), here and
+        where the executor ran its attempts (ray: every sandbox node)."""
         try:
             removed = await sandbox_class(self.settings.environment).run_cleanup(run_id)
         except Exception as exc:  # the engine may be gone; the trials will say so
             log.warning("could not reap containers of run %s: %s", run_id, exc)
-            return
-        if removed:
-            log.info("removed %d container(s) left by run %s", removed, run_id)
+        else:
+            if removed:
+                log.info("removed %d container(s) left by run %s", removed, run_id)
+        try:
+            removed = await self.executor.cleanup_run(run_id, self.settings.environment)
+        except Exception as exc:
+            log.warning("could not clean run %s where the executor ran it: %s", run_id, exc)
+        else:
+            if removed:
+                log.info("removed %d thing(s) of run %s on the executor's nodes", removed, run_id)
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""

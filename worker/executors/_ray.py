@@ -80,7 +80,7 @@ class RayExecutor(Executor):
         self.code = ""
         self._tasks: dict[str, tuple[str, Any]] = {}  # task folder -> (hash, object ref)
         self._task_locks: dict[str, asyncio.Lock] = {}
-        self._cleanups: dict[str, asyncio.Task[None]] = {}  # run id -> its node cleanup
+        self._cleanups: dict[str, asyncio.Task[int]] = {}  # run id -> its node cleanup
         self._cancelled: dict[str, list[Any]] = {}  # run id -> its killed attempts' refs
         self._started = False
         self._connected_here = False
@@ -181,6 +181,11 @@ class RayExecutor(Executor):
         if not checked:
             raise ExecutorError("executor ray: no sandbox node answered")
         return checked
+
+    async def cleanup_run(self, run_id: str, environment: str) -> int:
+        """On every sandbox node: the backend's run cleanup and the run's node folders (the
+        killed worker's Ray tasks ended with its connection, their containers may not have)."""
+        return await _cleanup_nodes(run_id, environment, [])
 
     async def close(self) -> None:
         await self.wait_cleanups()
@@ -360,7 +365,7 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
-async def _cleanup_nodes(run_id: str, environment: str, cancelled: list[Any]) -> None:
+async def _cleanup_nodes(run_id: str, environment: str, cancelled: list[Any]) -> int:
     """Once the run's killed attempts have ended (their Ray worker processes and process
     groups are gone), the backend's run cleanup and the run's node folders on every node."""
     import ray
@@ -380,9 +385,13 @@ async def _cleanup_nodes(run_id: str, environment: str, cancelled: list[Any]) ->
         for node in ray.nodes()
         if node.get("Alive") and node.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
     ]
+    removed = 0
     for ref in refs:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
+        try:
+            removed += await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
+        except Exception as exc:  # a node that went away has nothing left to clean
+            log.warning("executor ray: run %s not cleaned on a node: %r", run_id, exc)
+    return removed
 
 
 def _default_prebuilt() -> Any:

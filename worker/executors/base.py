@@ -41,6 +41,11 @@ class Executor(abc.ABC):
     async def run(self, plan: TrialPlan) -> TrialOutcome:
         """Run one attempt; its folder is complete at ``plan.trial_dir`` when this returns."""
 
+    async def cleanup_run(self, run_id: str, environment: str) -> int:
+        """Before a run resumes: remove what attempts of a killed worker left wherever this
+        executor ran them (the engine already cleans its own host); how many things went."""
+        return 0
+
     async def close(self) -> None:
         """When the engine stops (attempts still running were cancelled first)."""
         return None
