@@ -40,7 +40,7 @@ host-packages:
 	@sh tests/host-packages.sh
 
 test: sync host-packages
-	$(RUN) pytest -n $(PYTEST_WORKERS) -q
+	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
 
 # Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
 # The docker modes run when a Docker engine answers and the test images can be built.

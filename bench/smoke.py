@@ -36,6 +36,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("leaderboard_queries.py", [], False),
     ("cancel_latency.py", [], False),
     ("sandbox_primitives.py", ["--backend", "local"], False),
+    ("cluster_scaling.py", [], False),
 ]
 
 

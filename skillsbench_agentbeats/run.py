@@ -17,6 +17,8 @@ import click
 from worker.cli import (
     concurrency_or_cores,
     environment_option,
+    executor_option,
+    executor_options,
     resource_options,
     resource_settings,
 )
@@ -33,6 +35,7 @@ from worker.environment import base_image_map_option
 @environment_option()
 @base_image_map_option()
 @click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@executor_option()
 @click.option(
     "--jobs-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -90,6 +93,8 @@ def run(
     environment: str,
     base_image_map: dict[str, str],
     concurrency: int | None,
+    executor: str,
+    ray_address: str | None,
     jobs_dir: Path,
     condition: str | None,
     num_instances: int,
@@ -139,17 +144,24 @@ def run(
     check_model(resolved, model)
     resolved.check_ready(request.usage.agent_env if request.usage else {})  # before any trial
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
-    run_id, rows, reasons = asyncio.run(
-        _run_local(
-            request,
-            folder,
-            jobs_dir,
-            environment,
-            concurrency_or_cores(concurrency),
-            resources,
-            base_image_map,
+    from worker.executors import ExecutorError
+
+    where = (executor, executor_options(executor, ray_address))
+    try:
+        run_id, rows, reasons = asyncio.run(
+            _run_local(
+                request,
+                folder,
+                jobs_dir,
+                environment,
+                concurrency_or_cores(concurrency),
+                resources,
+                base_image_map,
+                where,
+            )
         )
-    )
+    except ExecutorError as exc:
+        raise click.ClickException(str(exc)) from None
     from worker.progress import resources_lines, summary_table
 
     click.echo(summary_table(rows, reasons))
@@ -225,6 +237,7 @@ async def _run_local(
     concurrency: int,
     resources: Any = None,
     base_image_map: dict[str, str] | None = None,
+    where: tuple[str, dict[str, str]] = ("inprocess", {}),
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
@@ -242,6 +255,8 @@ async def _run_local(
             concurrency=concurrency,
             prebuilt=PrebuiltImages.from_env(bases=base_image_map),
             **({"resources": resources} if resources is not None else {}),
+            executor=where[0],
+            executor_options=where[1],
         )
     )
     await engine.start(resume=False)
@@ -262,6 +277,7 @@ async def _run_local(
         await engine.cancel(record.run_id)
         raise
     view.close()
+    await engine.close()  # nothing left to stop; disconnects an executor (ray)
     finished = engine.get(record.run_id)
     reasons = {
         trial.row["trial_id"]: trial.current.reason

@@ -112,6 +112,36 @@ def resource_settings(
         raise click.BadParameter(str(exc)) from None
 
 
+def executor_option() -> Callable[[F], F]:
+    """``--executor`` and ``--ray-address`` (where trial attempts run; worker/executors)."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--ray-address",
+            default=None,
+            envvar="RAY_ADDRESS",
+            help="The Ray cluster of --executor ray (default: $RAY_ADDRESS).",
+        )(func)
+        return click.option(
+            "--executor",
+            type=click.Choice(["inprocess", "ray"]),
+            default="inprocess",
+            show_default=True,
+            help="Where trial attempts run: this process, or the nodes of a Ray cluster "
+            "(needs skillsbench-agentbeats[ray]; docs/scaling.md).",
+        )(func)
+
+    return decorate
+
+
+def executor_options(executor: str, ray_address: str | None) -> dict[str, str]:
+    """The options of ``executor`` from the command line (``RAY_ADDRESS`` alone selects no
+    executor: it is read only with ``--executor ray``)."""
+    if executor == "ray" and ray_address:
+        return {"address": ray_address}
+    return {}
+
+
 def concurrency_or_cores(value: int | None) -> int:
     if value is None:
         return os.cpu_count() or 1
@@ -138,7 +168,14 @@ def concurrency_or_cores(value: int | None) -> int:
 )
 @environment_option()
 @base_image_map_option()
-@click.option("--concurrency", type=int, default=None, help="Trials at once (default: cores).")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Trials at once (default: cores; with --executor ray, the trials the cluster runs "
+    "at once).",
+)
+@executor_option()
 @click.option(
     "--max-attempts",
     type=int,
@@ -173,6 +210,8 @@ def worker(
     environment: str,
     base_image_map: dict[str, str],
     concurrency: int | None,
+    executor: str,
+    ray_address: str | None,
     max_attempts: int,
     script_dir: Path | None,
     pids_limit: int,
@@ -213,6 +252,8 @@ def worker(
         ),
         proxies=ParticipantProxies.from_env(),
         resources=resource_settings(pids_limit, override_cpus, override_memory_mb),
+        executor=executor,
+        executor_options=executor_options(executor, ray_address),
     )
     sock = bind_socket(host, port)
     app = create_app(Engine(settings), token=token, script_dir=script_dir)

@@ -45,6 +45,7 @@ from worker.api import (
 )
 from worker.catalog import TaskCatalog
 from worker.environment import ParticipantProxies, PrebuiltImages, build_refusal
+from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
 from worker.failures import FailureKind, RetryPolicy
 from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
@@ -62,7 +63,7 @@ from worker.sandbox.resources import ResourceSettings, unenforced_line
 from worker.sandbox_failures import FirstStarts
 from worker.store import RunStore
 from worker.trajectory import utc_now
-from worker.trial import TrialOutcome, TrialPlan, run_trial
+from worker.trial import TrialOutcome, TrialPlan
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,9 @@ class EngineSettings:
     caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
     # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
     resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
+    # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})
+    executor: str = DEFAULT_EXECUTOR
+    executor_options: Mapping[str, str] = field(default_factory=dict)
 
 
 Event = tuple[str, dict[str, Any]]
@@ -104,6 +108,7 @@ class Engine:
         self.store = RunStore(settings.jobs_dir)
         self.catalog = TaskCatalog(settings.tasks_dir)
         self.proof = settings.proof or ProofSettings.from_env(settings.jobs_dir)
+        self.executor: Executor = make_executor(settings.executor, settings.executor_options)
         # This worker's identity for its sandboxes (SandboxSpec.owner): its jobs folder, so a
         # restarted worker finds what its killed predecessor left.
         folder = str(settings.jobs_dir.resolve())
@@ -121,8 +126,10 @@ class Engine:
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self, *, resume: bool = True) -> None:
-        """Load the store and resume every run that was not finished."""
+        """Load the store and resume every run that was not finished (ExecutorError when the
+        executor cannot run trials: no cluster, a node of another version)."""
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        await self.executor.start()
         # The agent kinds' modules, imported now rather than inside the first request (an
         # import on the event loop held it for a second and more).
         await asyncio.to_thread(load_plugins)
@@ -191,14 +198,22 @@ class Engine:
             log.info("reaped %d thing(s) left by earlier runs", removed)
 
     async def _run_cleanup(self, run_id: str) -> None:
-        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup)."""
+        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup), here and
+        where the executor ran its attempts (ray: every sandbox node)."""
         try:
             removed = await sandbox_class(self.settings.environment).run_cleanup(run_id)
         except Exception as exc:  # the engine may be gone; the trials will say so
             log.warning("could not reap containers of run %s: %s", run_id, exc)
-            return
-        if removed:
-            log.info("removed %d container(s) left by run %s", removed, run_id)
+        else:
+            if removed:
+                log.info("removed %d container(s) left by run %s", removed, run_id)
+        try:
+            removed = await self.executor.cleanup_run(run_id, self.settings.environment)
+        except Exception as exc:
+            log.warning("could not clean run %s where the executor ran it: %s", run_id, exc)
+        else:
+            if removed:
+                log.info("removed %d thing(s) of run %s on the executor's nodes", removed, run_id)
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""
@@ -210,6 +225,7 @@ class Engine:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_WAIT_SEC)
+        await self.executor.close()
 
     # ---- runs ------------------------------------------------------------------------------
 
@@ -585,7 +601,7 @@ class Engine:
 
         token = started_hook.set(started)
         try:
-            outcome = await run_trial(plan)
+            outcome = await self.executor.run(plan)
         finally:
             started_hook.reset(token)
         current = trial.current

@@ -47,6 +47,9 @@ class FailureKind(StrEnum):
     # the kernel killed a process at memory_mb, or refused a fork at the process cap.
     OOM = "oom"
     PIDS_LIMIT = "pids_limit"
+    # The `ray` executor: the node, its Ray worker process or the attempt's result was lost
+    # (docs/scaling.md). The attempt is re-run with a fresh trial id, never recorded twice.
+    NODE_LOST = "node_lost"
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
@@ -85,6 +88,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     # The agent's failures too, like tampering: the verifier does not run, reward 0, no retry.
     FailureKind.OOM: Semantics(False, True, None),
     FailureKind.PIDS_LIMIT: Semantics(False, True, None),
+    FailureKind.NODE_LOST: Semantics(True, False, "worker_error"),
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
     FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),
