@@ -71,6 +71,7 @@ from worker.sandbox._bubblewrap.writable import (
     mount_copy_on_write,
     path_stat,
     reap_mounts,
+    reap_run_mounts,
     resize,
     snapshot,
     unmount,
@@ -183,7 +184,8 @@ class BubblewrapSandbox(Sandbox):
 
     @classmethod
     async def run_cleanup(cls, run_id: str) -> int:
-        return await asyncio.to_thread(limits.reap_run, run_id)
+        reaped = await asyncio.to_thread(limits.reap_run, run_id)
+        return reaped + await asyncio.to_thread(reap_run_mounts, run_id)
 
     def _preexec(self) -> Callable[[], None] | None:
         """What a bwrap process does in the child before it starts (None, the fast path, for a

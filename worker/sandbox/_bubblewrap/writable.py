@@ -27,7 +27,7 @@ import ctypes
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,12 +136,23 @@ def mount_copy_on_write(lower: str, folder: Path) -> Path | None:
 def reap_mounts(owner: str) -> int:
     """Detach every tmpfs a crashed worker of ``owner`` left mounted (and the overlays in it)."""
     mine = f"{TMPFS_NAME}-{owner}"
+    return _detach(lambda source, _point: source == mine)
+
+
+def reap_run_mounts(run_id: str) -> int:
+    """Detach the capped trees of one run's sandboxes that were never stopped (an attempt killed
+    from outside, e.g. a cancelled Ray task): any worker's, found by the run id in their path."""
+    marker = f"/{run_id}/"
+    return _detach(lambda source, point: source.startswith(f"{TMPFS_NAME}-") and marker in point)
+
+
+def _detach(wanted: Callable[[str, str], bool]) -> int:
     found = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
         for line in table:
             left, _, right = line.partition(" - ")
             fields, extra = left.split(), right.split()
-            if len(fields) > 4 and len(extra) > 1 and extra[1] == mine:
+            if len(fields) > 4 and len(extra) > 1 and wanted(extra[1], fields[4] + "/"):
                 found.append(fields[4])
     for point in found:
         unmount(Path(point))
