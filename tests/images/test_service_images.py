@@ -35,7 +35,13 @@ def test_dockerfile_contract(service: str) -> None:
     # default in image ENV (the helper passes on only PATH, HOME and TMPDIR).
     users = re.findall(r"^USER (\S+)$", text, re.M)
     assert users and users[-1] not in ("root", "0")
-    env_names = set(re.findall(r"^(?:ENV\s+|\s+)([A-Z_]+)=", text, re.M))
+    instructions = re.sub(r"\\\n", " ", text).splitlines()  # continuation lines joined
+    env_names = {
+        name
+        for line in instructions
+        if line.startswith("ENV ")
+        for name in re.findall(r"(?:^ENV|\s)([A-Z_]+)=", line)
+    }
     assert env_names <= {
         *("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "VIRTUAL_ENV", "PATH", "HOME"),
         *("UV_PYTHON_DOWNLOADS", "UV_NO_CACHE", "SKILLSBENCH_SERVICE_COMMAND"),
