@@ -115,6 +115,24 @@ def local_cluster(node_dir: Path, slots: list[int]) -> Iterator[LocalCluster]:
         yield cluster
     finally:
         cluster.shutdown()
+        _detach_sandbox_trees(node_dir)
+
+
+def _detach_sandbox_trees(node_dir: Path) -> None:
+    """The capped trees of trials whose node was removed mid-trial (a lost node never stops its
+    sandboxes; on a real cluster they went with the machine, here they share this one)."""
+    from worker.sandbox._bubblewrap.writable import TMPFS_NAME, unmount
+
+    under = f"{node_dir}/"
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as table:
+        for line in table:
+            left, _, right = line.partition(" - ")
+            fields, extra = left.split(), right.split()
+            if len(extra) > 1 and extra[1].startswith(TMPFS_NAME) and fields[4].startswith(under):
+                points.append(fields[4])
+    for point in points:
+        unmount(Path(point))
 
 
 def descendants(pid: int) -> list[int]:
