@@ -23,6 +23,7 @@ from leaderboard.rows import (
     DIGEST_PATTERN,
     FAILURE_CATEGORIES,
     ROW_KEYS,
+    USAGE_SOURCES,
     Envelope,
     PublicRow,
     is_public_artifact_ref,
@@ -196,6 +197,29 @@ def _clean_fields(source: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
         "agent_transport": _label(source.get("agent_transport")),
         "participant_role": _label(source.get("participant_role")),
         "artifact_refs": refs,
+        **_usage(source),
+    }
+
+
+def _usage(source: Mapping[str, Any]) -> dict[str, Any]:
+    """The usage fields: a figure that is not a non-negative number is dropped (unknown), and
+    figures without a source that names who measured or reported them are dropped too."""
+    usage_source = source.get("usage_source")
+    if usage_source not in USAGE_SOURCES:
+        usage_source = None
+    known = usage_source not in (None, "unavailable")
+
+    def count(value: Any) -> int | None:
+        if not known or isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+        return value
+
+    cost = _number(source.get("cost_usd")) if known else None
+    return {
+        "input_tokens": count(source.get("input_tokens")),
+        "output_tokens": count(source.get("output_tokens")),
+        "cost_usd": cost if cost is not None and cost >= 0 else None,
+        "usage_source": usage_source,
     }
 
 

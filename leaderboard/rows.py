@@ -206,7 +206,14 @@ ROW_KEYS: tuple[str, ...] = (
     "infra_failure_type",
     "error_type",
     "artifact_refs",
+    # Optional usage (added after the first published rows: rows without these keys still
+    # validate, and read as null). Null is unknown, never 0.
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "usage_source",
 )
+USAGE_KEYS: tuple[str, ...] = ("input_tokens", "output_tokens", "cost_usd", "usage_source")
 
 # The reviewed public failure categories; nothing else may appear in `infra_failure_type`.
 FailureCategory = Literal[
@@ -221,6 +228,15 @@ FailureCategory = Literal[
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 CONDITIONS: tuple[str, ...] = ("with_skills", "without_skills")
+# Who the usage figures come from: the worker measured them (provider_response through its model
+# proxy, agent_native_acp from the agent's own ACP report), the participant said so itself
+# (participant_reported, never trusted as a measurement), or nothing was recorded (unavailable).
+# The same vocabulary as result.json's agent_result.usage_source (worker/usage/records.py).
+UsageSource = Literal[
+    "provider_response", "agent_native_acp", "participant_reported", "unavailable"
+]
+USAGE_SOURCES: tuple[str, ...] = get_args(UsageSource)
+MEASURED_USAGE_SOURCES: tuple[str, ...] = ("provider_response", "agent_native_acp")
 
 TRIAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 # Task ids and task-set names are folder-like names: no separators, never a path.
@@ -298,6 +314,10 @@ class PublicRow(BaseModel):
     infra_failure_type: FailureCategory | None = None
     error_type: FailureCategory | None = None
     artifact_refs: list[str] = Field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    usage_source: UsageSource | None = None
 
     @field_validator("task_id", "task_set")
     @classmethod
@@ -365,8 +385,31 @@ class PublicRow(BaseModel):
             raise ValueError("time_used must be a non-negative number of seconds")
         return round(value, 3)
 
+    @field_validator("input_tokens", "output_tokens")
+    @classmethod
+    def _tokens(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"{info.field_name} must be a non-negative number of tokens or null")
+        return value
+
+    @field_validator("cost_usd")
+    @classmethod
+    def _cost(cls, value: float | None) -> float | None:
+        if value is not None and value < 0:
+            raise ValueError("cost_usd must be a non-negative number of US dollars or null")
+        return value
+
     @model_validator(mode="after")
     def _invariants(self) -> PublicRow:
+        if self.usage_source in (None, "unavailable") and (
+            self.input_tokens is not None
+            or self.output_tokens is not None
+            or self.cost_usd is not None
+        ):
+            raise ValueError(
+                "input_tokens, output_tokens and cost_usd need a usage_source that says who "
+                "measured or reported them"
+            )
         if self.max_score <= 0:
             raise ValueError("max_score must be positive")
         if not (0.0 <= self.reward <= self.max_score):

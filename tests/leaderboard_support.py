@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS
+from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, USAGE_KEYS
 
 HEX = "0123456789abcdef"
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -41,6 +41,30 @@ public_refs = st.sampled_from(
     ]
 )
 uuids = st.uuids().map(str)
+
+
+# A row's usage: unknown (no source or unavailable: every figure null), or a source with figures,
+# each of which may still be unknown.
+NO_USAGE: dict[str, Any] = dict.fromkeys(USAGE_KEYS)
+_figure = st.none() | st.integers(0, 10**9)
+usages = st.one_of(
+    st.sampled_from([None, "unavailable"]).map(lambda s: {**NO_USAGE, "usage_source": s}),
+    st.fixed_dictionaries(
+        {
+            "input_tokens": _figure,
+            "output_tokens": _figure,
+            "cost_usd": st.none() | st.integers(0, 10**6).map(lambda n: n / 1000),
+            "usage_source": st.sampled_from(
+                ["provider_response", "agent_native_acp", "participant_reported"]
+            ),
+        }
+    ),
+)
+
+
+def with_no_usage(row: dict[str, Any]) -> dict[str, Any]:
+    """A row published before the usage keys existed, as it reads now (usage null)."""
+    return {**row, **{k: row.get(k) for k in USAGE_KEYS}}
 
 
 @st.composite
@@ -79,6 +103,8 @@ def valid_rows(draw: st.DrawFn, task_ids: st.SearchStrategy[str] = names) -> dic
         "error_type": failure,
         "artifact_refs": draw(st.lists(public_refs, max_size=2)),
     }
+    usage = draw(usages)
+    row.update({key: usage[key] for key in USAGE_KEYS})  # in the published order
     assert tuple(row) == ROW_KEYS
     return row
 

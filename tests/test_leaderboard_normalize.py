@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from leaderboard_support import all_strings, poisons, valid_rows
+from leaderboard_support import all_strings, poisons, valid_rows, with_no_usage
 from testsupport import PUBLISHED_DATA
 
 from leaderboard.normalize import (
@@ -199,7 +199,7 @@ def test_build_envelope_cleans_participant_urls() -> None:
     assert env == {
         "status": "completed",
         "participants": {"agent": "http://127.0.0.1:8080/agent"},
-        "results": [BASE],
+        "results": [with_no_usage(BASE)],
     }
     uuid = "019e5799-ca68-7b33-b1a5-c97b92b6fda1"
     assert build_envelope({"agent": uuid}, [BASE]).participants == {"agent": uuid}
@@ -220,4 +220,31 @@ def test_worker_run_status_model_is_a_payload() -> None:
         rows=[{**BASE, "_private_rollout_dir": "/home/u/jobs/r1"}],
         worker_meta={"_private_proof_refs": ["s3://b/k"]},
     )
-    assert normalize_rows(status) == [BASE]
+    assert normalize_rows(status) == [with_no_usage(BASE)]
+
+
+@pytest.mark.parametrize(
+    ("usage", "kept"),
+    [
+        (
+            {"usage_source": "participant_reported", "input_tokens": 12, "cost_usd": "0.5"},
+            {"usage_source": "participant_reported", "input_tokens": 12, "cost_usd": 0.5},
+        ),
+        (
+            {"usage_source": "provider_response", "input_tokens": -1, "output_tokens": True},
+            {"usage_source": "provider_response"},
+        ),
+        (
+            {"usage_source": "provider_response", "cost_usd": -2.0},
+            {"usage_source": "provider_response"},
+        ),
+        # Figures with no source, or under "unavailable", say nothing about whose they are.
+        ({"input_tokens": 12, "cost_usd": 0.5}, {}),
+        ({"usage_source": "unavailable", "output_tokens": 3}, {"usage_source": "unavailable"}),
+        ({"usage_source": "guessed", "output_tokens": 3}, {}),
+    ],
+)
+def test_usage_is_cleaned_not_invented(usage: dict[str, Any], kept: dict[str, Any]) -> None:
+    row = normalize_rows([{**BASE, **usage}])[0]
+    assert row == with_no_usage({**BASE, **kept})
+    assert row["score_eligible"] is BASE["score_eligible"]  # bad usage never fails the row

@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 import pytest
+from leaderboard_support import with_no_usage
 from pydantic import ValidationError
 from testsupport import PUBLISHED_DATA
 
-from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, Envelope, PublicRow
+from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, USAGE_KEYS, Envelope, PublicRow
 
 
 def _published_rows() -> list[dict[str, Any]]:
@@ -26,16 +27,18 @@ PUBLISHED_ROWS = _published_rows()
 def test_published_rows_round_trip_in_key_order() -> None:
     assert len(PUBLISHED_ROWS) == 12
     for row in PUBLISHED_ROWS:
-        assert list(row) == list(ROW_KEYS)
+        # Published before the optional usage keys: they still validate, and read as unknown.
+        assert list(row) == [key for key in ROW_KEYS if key not in USAGE_KEYS]
         out = PublicRow.model_validate(row).public_dict()
-        assert out == row
+        assert out == with_no_usage(row)
         assert list(out) == list(ROW_KEYS)
 
 
 def test_published_envelopes_validate() -> None:
     for path in sorted(PUBLISHED_DATA.glob("*__results__*.json")):
         for envelope in json.loads(path.read_text())["results"]:
-            assert Envelope.model_validate(envelope).public_dict() == envelope
+            out = Envelope.model_validate(envelope).public_dict()
+            assert out == {**envelope, "results": [with_no_usage(r) for r in envelope["results"]]}
 
 
 def test_failure_categories_are_the_reviewed_ones() -> None:
@@ -97,6 +100,16 @@ INVALID: list[tuple[dict[str, Any], str]] = [
     ({"artifact_refs": ["/home/u/jobs/proof.json"]}, "artifact_refs"),
     ({"condition": "no_skills"}, "condition"),
     ({"extra": 1}, "extra"),
+    ({"usage_source": "participant_reported", "input_tokens": -1}, "input_tokens must be"),
+    ({"usage_source": "provider_response", "output_tokens": -5}, "output_tokens must be"),
+    ({"usage_source": "provider_response", "output_tokens": True}, "integer"),
+    ({"usage_source": "provider_response", "input_tokens": 1.5}, "integer"),
+    ({"usage_source": "participant_reported", "cost_usd": -0.01}, "cost_usd must be"),
+    ({"usage_source": "participant_reported", "cost_usd": float("inf")}, "finite"),
+    ({"usage_source": "participant_reported", "cost_usd": "0.5"}, "number"),
+    ({"usage_source": "measured"}, "usage_source"),
+    ({"input_tokens": 10}, "need a usage_source"),
+    ({"usage_source": "unavailable", "cost_usd": 0.0}, "need a usage_source"),
 ]
 
 
@@ -105,6 +118,21 @@ def test_invariant_violations_are_rejected(patch: dict[str, Any], message: str) 
     with pytest.raises(ValidationError) as info:
         PublicRow.model_validate({**BASE, **patch})
     assert message.lower() in str(info.value).lower()
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"usage_source": "participant_reported", "input_tokens": 1200, "output_tokens": 80},
+        {"usage_source": "provider_response", "input_tokens": 0, "cost_usd": 0.0123},
+        {"usage_source": "agent_native_acp", "output_tokens": 7, "cost_usd": 1},
+        {"usage_source": "unavailable"},
+    ],
+)
+def test_usage_is_kept_and_unknown_stays_null(usage: dict[str, Any]) -> None:
+    out = PublicRow.model_validate({**BASE, **usage}).public_dict()
+    assert list(out) == list(ROW_KEYS)
+    assert out == with_no_usage({**BASE, **usage})  # what was not given is null, never 0
 
 
 def test_public_artifact_refs_are_kept() -> None:

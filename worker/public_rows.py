@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from leaderboard.rows import PublicRow
+from leaderboard.rows import USAGE_SOURCES, PublicRow
 from worker.api import RunRequest, RunTask
 from worker.failures import FailureKind, semantics
 
@@ -43,8 +44,12 @@ def build_row(
     reward: float | None,
     failure: FailureKind | None,
     time_used: float | None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The validated public row. A failure that is not score-eligible zeroes the reward."""
+    """The validated public row. A failure that is not score-eligible zeroes the reward.
+
+    ``usage``: the usage fields of the trial's result.json ``agent_result`` (BenchFlow's names,
+    worker/usage/records.py); None when no trial ran, and the row's usage is then null."""
     category = None
     eligible = True
     if failure is not None:
@@ -75,5 +80,33 @@ def build_row(
         infra_failure_type=category,
         error_type=category,
         artifact_refs=[],
+        **usage_fields(usage),
     )
     return row.public_dict()
+
+
+def usage_fields(agent_result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The public row's usage from result.json's ``agent_result``: the same source, and the
+    figures only with a source that is not ``unavailable`` (null is unknown, never 0)."""
+    source = (agent_result or {}).get("usage_source")
+    if source not in USAGE_SOURCES:
+        return {"input_tokens": None, "output_tokens": None, "cost_usd": None, "usage_source": None}
+    known = source != "unavailable"
+    result = agent_result or {}
+    return {
+        "input_tokens": _count(result.get("n_input_tokens")) if known else None,
+        "output_tokens": _count(result.get("n_output_tokens")) if known else None,
+        "cost_usd": _cost(result.get("cost_usd")) if known else None,
+        "usage_source": source,
+    }
+
+
+def _count(value: Any) -> int | None:
+    # A figure the row would refuse (a participant's word is not checked upstream) is unknown.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _cost(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None

@@ -574,6 +574,7 @@ def _finish(
         time_used = round(timing["agent_execution"] + timing.get("verifier", 0.0), 3)
     timing["total"] = round(sum(v for k, v in timing.items()), 3)
     timing_doc: dict[str, float | None] = {**timing, **usage.timing(timing)}
+    usage_result = usage.agent_result()
     row = build_row(
         plan.request,
         plan.run_task,
@@ -582,6 +583,7 @@ def _finish(
         reward=reward,
         failure=failure,
         time_used=time_used,
+        usage=usage_result,
     )
     meaning = semantics(failure) if failure is not None else None
     reason = None if row["passed"] else _reason(plan, state, failure, error)
@@ -624,7 +626,7 @@ def _finish(
         "started_at": state.started_at,
         "finished_at": utc_now(),
     }
-    result["agent_result"] = {**(result["agent_result"] or {}), **usage.agent_result()}
+    result["agent_result"] = {**(result["agent_result"] or {}), **usage_result}
     result.update(  # BenchFlow's keys, so its tools read our jobs folder (worker/benchflow_result)
         benchflow_fields(
             task_id=plan.task.task_id,
