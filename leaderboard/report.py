@@ -48,7 +48,10 @@ SELECT
   r.passed,
   r.reward,
   r.time_used,
-  CAST(r.infra_failure_type AS VARCHAR)
+  CAST(r.infra_failure_type AS VARCHAR),
+  -- The whole row as JSON: the usage keys are optional (older rows lack them), so they are read
+  -- from it rather than named, which would fail on files where no row has them.
+  CAST(to_json(r) AS VARCHAR)
 FROM (SELECT agent_id, UNNEST(envelope.results) AS r FROM envelopes)
 WHERE agent_id IS NOT NULL AND agent_id <> '' AND r.task_id IS NOT NULL
 ORDER BY agent_id, r.task_id
@@ -67,6 +70,39 @@ class TaskRow:
     reward: float | None
     time_used: float | None
     infra_failure_type: str | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    usage_source: str | None = None
+
+
+def _task_row(raw: Sequence[Any]) -> TaskRow:
+    row = json.loads(raw[-1]) if raw[-1] else {}
+
+    def count(key: str) -> int | None:
+        value = row.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    cost = row.get("cost_usd")
+    source = row.get("usage_source")
+    return TaskRow(
+        agent=str(raw[0]),
+        task_id=raw[1],
+        trial_id=raw[2],
+        category=raw[3],
+        difficulty=raw[4],
+        score_eligible=raw[5],
+        passed=raw[6],
+        reward=raw[7],
+        time_used=raw[8],
+        infra_failure_type=raw[9],
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cost_usd=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool)
+        else None,
+        usage_source=source if isinstance(source, str) else None,
+    )
 
 
 def wilson_interval(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -139,7 +175,7 @@ def build_report(
             raise ValueError(f"per-task rows cannot be read: {exc}") from None
     finally:
         con.close()
-    tasks = [TaskRow(str(row[0]), *row[1:]) for row in raw]
+    tasks = [_task_row(row) for row in raw]
     agents = [str(row[0]) for row in tables["overall"].rows]
     names = Names({k.lower(): v for k, v in (labels or {}).items()})
     colors = {agent: PALETTE[i % len(PALETTE)] for i, agent in enumerate(agents)}
@@ -164,6 +200,7 @@ def build_report(
             + _table(tables["by_difficulty"], True, names),
             "by-difficulty",
         ),
+        _section("Usage: tokens and cost", _usage_table(tasks, names), "usage"),
         _section("Infrastructure failures", _infra_table(tasks, names), "infra"),
         _section("Per-task results", _task_table(tasks, names), "tasks"),
     ]
@@ -333,6 +370,76 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: N
     return f'<div class="legend">{legend}</div>\n' + "".join(parts) + "\n"
 
 
+# Whose word each usage source is (rows' usage_source, docs/usage.md): measured and reported usage
+# are shown on separate lines and never summed together.
+USAGE_SOURCE_NAMES = {
+    "provider_response": "measured by the worker (model provider responses)",
+    "agent_native_acp": "measured by the worker (the agent's ACP usage report)",
+    "participant_reported": "reported by the participant (not measured)",
+    None: "not recorded",
+}
+_USAGE_COLUMNS = (
+    _HEADINGS["id"],
+    "Usage source",
+    "Trials (count)",
+    "Input tokens (tokens, total)",
+    "Output tokens (tokens, total)",
+    "Total tokens (tokens, total)",
+    "Cost (USD, total)",
+)
+
+
+def _usage_table(tasks: Sequence[TaskRow], names: Names) -> str:
+    """Per agent and usage source: the trials' summed tokens and cost. A figure no trial gave is
+    "unknown" (never 0); one only some trials gave is their sum, with how many gave it."""
+    groups: dict[tuple[str, str | None], list[TaskRow]] = defaultdict(list)
+    for task in tasks:
+        source = task.usage_source if task.usage_source in USAGE_SOURCE_NAMES else None
+        groups[(task.agent, source)].append(task)
+    if not groups:
+        return "<p>No rows.</p>\n"
+    head = "".join(f"<th>{escape(c)}</th>" for c in _USAGE_COLUMNS)
+    body = []
+    order = list(USAGE_SOURCE_NAMES)
+    for (agent, source), rows in sorted(
+        groups.items(), key=lambda item: (item[0][0], order.index(item[0][1]))
+    ):
+        totals = [
+            t.input_tokens + t.output_tokens
+            if t.input_tokens is not None and t.output_tokens is not None
+            else None
+            for t in rows
+        ]
+        cells = (
+            names.cell(agent)
+            + _td(USAGE_SOURCE_NAMES[source])
+            + _td(len(rows))
+            + _usage_cell([t.input_tokens for t in rows], "{:,}")
+            + _usage_cell([t.output_tokens for t in rows], "{:,}")
+            + _usage_cell(totals, "{:,}")
+            + _usage_cell([t.cost_usd for t in rows], "{:.4f}")
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return _wrap(
+        f'<table class="data sortable" data-table="usage"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _usage_cell(values: Sequence[float | None], form: str) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return '<td class="txt unknown" data-sort="-1">unknown</td>'
+    total = sum(known)
+    text = escape(form.format(total))
+    if len(known) == len(values):
+        return f'<td class="num" data-sort="{total}">{text}</td>'
+    return (
+        f'<td class="num partial" data-sort="{total}">{text} <small>({len(known)} of '
+        f"{len(values)} trials; the rest unknown)</small></td>"
+    )
+
+
 def _infra_table(tasks: Sequence[TaskRow], names: Names) -> str:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for task in tasks:
@@ -418,6 +525,7 @@ table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
 table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.pass td{background:#f0fdf4}tr.infra td{background:#fff7ed}
+td.partial{white-space:normal}td.unknown{color:#6b7280;font-style:italic}
 td.agent .name{font-weight:600;display:block}
 code.uuid{font-family:ui-monospace,monospace;font-size:.75rem;color:#4b5563}
 svg.chart{display:block;margin:.5rem 0;width:100%;height:auto;font-size:12px}

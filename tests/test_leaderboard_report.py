@@ -287,3 +287,93 @@ def test_report_command_takes_a_label_map(
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: {labels}: 'not-a-uuid' is not an AgentBeats agent UUID"
+
+
+USAGE_AGENT = "019e5a00-0000-7000-8000-0000000000ff"
+
+
+def _usage_file(tmp_path: Path) -> Path:
+    """A published file's five rows under a new agent, with usage of each kind on them."""
+    source = PUBLISHED_DATA / (
+        "benchflow-ai__skillsbench-leaderboard__results__019e515b-26ad-7510-983f-f8f9f2db5ac6.json"
+    )
+    document = json.loads(source.read_text())
+    document["participants"] = {"agent": USAGE_AGENT}
+    reported = {"usage_source": "participant_reported"}
+    usages = [
+        {**reported, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.01},
+        {**reported, "input_tokens": 1500, "output_tokens": 200, "cost_usd": 0.02},
+        {**reported, "input_tokens": 0, "output_tokens": None, "cost_usd": None},
+        {"usage_source": "provider_response", "input_tokens": 300, "output_tokens": 30},
+        {},  # a row from before the usage keys
+    ]
+    rows = document["results"][0]["results"]
+    assert len(rows) == len(usages)
+    document["results"][0]["results"] = [{**r, **u} for r, u in zip(rows, usages, strict=True)]
+    path = tmp_path / "usage.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_usage_per_agent_and_source_with_unknown(tmp_path: Path) -> None:
+    old = (
+        PUBLISHED_DATA
+        / "benchflow-ai__skillsbench-leaderboard__results__benchflow-ai-20260618-012425.json"
+    )
+    html = build_report([str(_usage_file(tmp_path)), str(old)])
+    table = html.split('data-table="usage"')[1].split("</table>")[0]
+    assert re.findall(r"<th>([^<]*)</th>", table) == [
+        "Agent (label · AgentBeats id)",
+        "Usage source",
+        "Trials (count)",
+        "Input tokens (tokens, total)",
+        "Output tokens (tokens, total)",
+        "Total tokens (tokens, total)",
+        "Cost (USD, total)",
+    ]
+    lines = {
+        (re.search(r'title="([^"]+)"', tr)[1], re.findall(r'class="txt">([^<]*)<', tr)[0]): tr  # type: ignore[index]
+        for tr in table.split("<tr>")[2:]
+    }
+    assert sorted(lines) == [
+        ("019e5799-ca68-7b33-b1a5-c97b92b6fda1", "not recorded"),
+        (USAGE_AGENT, "measured by the worker (model provider responses)"),
+        (USAGE_AGENT, "not recorded"),
+        (USAGE_AGENT, "reported by the participant (not measured)"),
+    ]
+
+    def cells(key: tuple[str, str]) -> list[str]:
+        return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", lines[key])][
+            2:
+        ]
+
+    # Reported and measured usage are never summed together; a figure no trial gave is unknown.
+    assert cells((USAGE_AGENT, "reported by the participant (not measured)")) == [
+        "3",
+        "2,500",
+        "400 (2 of 3 trials; the rest unknown)",
+        "2,900 (2 of 3 trials; the rest unknown)",
+        "0.0300 (2 of 3 trials; the rest unknown)",
+    ]
+    assert cells((USAGE_AGENT, "measured by the worker (model provider responses)")) == [
+        "1",
+        "300",
+        "30",
+        "330",
+        "unknown",
+    ]
+    unknown = ["1", "unknown", "unknown", "unknown", "unknown"]
+    assert cells((USAGE_AGENT, "not recorded")) == unknown
+    assert cells(("019e5799-ca68-7b33-b1a5-c97b92b6fda1", "not recorded")) == unknown
+    # The published queries ignore usage: the new agent's overall row is its source file's.
+    overall = html.split('data-query="overall"')[1].split("</table>")[0]
+    assert USAGE_AGENT in overall
+
+
+def test_usage_is_unknown_for_files_without_usage_keys() -> None:
+    html = build_report([PUBLISHED])
+    table = html.split('data-table="usage"')[1].split("</table>")[0]
+    assert "not recorded" in table and "unknown" in table
+    for tr in table.split("<tr>")[2:]:
+        figures = re.findall(r"<td[^>]*>(.*?)</td>", tr)[-4:]
+        assert figures == ["unknown"] * 4  # never 0
