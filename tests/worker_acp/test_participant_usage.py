@@ -5,11 +5,15 @@ participant error naming the field."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+from leaderboard.report import build_report
+from leaderboard.rows import ROW_KEYS, PublicRow
 from worker_acp.purple_server import purple_server
 from worker_acp.test_worker_run_e2e import OUR_TASKS, run_cli
 
@@ -26,11 +30,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_with(tmp: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
+def run_with(tmp: Path, mode: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
     with purple_server(mode) as url:
         done, results = run_cli(
             tmp, "--tasks-dir", str(OUR_TASKS), "--task-id", "write-answer",
-            "--agent", f"a2a:{url}",
+            "--agent", f"a2a:{url}", *extra,
         )  # fmt: skip
     [result] = results
     return done, result
@@ -111,3 +115,63 @@ def test_malformed_usage_is_a_participant_error_naming_the_field(tmp_path: Path)
     assert result["failure"] == "participant_error", done.stdout + done.stderr
     assert "usage: input_tokens" in result["error"]
     assert result["score_eligible"] is False
+
+
+AGENT_ID = "019e5a00-0000-7000-8000-0000000000fe"
+
+
+def _public_row(tmp: Path, mode: str) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    out = tmp / "rows.json"
+    done, result = run_with(tmp, mode, "--output", str(out), "--participant-id", AGENT_ID)
+    assert done.returncode == 0, done.stdout + done.stderr
+    envelope = json.loads(out.read_text())
+    assert envelope["participants"] == {"agent": AGENT_ID}
+    [row] = envelope["results"]
+    assert list(row) == list(ROW_KEYS)
+    PublicRow.model_validate(row)
+    return row, result
+
+
+def test_the_public_row_carries_the_reported_usage_and_the_report_shows_it(tmp_path: Path) -> None:
+    row, result = _public_row(tmp_path, "usage")
+    agent = result["agent_result"]
+    usage = {k: row[k] for k in ("input_tokens", "output_tokens", "cost_usd", "usage_source")}
+    assert usage == {
+        "input_tokens": agent["n_input_tokens"],
+        "output_tokens": agent["n_output_tokens"],
+        "cost_usd": agent["cost_usd"],
+        "usage_source": agent["usage_source"],
+    }
+    # The participant's word, with the cost one reply left out unknown (null, not 0).
+    assert usage == {
+        "input_tokens": 175,
+        "output_tokens": 20,
+        "cost_usd": None,
+        "usage_source": "participant_reported",
+    }
+    # In the published shape (one envelope per shard, as `leaderboard aggregate` writes it).
+    envelope = json.loads((tmp_path / "rows.json").read_text())
+    published = tmp_path / "published.json"
+    published.write_text(
+        json.dumps(
+            {"status": "completed", "participants": {"agent": AGENT_ID}, "results": [envelope]}
+        )
+    )
+    html = build_report([str(published)])
+    table = html.split('data-table="usage"')[1].split("</table>")[0]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    assert cells[1:] == [
+        "reported by the participant (not measured)",
+        "1",
+        "175",
+        "20",
+        "195",
+        "unknown",
+    ]
+
+
+def test_the_public_row_of_a_trial_without_usage_has_null_usage(tmp_path: Path) -> None:
+    row, result = _public_row(tmp_path, "files")
+    assert result["agent_result"]["usage_source"] == "unavailable"
+    assert (row["input_tokens"], row["output_tokens"], row["cost_usd"]) == (None, None, None)
+    assert row["usage_source"] == "unavailable"
