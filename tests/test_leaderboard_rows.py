@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,3 +155,26 @@ def test_public_artifact_refs_are_kept() -> None:
 def test_envelope_participants_rules(participants: dict[str, str]) -> None:
     with pytest.raises(ValidationError):
         Envelope(participants=participants, results=[])
+
+
+def test_results_file_validation_names_the_usage_field(tmp_path: Path) -> None:
+    from leaderboard.validate import validate_results_file
+
+    document = {
+        "status": "completed",
+        "participants": {"agent": "019e5a00-0000-7000-8000-0000000000fd"},
+        "results": [{"participants": {"agent": "019e5a00-0000-7000-8000-0000000000fd"}}],
+    }
+    good = {**BASE, "usage_source": "participant_reported", "input_tokens": 10, "cost_usd": 0.5}
+    path = tmp_path / "results.json"
+    document["results"][0]["results"] = [good, BASE]  # BASE: a row from before the usage keys
+    path.write_text(json.dumps(document))
+    assert validate_results_file(path, contract=True) == []
+    document["results"][0]["results"] = [{**good, "input_tokens": -1, "cost_usd": -0.5}]
+    path.write_text(json.dumps(document))
+    found = [(v.path, v.message) for v in validate_results_file(path, contract=True)]
+    assert [p for p, _ in found] == [
+        "$.results[0].results[0].input_tokens",
+        "$.results[0].results[0].cost_usd",
+    ]
+    assert "non-negative" in found[0][1] and "US dollars" in found[1][1]

@@ -214,3 +214,63 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
     await gate.start("flaky", starter("flaky", None))
     await gate.start("flaky", starter("flaky", None))
     assert starts == ["broken", "flaky", "flaky", "flaky", "flaky"]
+
+
+@pytest.mark.parametrize(
+    ("agent_result", "usage"),
+    [
+        (None, (None, None, None, None)),
+        (
+            {
+                "n_input_tokens": 175,
+                "n_output_tokens": 20,
+                "cost_usd": None,
+                "usage_source": "participant_reported",
+            },
+            (175, 20, None, "participant_reported"),
+        ),
+        (
+            {
+                "n_input_tokens": 1000,
+                "n_output_tokens": 50,
+                "cost_usd": 0.0042,
+                "usage_source": "provider_response",
+            },
+            (1000, 50, 0.0042, "provider_response"),
+        ),
+        # Unavailable: every figure null whatever else is there; a figure the row would refuse
+        # (the participant's word is not checked upstream) is unknown, not an error.
+        ({"n_input_tokens": 0, "usage_source": "unavailable"}, (None, None, None, "unavailable")),
+        (
+            {
+                "n_input_tokens": -1,
+                "n_output_tokens": True,
+                "cost_usd": float("nan"),
+                "usage_source": "participant_reported",
+            },
+            (None, None, None, "participant_reported"),
+        ),
+        ({"n_input_tokens": 5, "usage_source": "guessed"}, (None, None, None, None)),
+    ],
+)
+def test_row_carries_the_trial_s_usage(
+    agent_result: dict[str, Any] | None, usage: tuple[Any, ...]
+) -> None:
+    request = _request()
+    row = build_row(
+        request,
+        request.tasks[0],
+        trial_id="csv-sales__agentbeats__0123abcd",
+        agent_transport="a2a",
+        reward=1.0,
+        failure=None,
+        time_used=1.0,
+        usage=agent_result,
+    )
+    assert tuple(row) == ROW_KEYS
+    assert (
+        row["input_tokens"],
+        row["output_tokens"],
+        row["cost_usd"],
+        row["usage_source"],
+    ) == usage
