@@ -31,6 +31,8 @@ from leaderboard.rows import (
     name_problem,
     public_url,
     trial_id_problem,
+    usage_cost,
+    usage_count,
 )
 
 UNKNOWN_TASK_ID = "unknown-task"
@@ -209,16 +211,11 @@ def _usage(source: Mapping[str, Any]) -> dict[str, Any]:
         usage_source = None
     known = usage_source not in (None, "unavailable")
 
-    def count(value: Any) -> int | None:
-        if not known or isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return None
-        return value
-
-    cost = _number(source.get("cost_usd")) if known else None
+    cost = _number(source.get("cost_usd")) if known else None  # "0.5" is fixed, like reward
     return {
-        "input_tokens": count(source.get("input_tokens")),
-        "output_tokens": count(source.get("output_tokens")),
-        "cost_usd": cost if cost is not None and cost >= 0 else None,
+        "input_tokens": usage_count(source.get("input_tokens")) if known else None,
+        "output_tokens": usage_count(source.get("output_tokens")) if known else None,
+        "cost_usd": usage_cost(cost),
         "usage_source": usage_source,
     }
 

@@ -27,6 +27,7 @@ from leaderboard.query import (
     load_results,
     run_query,
 )
+from leaderboard.rows import usage_cost, usage_count
 
 Z95 = 1.959964
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d")
@@ -78,12 +79,6 @@ class TaskRow:
 
 def _task_row(raw: Sequence[Any]) -> TaskRow:
     row = json.loads(raw[-1]) if raw[-1] else {}
-
-    def count(key: str) -> int | None:
-        value = row.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    cost = row.get("cost_usd")
     source = row.get("usage_source")
     return TaskRow(
         agent=str(raw[0]),
@@ -96,11 +91,10 @@ def _task_row(raw: Sequence[Any]) -> TaskRow:
         reward=raw[7],
         time_used=raw[8],
         infra_failure_type=raw[9],
-        input_tokens=count("input_tokens"),
-        output_tokens=count("output_tokens"),
-        cost_usd=float(cost)
-        if isinstance(cost, int | float) and not isinstance(cost, bool)
-        else None,
+        # DuckDB reads a column mixing 175 and 0.5 as DOUBLE: counts may come back as 175.0.
+        input_tokens=usage_count(row.get("input_tokens")),
+        output_tokens=usage_count(row.get("output_tokens")),
+        cost_usd=usage_cost(row.get("cost_usd")),
         usage_source=source if isinstance(source, str) else None,
     )
 

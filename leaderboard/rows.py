@@ -12,6 +12,7 @@ A published contract: a leaf module (stdlib and pydantic only) that other compon
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -385,6 +386,14 @@ class PublicRow(BaseModel):
             raise ValueError("time_used must be a non-negative number of seconds")
         return round(value, 3)
 
+    @field_validator("input_tokens", "output_tokens", mode="before")
+    @classmethod
+    def _whole_tokens(cls, value: Any) -> Any:
+        # Rows that crossed A2A as protobuf Values carry every number as a double (175.0).
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
     @field_validator("input_tokens", "output_tokens")
     @classmethod
     def _tokens(cls, value: int | None, info: ValidationInfo) -> int | None:
@@ -430,6 +439,23 @@ class PublicRow(BaseModel):
         """The row as published: every key, in the published order."""
         data = self.model_dump(mode="json")
         return {key: data[key] for key in ROW_KEYS}
+
+
+def usage_count(value: Any) -> int | None:
+    """A token count as a public row holds it: a non-negative whole number (175 or 175.0, as a
+    row that crossed A2A as protobuf Values carries it), else None (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def usage_cost(value: Any) -> float | None:
+    """A cost in US dollars as a public row holds it: a non-negative finite number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def participant_problem(value: str) -> str | None:

@@ -238,6 +238,10 @@ def test_worker_run_status_model_is_a_payload() -> None:
             {"usage_source": "provider_response", "cost_usd": -2.0},
             {"usage_source": "provider_response"},
         ),
+        (
+            {"usage_source": "provider_response", "input_tokens": 175.0, "output_tokens": 1.5},
+            {"usage_source": "provider_response", "input_tokens": 175},
+        ),
         # Figures with no source, or under "unavailable", say nothing about whose they are.
         ({"input_tokens": 12, "cost_usd": 0.5}, {}),
         ({"usage_source": "unavailable", "output_tokens": 3}, {"usage_source": "unavailable"}),

@@ -304,7 +304,8 @@ def _usage_file(tmp_path: Path) -> Path:
         {**reported, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.01},
         {**reported, "input_tokens": 1500, "output_tokens": 200, "cost_usd": 0.02},
         {**reported, "input_tokens": 0, "output_tokens": None, "cost_usd": None},
-        {"usage_source": "provider_response", "input_tokens": 300, "output_tokens": 30},
+        # As a row that crossed A2A as protobuf Values has it: DuckDB reads the column as DOUBLE.
+        {"usage_source": "provider_response", "input_tokens": 300.0, "output_tokens": 30},
         {},  # a row from before the usage keys
     ]
     rows = document["results"][0]["results"]

@@ -121,6 +121,12 @@ def test_invariant_violations_are_rejected(patch: dict[str, Any], message: str) 
     assert message.lower() in str(info.value).lower()
 
 
+def test_whole_token_counts_that_crossed_a2a_as_doubles_are_integers() -> None:
+    row = {**BASE, "usage_source": "participant_reported", "input_tokens": 175.0}
+    out = PublicRow.model_validate(row).public_dict()
+    assert out["input_tokens"] == 175 and isinstance(out["input_tokens"], int)
+
+
 @pytest.mark.parametrize(
     "usage",
     [

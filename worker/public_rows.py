@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from leaderboard.rows import USAGE_SOURCES, PublicRow
+from leaderboard.rows import USAGE_SOURCES, PublicRow, usage_cost, usage_count
 from worker.api import RunRequest, RunTask
 from worker.failures import FailureKind, semantics
 
@@ -94,19 +93,8 @@ def usage_fields(agent_result: Mapping[str, Any] | None) -> dict[str, Any]:
     known = source != "unavailable"
     result = agent_result or {}
     return {
-        "input_tokens": _count(result.get("n_input_tokens")) if known else None,
-        "output_tokens": _count(result.get("n_output_tokens")) if known else None,
-        "cost_usd": _cost(result.get("cost_usd")) if known else None,
+        "input_tokens": usage_count(result.get("n_input_tokens")) if known else None,
+        "output_tokens": usage_count(result.get("n_output_tokens")) if known else None,
+        "cost_usd": usage_cost(result.get("cost_usd")) if known else None,
         "usage_source": source,
     }
-
-
-def _count(value: Any) -> int | None:
-    # A figure the row would refuse (a participant's word is not checked upstream) is unknown.
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _cost(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None

@@ -251,6 +251,10 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
             (None, None, None, "participant_reported"),
         ),
         ({"n_input_tokens": 5, "usage_source": "guessed"}, (None, None, None, None)),
+        (
+            {"n_input_tokens": 7.0, "n_output_tokens": 2.5, "usage_source": "provider_response"},
+            (7, None, None, "provider_response"),
+        ),
     ],
 )
 def test_row_carries_the_trial_s_usage(
