@@ -358,7 +358,9 @@ class BubblewrapSandbox(Sandbox):
     async def _watch_storage(self) -> None:
         """While the sandbox runs: past the storage limit, kill everything in it (once; no
         command starts after that) and count it in :meth:`limit_events`."""
+        pause = STORAGE_WATCH_SEC  # the first walk after a pause: a short trial pays nothing
         while not self._stopped:
+            await asyncio.sleep(pause)
             began = time.monotonic()
             used = await asyncio.to_thread(disk_use, self._root)
             self._storage_used = max(self._storage_used, used)
@@ -372,8 +374,7 @@ class BubblewrapSandbox(Sandbox):
                     self._storage_limit,
                 )
                 await self._kill_all()
-            spent = time.monotonic() - began
-            await asyncio.sleep(max(STORAGE_WATCH_SEC, spent / STORAGE_WATCH_SHARE))
+            pause = max(STORAGE_WATCH_SEC, (time.monotonic() - began) / STORAGE_WATCH_SHARE)
 
     async def kill_processes(self) -> None:
         await self._kill_all()
