@@ -418,10 +418,13 @@ async def test_the_storage_watchdog_kills_a_sandbox_past_its_cap_and_ignores_spa
 
 
 def test_the_storage_mode_setting_is_checked() -> None:
-    from worker.sandbox._bubblewrap.writable import storage_mode
+    from worker.limits import OutputCaps, storage_mode
 
     assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "watchdog"}) == "watchdog"
     assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "TMPFS"}) == "tmpfs"
     assert storage_mode({}) == ("tmpfs" if os.geteuid() == 0 else "watchdog")
     with pytest.raises(ValueError, match="SKILLSBENCH_SANDBOX_STORAGE='disk'"):
         storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "disk"})
+    # Named where the worker reads its caps (its start), not in the first trial.
+    with pytest.raises(ValueError, match="SKILLSBENCH_SANDBOX_STORAGE='disk'"):
+        OutputCaps.from_env({"SKILLSBENCH_SANDBOX_STORAGE": "disk"})

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps
+from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps, storage_mode
 from worker.sandbox._bubblewrap import limits
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
@@ -78,7 +78,6 @@ from worker.sandbox._bubblewrap.writable import (
     reap_run_mounts,
     resize,
     snapshot,
-    storage_mode,
     unmount,
 )
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain

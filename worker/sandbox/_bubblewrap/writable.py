@@ -29,10 +29,11 @@ import ctypes
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.limits import STORAGE_MODE_VAR
 from worker.sandbox.tamper import Change, ChangeKind, PathStat
 
 log = logging.getLogger(__name__)
@@ -85,24 +86,6 @@ def resize(root: Path, size: int) -> None:
 def unmount(target: Path) -> None:
     """Detach ``target`` (lazily: open files keep it until closed); nothing if not mounted."""
     _libc.umount2(str(target).encode(), _MNT_DETACH)
-
-
-# How the storage cap is enforced: ``tmpfs`` (root only: the tree is a tmpfs of the cap),
-# ``watchdog`` (measure the tree's disk use while the sandbox runs, kill everything past the cap)
-# or ``auto`` (tmpfs where the worker is root, else the watchdog).
-STORAGE_MODE_VAR = "SKILLSBENCH_SANDBOX_STORAGE"
-STORAGE_MODES = ("auto", "tmpfs", "watchdog")
-
-
-def storage_mode(env: Mapping[str, str] | None = None) -> str:
-    """``tmpfs`` or ``watchdog``: how this worker caps a trial's storage (ValueError naming a bad
-    :data:`STORAGE_MODE_VAR`)."""
-    raw = (os.environ if env is None else env).get(STORAGE_MODE_VAR, "").strip().lower() or "auto"
-    if raw not in STORAGE_MODES:
-        raise ValueError(f"{STORAGE_MODE_VAR}={raw!r}: not one of {', '.join(STORAGE_MODES)}")
-    if raw == "auto":
-        return "tmpfs" if os.geteuid() == 0 else "watchdog"
-    return raw
 
 
 def disk_use(root: Path) -> int:
