@@ -108,9 +108,13 @@ def create_app(
     *,
     token: str | None = None,
     manage_engine: bool = True,
+    engine_started: bool = False,
     script_dir: Path | None = None,
 ) -> ASGIApp:
-    """The ASGI app. With ``manage_engine`` the app starts (resumes) and closes the engine.
+    """The ASGI app. With ``manage_engine`` the app starts (resumes) and closes the engine;
+    with ``engine_started`` too, it only closes it (the ``worker`` command starts the engine
+    before serving, so that an executor that cannot start is one error line, not a failed
+    ASGI lifespan with its traceback).
 
     ``script_dir``: ``script:<file>`` agents are accepted only for files inside it (none: never).
     """
@@ -211,7 +215,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if manage_engine:
+        if manage_engine and not engine_started:
             await engine.start()
         try:
             yield

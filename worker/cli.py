@@ -6,6 +6,7 @@ in-process, wired in :mod:`skillsbench_agentbeats.run`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -229,6 +230,7 @@ def worker(
     from worker.catalog import resolve_tasks_dir
     from worker.engine import Engine, EngineSettings
     from worker.environment import ParticipantProxies, PrebuiltImages
+    from worker.executors.base import ExecutorError
     from worker.meta import ProofSettings
 
     host = listen_host(host, port)
@@ -256,11 +258,30 @@ def worker(
         executor_options=executor_options(executor, ray_address),
     )
     sock = bind_socket(host, port)
-    app = create_app(Engine(settings), token=token, script_dir=script_dir)
+    engine = Engine(settings)
+    app = create_app(engine, token=token, script_dir=script_dir, engine_started=True)
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5
     )
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        # The engine starts here, not in the app's lifespan: an executor that cannot run
+        # (no cluster, a node of another version) is one `error:` line and exit code 2, where
+        # a failed lifespan would be uvicorn's "startup failed" with a traceback.
+        try:
+            await engine.start()
+        except ExecutorError as exc:
+            await engine.close()
+            raise click.ClickException(" ".join(str(exc).split())) from None
+        await server.serve(sockets=[sock])  # its lifespan closes the engine
+
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        # uvicorn's own loop choice (uvloop when installed), as Server.run would make it.
+        loop_factory = getattr(config, "get_loop_factory", None)
+        if loop_factory is None:  # uvicorn before 0.36: it sets the event loop policy instead
+            config.setup_event_loop()
+        with asyncio.Runner(loop_factory=loop_factory() if loop_factory else None) as runner:
+            runner.run(serve())
     finally:
         sock.close()

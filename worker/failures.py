@@ -47,6 +47,9 @@ class FailureKind(StrEnum):
     # the kernel killed a process at memory_mb, or refused a fork at the process cap.
     OOM = "oom"
     PIDS_LIMIT = "pids_limit"
+    # The local sandbox's storage watchdog (a worker that may not mount a capped tmpfs): the
+    # trial's writable folders took more disk than the storage cap; everything in it was killed.
+    STORAGE_LIMIT = "storage_limit"
     # The `ray` executor: the node, its Ray worker process or the attempt's result was lost
     # (docs/scaling.md). The attempt is re-run with a fresh trial id, never recorded twice.
     NODE_LOST = "node_lost"
@@ -88,6 +91,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     # The agent's failures too, like tampering: the verifier does not run, reward 0, no retry.
     FailureKind.OOM: Semantics(False, True, None),
     FailureKind.PIDS_LIMIT: Semantics(False, True, None),
+    FailureKind.STORAGE_LIMIT: Semantics(False, True, None),
     FailureKind.NODE_LOST: Semantics(True, False, "worker_error"),
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
     FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),

@@ -65,8 +65,10 @@ class OutputCaps:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OutputCaps:
-        """Defaults, each overridden by ``SKILLSBENCH_CAP_<FIELD>`` when set."""
+        """Defaults, each overridden by ``SKILLSBENCH_CAP_<FIELD>`` when set (ValueError naming
+        a bad one, or a bad :data:`STORAGE_MODE_VAR`)."""
         env = os.environ if env is None else env
+        storage_mode(env)  # a bad SKILLSBENCH_SANDBOX_STORAGE is named where the caps are read
         values: dict[str, int] = {}
         for f in fields(cls):
             raw = env.get(ENV_PREFIX + f.name.upper())
@@ -78,6 +80,24 @@ class OutputCaps:
         """What one trial folder may hold of participant-controlled bytes: both trajectories,
         ``n_agent_logs`` agent text logs and the collected ``/logs``."""
         return 2 * self.trajectory_bytes + n_agent_logs * self.agent_log_bytes + self.logs_bytes
+
+
+# How the local sandbox enforces ``OutputCaps.sandbox_bytes``: ``tmpfs`` (root only: the tree is a tmpfs of the cap),
+# ``watchdog`` (measure the tree's disk use while the sandbox runs, kill everything past the cap)
+# or ``auto`` (tmpfs where the worker is root, else the watchdog).
+STORAGE_MODE_VAR = "SKILLSBENCH_SANDBOX_STORAGE"
+STORAGE_MODES = ("auto", "tmpfs", "watchdog")
+
+
+def storage_mode(env: Mapping[str, str] | None = None) -> str:
+    """``tmpfs`` or ``watchdog``: how this worker caps a trial's storage (ValueError naming a bad
+    :data:`STORAGE_MODE_VAR`)."""
+    raw = (os.environ if env is None else env).get(STORAGE_MODE_VAR, "").strip().lower() or "auto"
+    if raw not in STORAGE_MODES:
+        raise ValueError(f"{STORAGE_MODE_VAR}={raw!r}: not one of {', '.join(STORAGE_MODES)}")
+    if raw == "auto":
+        return "tmpfs" if os.geteuid() == 0 else "watchdog"
+    return raw
 
 
 _SUFFIXES: Final = {"K": KIB, "M": MIB, "G": 1 << 30}

@@ -259,6 +259,11 @@ def summary(folder: Path) -> str:
                 f"; hit: {events.get('oom_kills', 0)} OOM kill(s), "
                 f"{events.get('pids_max_hits', 0)} fork(s) refused"
             )
+        if events.get("storage_hits"):
+            line += (
+                f"; storage cap hit: {events.get('storage_used_bytes', 0)} bytes written, "
+                f"cap {events.get('storage_cap_bytes', 0)}"
+            )
         lines.append(line)
     phases = [
         f"{name} {timing[name]:.1f}s"

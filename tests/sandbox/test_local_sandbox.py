@@ -367,3 +367,64 @@ async def test_reap_detaches_what_a_crashed_worker_left_mounted(tmp_path: Path) 
     finally:
         unmount(mine)
         unmount(other)
+
+
+async def test_the_storage_watchdog_kills_a_sandbox_past_its_cap_and_ignores_sparse_files(
+    make_task: MakeTask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that may not mount the capped tmpfs (forced here): the watchdog measures the
+    tree's allocated blocks and kills everything past the cap; a sparse 1 GiB file takes no
+    disk and does not trip it."""
+    from worker.sandbox._bubblewrap.writable import disk_use
+    from worker.sandbox.base import SandboxLimitExceeded
+
+    cap = 16 << 20
+    monkeypatch.setenv("SKILLSBENCH_CAP_SANDBOX_BYTES", str(cap))
+    monkeypatch.setenv("SKILLSBENCH_SANDBOX_STORAGE", "watchdog")
+    async with local(make_task(), tmp_path / "s") as sb:
+        tree = tmp_path / "s" / "sandbox"
+        assert os.stat(tree).st_dev == os.stat(tmp_path).st_dev  # no tmpfs of its own
+        sparse = await sb.exec("truncate -s 1G /logs/agent/sparse && echo sparse-ok")
+        assert sparse.stdout == "sparse-ok\n", sparse
+        walks = sb._storage_walks
+        while sb._storage_walks < walks + 2:  # measured at least once after the file was made
+            await asyncio.sleep(0.05)
+        assert (await sb.limit_events() or {}).get("storage_hits") == 0
+        assert (await sb.exec("echo still-running")).stdout == "still-running\n"
+        # Three times the cap, a MiB at a time: stopped on the way.
+        writer = await sb.exec(
+            "i=0; while [ $i -lt 48 ]; do i=$((i+1)); "
+            "head -c 1048576 /dev/zero > /opt/f$i || exit 3; sleep 0.1; done; echo finished",
+            timeout_sec=300,
+        )
+        assert "finished" not in writer.stdout and writer.exit_code != 0, writer
+        events = await sb.limit_events()
+        assert events is not None and events["storage_hits"] == 1, events
+        assert cap < events["storage_used_bytes"] < 3 * cap, events
+        assert disk_use(tree) < 3 * cap  # the host's disk grew by less than the agent wanted
+        with pytest.raises(SandboxError, match="storage cap"):
+            await sb.exec("true")  # nothing starts any more
+        tests = tmp_path / "tests"
+        tests.mkdir()
+        with pytest.raises(SandboxLimitExceeded) as exceeded:  # the verifier does not run
+            await sb.kill_upload_exec("true", upload=tests, target="/tests")
+        assert exceeded.value.kind == "storage_limit"
+        assert "storage cap" in str(exceeded.value)
+        # What is collected stays within the download caps (the sparse file is not expanded).
+        await sb.download("/logs", tmp_path / "out")
+    kept = sum(p.stat().st_blocks * 512 for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert kept <= cap, kept
+    assert not tree.exists()
+
+
+def test_the_storage_mode_setting_is_checked() -> None:
+    from worker.limits import OutputCaps, storage_mode
+
+    assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "watchdog"}) == "watchdog"
+    assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "TMPFS"}) == "tmpfs"
+    assert storage_mode({}) == ("tmpfs" if os.geteuid() == 0 else "watchdog")
+    with pytest.raises(ValueError, match="SKILLSBENCH_SANDBOX_STORAGE='disk'"):
+        storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "disk"})
+    # Named where the worker reads its caps (its start), not in the first trial.
+    with pytest.raises(ValueError, match="SKILLSBENCH_SANDBOX_STORAGE='disk'"):
+        OutputCaps.from_env({"SKILLSBENCH_SANDBOX_STORAGE": "disk"})

@@ -106,3 +106,52 @@ async def test_the_ray_executor_without_a_cluster_address_does_not_start(
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(ExecutorError, match=r"no cluster address \(--ray-address or RAY_ADDRESS\)"):
         await make_executor("ray").start()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["-m", "worker"],
+        ["skillsbench-agentbeats", "worker"],
+    ],
+    ids=["python -m worker", "skillsbench-agentbeats worker"],
+)
+def test_worker_with_a_ray_executor_that_cannot_start_is_one_error_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """No cluster address (or no ray package): one `error:` line on stderr, exit code 2, no
+    uvicorn "startup failed" and no traceback (issue #18)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    if command[0] == "-m":
+        argv = [sys.executable, *command]
+    else:  # the console script beside this interpreter
+        argv = [str(Path(sys.executable).parent / command[0]), *command[1:]]
+    with socket.socket() as probe:  # a free port (the worker refuses 0)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.run(
+        [
+            *argv,
+            "--executor",
+            "ray",
+            "--port",
+            str(port),
+            "--jobs-dir",
+            str(tmp_path / "jobs"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: executor ray: "), lines
+    assert "no cluster address" in lines[0] or "not installed" in lines[0], lines
+    assert "Traceback" not in proc.stderr and "startup failed" not in proc.stderr

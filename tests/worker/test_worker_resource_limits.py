@@ -6,7 +6,10 @@
 * an agent that starts 10,000 processes: capped at the worker's process cap, ``pids_limit``,
   while the trial beside it passes;
 * ``cpus`` above the host: capped, runs, recorded (result.json, run metadata); the operator's
-  overrides likewise.
+  overrides likewise;
+* the local sandbox's storage watchdog (a worker that may not mount the capped tmpfs; forced
+  with ``SKILLSBENCH_SANDBOX_STORAGE=watchdog``): an agent writing three times the cap is
+  stopped, ``storage_limit``, while an agent leaving a sparse 1 GiB file passes.
 """
 
 from __future__ import annotations
@@ -58,6 +61,14 @@ open("/logs/agent/cpus.txt", "w").write(str(cpus))
 '
 echo 42 > /root/answer.txt
 """
+# Three times a 16 MiB cap, a MiB at a time; the answer only at the end.
+WRITE_48M = """\
+i=0
+while [ $i -lt 48 ]; do i=$((i+1)); head -c 1048576 /dev/zero > /root/fill$i; sleep 0.1; done
+echo 42 > /root/answer.txt
+"""
+# A 1 GiB file that takes no disk, left while the watchdog measures a few times.
+SPARSE_1G = "truncate -s 1G /logs/agent/sparse\nsleep 2\necho 42 > /root/answer.txt\n"
 FORK_10000 = "for i in $(seq 10000); do sleep 300 & done\necho 42 > /root/answer.txt\n"
 
 
@@ -129,7 +140,7 @@ def _scored_zero(row: dict[str, Any], result: dict[str, Any], kind: str) -> None
 
 
 def test_the_failure_table_scores_limits_as_the_agents_failures() -> None:
-    for kind in (FailureKind.OOM, FailureKind.PIDS_LIMIT):
+    for kind in (FailureKind.OOM, FailureKind.PIDS_LIMIT, FailureKind.STORAGE_LIMIT):
         meaning = FAILURE_TABLE[kind]
         assert meaning.score_eligible and not meaning.retried and meaning.category is None
 
@@ -179,6 +190,33 @@ async def test_ten_thousand_processes_are_capped_and_the_trial_beside_passes(
     assert meta["resource_limits"]["pids_limit"] == 200
     beside, beside_result, _ = results["beside"]
     assert beside["passed"] and beside_result["failure"] is None, beside_result
+
+
+async def test_local_storage_watchdog_scores_a_disk_filler_storage_limit_and_sparse_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 16 << 20
+    monkeypatch.setenv("SKILLSBENCH_CAP_SANDBOX_BYTES", str(cap))
+    monkeypatch.setenv("SKILLSBENCH_SANDBOX_STORAGE", "watchdog")
+    _task(tmp_path / "tasks", "filler")
+    _task(tmp_path / "tasks", "sparse")
+    results = await _run(
+        tmp_path,
+        "local",
+        {
+            "filler": script(tmp_path, "fill", WRITE_48M),
+            "sparse": script(tmp_path, "sparse", SPARSE_1G),
+        },
+    )
+    row, result, _ = results["filler"]
+    _scored_zero(row, result, "storage_limit")
+    events = result["resources"]["events"]
+    assert events["storage_hits"] == 1 and cap < events["storage_used_bytes"] < 3 * cap, events
+    assert "storage cap" in result["reason"]
+    trial = next((tmp_path / "jobs").glob(f"runs/*/trials/{row['trial_id']}"))
+    assert "storage cap hit" in summary(trial)  # trials show
+    sparse, sparse_result, _ = results["sparse"]
+    assert sparse["passed"] and sparse_result["failure"] is None, sparse_result
 
 
 async def _host_cpus(environment: str) -> float:

@@ -74,14 +74,25 @@ class SandboxTampered(Exception):
 class SandboxLimitExceeded(Exception):
     """What ran in the sandbox hit one of its limits before the verifier (the kernel's OOM kill
     under ``memory_mb``, a fork refused at ``pids_limit``): the agent's failure, not the
-    infrastructure's, so not a :class:`SandboxError`. ``kind`` is ``"oom"`` or ``"pids_limit"``."""
+    infrastructure's, so not a :class:`SandboxError`. ``kind`` is ``"oom"``, ``"pids_limit"`` or
+    ``"storage_limit"`` (its writable folders took more disk than the trial's storage cap: the
+    local sandbox's watchdog killed everything in it)."""
 
     def __init__(self, kind: str, events: dict[str, int]) -> None:
-        super().__init__(
-            f"the kernel killed {events.get('oom_kills', 0)} process(es) at the task's memory limit"
-            if kind == "oom"
-            else f"{events.get('pids_max_hits', 0)} fork(s) refused at the trial's process limit"
-        )
+        if kind == "oom":
+            text = (
+                f"the kernel killed {events.get('oom_kills', 0)} process(es) at the task's "
+                "memory limit"
+            )
+        elif kind == "pids_limit":
+            text = f"{events.get('pids_max_hits', 0)} fork(s) refused at the trial's process limit"
+        else:
+            text = (
+                f"the sandbox's writable folders took {events.get('storage_used_bytes', 0)} bytes "
+                f"of disk, over the trial's storage cap of {events.get('storage_cap_bytes', 0)}: "
+                "everything in the sandbox was killed"
+            )
+        super().__init__(text)
         self.kind = kind
         self.events = events
 
@@ -95,6 +106,8 @@ def limit_exceeded(events: Mapping[str, int] | None) -> SandboxLimitExceeded | N
         return SandboxLimitExceeded("oom", dict(events))
     if events.get("pids_max_hits", 0) > 0:
         return SandboxLimitExceeded("pids_limit", dict(events))
+    if events.get("storage_hits", 0) > 0:
+        return SandboxLimitExceeded("storage_limit", dict(events))
     return None
 
 
@@ -283,7 +296,9 @@ class Sandbox(abc.ABC):
     async def limit_events(self) -> dict[str, int] | None:
         """How often what ran in the sandbox hit its limits so far: ``oom_kills`` (processes
         the kernel killed at the memory limit) and ``pids_max_hits`` (forks refused at the
-        process limit); None when this backend cannot tell. SandboxError when it cannot look."""
+        process limit), and where a storage watchdog runs ``storage_hits`` (times it killed the
+        sandbox past the storage cap, with ``storage_used_bytes`` and ``storage_cap_bytes``);
+        None when this backend cannot tell. SandboxError when it cannot look."""
         return None
 
     @classmethod

@@ -8,7 +8,8 @@ Layout of one sandbox (see docs/sandboxes.md):
 * writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
   default ``/root``), ``/root``, ``/logs``, ``/tmp`` and, fresh and empty, ``/opt``, ``/srv``
   and ``/var``; ``/usr/local`` is the host's under a per-trial overlay (root workers); all of it
-  lives in one capped tmpfs where the worker may mount (see :mod:`.writable`); ``/tests``,
+  lives in one capped tmpfs where the worker may mount, else under a storage watchdog (see
+  :mod:`.writable`); ``/tests``,
   ``/solution``, the skills folder and ``/instruction.md`` appear only once uploaded;
 * files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
   the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import posixpath
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps
+from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps, storage_mode
 from worker.sandbox._bubblewrap import limits
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
@@ -66,6 +69,7 @@ from worker.sandbox._bubblewrap.writable import (
     Snapshot,
     Watched,
     changes,
+    disk_use,
     head,
     mount_capped_root,
     mount_copy_on_write,
@@ -100,6 +104,13 @@ from worker.sandbox.tamper import PathStat, find_tampering
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
+
+log = logging.getLogger(__name__)
+
+# The storage watchdog (a worker that may not mount the capped tmpfs) measures the tree at most
+# this often, and never spends more than a fifth of its time walking it (a tree of many files).
+STORAGE_WATCH_SEC = 0.5
+STORAGE_WATCH_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,13 @@ class BubblewrapSandbox(Sandbox):
         self._watched: list[Watched] = []  # what tamper_evidence diffs against _baseline
         self._baseline: Snapshot | None = None
         self._cap = 0  # bytes of the capped tree while the agent runs (0: not capped)
+        # The storage watchdog (where the tree is no capped tmpfs): what it saw, and whether it
+        # killed the sandbox (then no command starts any more: the trial is the agent's failure).
+        self._watchdog: asyncio.Task[None] | None = None
+        self._storage_limit = 0  # bytes it allows now (the cap; more once the agent is gone)
+        self._storage_used = 0
+        self._storage_hits = 0
+        self._storage_walks = 0  # how often it measured (tests wait on it)
 
     @property
     def workdir(self) -> str:
@@ -165,7 +183,15 @@ class BubblewrapSandbox(Sandbox):
         return limits.host().mechanisms()
 
     async def limit_events(self) -> dict[str, int] | None:
-        return await asyncio.to_thread(self._limits.events)
+        events = await asyncio.to_thread(self._limits.events)
+        if self._storage_limit:
+            events = {
+                **(events or {}),
+                "storage_hits": self._storage_hits,
+                "storage_used_bytes": self._storage_used,
+                "storage_cap_bytes": self._cap,
+            }
+        return events
 
     @classmethod
     async def host_capacity(cls) -> HostCapacity:
@@ -226,6 +252,11 @@ class BubblewrapSandbox(Sandbox):
             )
         self._image_env = {**recipe.env, **config.env}
         await asyncio.to_thread(self._make_layout)
+        if self._cap and self._root not in self._mounted:
+            self._storage_limit = self._cap
+            self._watchdog = asyncio.create_task(
+                self._watch_storage(), name=f"storage watchdog {self.spec.trial_id}"
+            )
         await self._new_init()
         await self._probe_layout()
         await apply_recipe(self, recipe)
@@ -251,7 +282,7 @@ class BubblewrapSandbox(Sandbox):
         self._remove_tree()
         root = self._root
         self._cap = OutputCaps.from_env().sandbox_bytes
-        if mount_capped_root(root, self._cap, self.spec.owner):
+        if mount_capped_root(root, self._cap, self.spec.owner, storage_mode()):
             self._mounted.append(root)
         logs = root / "logs"
         for sub in ("agent", "verifier", "artifacts"):
@@ -323,11 +354,34 @@ class BubblewrapSandbox(Sandbox):
             await self._kill_all()
             raise
 
+    async def _watch_storage(self) -> None:
+        """While the sandbox runs: past the storage limit, kill everything in it (once; no
+        command starts after that) and count it in :meth:`limit_events`."""
+        pause = STORAGE_WATCH_SEC  # the first walk after a pause: a short trial pays nothing
+        while not self._stopped:
+            await asyncio.sleep(pause)
+            began = time.monotonic()
+            used = await asyncio.to_thread(disk_use, self._root)
+            self._storage_used = max(self._storage_used, used)
+            self._storage_walks += 1
+            if used > self._storage_limit and not self._storage_hits:
+                self._storage_hits = 1
+                log.warning(
+                    "local sandbox %s: %d bytes written, over the storage cap of %d: killing it",
+                    self.spec.trial_id,
+                    used,
+                    self._storage_limit,
+                )
+                await self._kill_all()
+            pause = max(STORAGE_WATCH_SEC, (time.monotonic() - began) / STORAGE_WATCH_SHARE)
+
     async def kill_processes(self) -> None:
         await self._kill_all()
         if self._root in self._mounted and self._cap:
             # The agent is gone: the verifier gets room even if the agent filled its cap.
             await asyncio.to_thread(resize, self._root, self._cap + SANDBOX_VERIFIER_RESERVE)
+        if self._storage_limit:  # the same room under the watchdog
+            self._storage_limit = self._cap + SANDBOX_VERIFIER_RESERVE
         if not self._stopped and self._started:
             await self._new_init()
 
@@ -353,6 +407,10 @@ class BubblewrapSandbox(Sandbox):
         if self._stopped:
             return
         self._stopped = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
         await self._kill_all()
         await asyncio.to_thread(self._limits.remove)
         await asyncio.to_thread(self._remove_tree)
@@ -449,6 +507,11 @@ class BubblewrapSandbox(Sandbox):
         user: str | None,
         stdin: int,
     ) -> Spawned:
+        if self._storage_hits:
+            raise SandboxError(
+                f"the sandbox was killed: its writable folders took {self._storage_used} bytes, "
+                f"over the storage cap of {self._cap}"
+            )
         argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         read_fd, write_fd = os.pipe()
         cancelled = False

@@ -12,7 +12,9 @@ A container gives its agent a writable root; the local sandbox gives it (docs/sa
 
 Where the worker may mount (root), the whole per-trial tree is one tmpfs of
 :attr:`worker.limits.OutputCaps.sandbox_bytes`: past it every write fails with ENOSPC and the
-host's disk never grows. The overlay is mounted once per trial on the host, so every command of
+host's disk never grows. Where it may not (or with ``SKILLSBENCH_SANDBOX_STORAGE=watchdog``), a
+watchdog measures the tree's allocated blocks (:func:`disk_use`) while the sandbox runs and, past
+the cap, kills everything in the sandbox: the trial fails as ``storage_limit``. The overlay is mounted once per trial on the host, so every command of
 the sandbox shares one view (an overlay's upper folder must never be shared by two mounts).
 
 What changed is a diff of the watched folders (the overlay's upper folder, the fresh tops, the
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.limits import STORAGE_MODE_VAR
 from worker.sandbox.tamper import Change, ChangeKind, PathStat
 
 log = logging.getLogger(__name__)
@@ -85,15 +88,51 @@ def unmount(target: Path) -> None:
     _libc.umount2(str(target).encode(), _MNT_DETACH)
 
 
+def disk_use(root: Path) -> int:
+    """The bytes the files under ``root`` really take on disk (allocated blocks: a sparse file
+    counts what it holds, not its length; a file with several links once), links not followed,
+    on ``root``'s own file system only (an overlay mounted in it shows the host's folder: what
+    the trial wrote there is in its upper folder, which is counted). Entries that vanish while
+    walked are skipped."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    try:
+        device = root.stat().st_dev
+    except OSError:
+        return 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_dev != device:
+                continue
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                key = (info.st_dev, info.st_ino)
+                if key in seen:
+                    continue
+                seen.add(key)
+            total += info.st_blocks * 512
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(entry.path)
+    return total
+
+
 _warned = False
 
 
-def mount_capped_root(root: Path, size: int, owner: str) -> bool:
+def mount_capped_root(root: Path, size: int, owner: str, mode: str = "tmpfs") -> bool:
     """A tmpfs of ``size`` bytes at ``root`` (made empty); False where this worker may not mount
-    (said once per process)."""
+    or ``mode`` is not ``tmpfs`` (the watchdog caps the tree then)."""
     global _warned
     root.mkdir(parents=True, exist_ok=True)
-    if size <= 0:
+    if size <= 0 or mode != "tmpfs":
         return False
     problem = (
         _mount(f"{TMPFS_NAME}-{owner}", root, "tmpfs", f"{_size_options(size)},mode=0755")
@@ -106,8 +145,9 @@ def mount_capped_root(root: Path, size: int, owner: str) -> bool:
         _warned = True
         log.warning(
             "local sandbox: no storage cap and /usr/local read-only (%s); run the worker as "
-            "root for both",
+            "root for both, or set %s=watchdog (or auto) for a storage cap without root",
             problem,
+            STORAGE_MODE_VAR,
         )
     return False
 
