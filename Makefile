@@ -39,8 +39,11 @@ demo: sync
 host-packages:
 	@sh tests/host-packages.sh
 
+# The Ray cluster tests start a multi-node cluster on this machine: they run on their own after
+# the rest, so no other test's load starves its nodes (a raylet has a fixed 30 s to register).
 test: sync host-packages
-	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
+	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q -m "not ray_cluster"
+	$(RUN) pytest -q -m ray_cluster
 
 # Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
 # The docker modes run when a Docker engine answers and the test images can be built.

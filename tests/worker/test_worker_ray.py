@@ -31,6 +31,7 @@ from worker.records import RunRecord
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.ray_cluster,  # make test runs these after the rest, on their own
     # One cluster for the module: its tests stay on one xdist worker (make test: --dist loadgroup)
     pytest.mark.xdist_group("ray-cluster"),
     pytest.mark.skipif(ray_missing() is not None, reason=ray_missing() or ""),
