@@ -11,12 +11,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from green_agent.card import CARD_PATH, card_document
 from green_agent.settings import GreenSettings, load_settings
+from serving.listen import listening_socket
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -142,33 +142,11 @@ class FastStartApp:
         await self._app(scope, receive, send)
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything starts: a port in use (or a host that is not
-    ours) is an ``OSError`` here, so the agent never says "ready" for a port it does not hold."""
-    try:
-        infos = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except socket.gaierror as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
-
-
 def serve(host: str, port: int, card_url: str | None = None) -> None:
     import uvicorn
 
     settings = load_settings()
-    sock = bind(host, port)  # before the app builds: "ready" comes after the bind
+    sock = listening_socket(host, port)  # before the app builds: "ready" comes after the bind
     url = card_url or f"http://{host}:{port}/"
     app: Any = FastStartApp(url, lambda: build_app(url, settings))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))

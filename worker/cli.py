@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from serving.listen import bind_host, listening_socket
 from worker.api import SCRIPT_DIR_VAR
 from worker.environment import base_image_map_option
 from worker.failures import RetryPolicy
@@ -32,37 +33,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def listen_host(host: str, port: int) -> str:
-    """The address to bind: ``[::1]`` (URL form) becomes ``::1``; an address this machine cannot
-    listen on is refused here, naming it, instead of failing inside the server."""
-    host = host.strip()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
+    """The address to bind (``[::1]`` becomes ``::1``); one this machine cannot listen on is
+    refused here, naming it, instead of failing inside the server."""
+    host = bind_host(host)
     try:
         socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as exc:
         raise click.BadParameter(f"cannot listen on {host!r}: {exc}", param_hint="--host") from None
     return host
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before the server starts: a port in use is one line
-    (``OSError``), not a server that logs its start and then a traceback."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except (OSError, UnicodeError) as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc}") from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 def environment_option(help: str | None = None) -> Callable[[F], F]:
@@ -257,7 +235,7 @@ def worker(
         executor=executor,
         executor_options=executor_options(executor, ray_address),
     )
-    sock = bind_socket(host, port)
+    sock = listening_socket(host, port)
     engine = Engine(settings)
     app = create_app(engine, token=token, script_dir=script_dir, engine_started=True)
     config = uvicorn.Config(

@@ -195,22 +195,12 @@ def reported_rows(folder: Path) -> list[tuple[str, ...]]:
     return rows
 
 
-def _json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise ValueError(f"{path}: not valid JSON") from None
-    return value if isinstance(value, dict) else {}
-
-
 def summary(folder: Path) -> str:
-    result = _json(folder / "result.json")
+    result = trial_records.read_json(folder / "result.json")
     if not result:
         raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
-    timing = _json(folder / "timing.json")
-    config = _json(folder / "config.json")
+    timing = trial_records.read_json(folder / "timing.json")
+    config = trial_records.read_json(folder / "config.json")
     agent_result = result.get("agent_result") or {}
     tracking = result.get("usage_tracking") or {}
     lines = [

@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from worker_helpers import make_task, run_payload, script
 
 from worker.app import create_app
 from worker.engine import Engine, EngineSettings
+from worker.json_text import encode_document
 from worker.meta import ProofSettings
 
 TASKS = 20
@@ -81,3 +83,37 @@ async def test_cancel_of_2000_queued_trials(tmp_path: Path) -> None:
     stored = json.loads((jobs / "runs" / run_id / "run.json").read_text())
     assert stored["status"] == "cancelled"
     assert all(t["row"] is not None for t in stored["trials"].values())
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {},
+        {"rows": []},
+        {"rows": [{"trial_id": f"t{i}", "reward": i / 7} for i in range(1234)], "n": 1},
+        {"path": Path("/x"), "refs": [{"k": i} for i in range(500)], "nested": {"a": [1, 2]}},
+        {"long": list(range(1001)), "text": "é\u2028\n", "big": 1e16, "tiny": 5e-324},
+        {"tasks": {f"t#{i}": "queued" for i in range(1501)}, "rows": [None] * 501},
+    ],
+)
+def test_documents_encoded_in_slices_are_the_same_json(doc: dict[str, object]) -> None:
+    """A proof or status written a slice at a time (so the event loop is not held) is, read
+    back, the document one json.dumps call writes; compact, one line."""
+    text = encode_document(doc)
+    assert json.loads(text) == json.loads(json.dumps(doc, default=str))
+    assert b"\n" not in text and b", " not in text
+
+
+def test_not_a_number_is_null_not_invalid_json() -> None:
+    assert json.loads(encode_document({"reward": float("nan"), "x": [float("inf")]})) == {
+        "reward": None,
+        "x": [None],
+    }
+
+
+def test_a_string_utf8_cannot_carry_is_escaped_not_an_error() -> None:
+    odd = b"/usr/bin/\xff".decode("utf-8", "surrogateescape")
+    assert json.loads(encode_document({"rows": [{"reason": odd}] * 600, "x": odd})) == {
+        "rows": [{"reason": odd}] * 600,
+        "x": odd,
+    }

@@ -1,0 +1,1 @@
+"""What every service of ours shares at its edge and nothing else (a leaf: stdlib only)."""
