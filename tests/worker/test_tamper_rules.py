@@ -136,3 +136,17 @@ def test_a_link_in_place_of_a_home_search_folder_is_flagged() -> None:
     assert flagged(tree, changes(("added", "/root/.local/bin/mytool"))) == {}
     tree.links["/root/.local/share"] = "/tmp/share"  # not where programs are searched
     assert flagged(tree, changes(("added", "/root/.local/share"))) == {}
+
+
+def test_a_pth_hook_whose_name_is_not_utf8_is_tampering_however_it_is_listed() -> None:
+    """From a walk of the layer (lone surrogates) or from the engine (U+FFFD, its content not
+    reachable by that name): flagged either way; the evidence is valid UTF-8."""
+    site = "/usr/local/lib/python3.11/site-packages"
+    tree = Tree({f"{site}/ok.py": b""})
+    for odd in (b"zz\xff.pth".decode("utf-8", "surrogateescape"), "zz\ufffd.pth"):
+        found = find_tampering([Change(f"{site}/{odd}", "added")], tree)
+        assert [t.reason for t in found] == [
+            "a Python .pth file whose name is not UTF-8 (runs at every start)"
+        ]
+        assert found[0].as_dict()["path"] == f"{site}/zz\ufffd.pth"
+        found[0].as_dict()["path"].encode("utf-8")

@@ -74,6 +74,9 @@ PROBES = {
     "chmod 755 /usr/local/sbin/python3",
     "pth-hook": "d=$(python3 -c 'import site; print(site.getsitepackages()[0])') && "
     'mkdir -p "$d" && echo "import os; os.system(\'true\')" > "$d/zz_hook.pth"',
+    # A hook under a name that is not UTF-8: Python's site runs it all the same.
+    "odd-name-pth": "d=$(python3 -c 'import site; print(site.getsitepackages()[0])') && "
+    'mkdir -p "$d" && echo "import os" > "$d/zz$(printf \'\\377\').pth"',
     "home-bin-shadow": 'mkdir -p /root/.local/bin && cp "$FAKE" /root/.local/bin/bash',
     "user-site-shadow": "d=$(python3 -c 'import site; print(site.getusersitepackages())') && "
     'mkdir -p "$d" && printf "%s\\n" "import os" '
@@ -89,6 +92,7 @@ WRITABLE_LOCALLY = {
     "test-runner",
     "path-shadow",
     "pth-hook",
+    "odd-name-pth",
     "home-bin-shadow",
     "user-site-shadow",
     "sitecustomize",
@@ -208,8 +212,8 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
     for name, (run_id, _, status) in by_name.items():
         (row,) = status["rows"]
         assert row["reward"] == 0.0 and not row["passed"], f"probe {name} earned a reward: {row}"
-        assert row["score_eligible"] and row["infra_failure_type"] is None, (name, row)
         result = _result(tmp_path, run_id, row)
+        assert row["score_eligible"] and row["infra_failure_type"] is None, (name, row, result)
         if environment == "local" and name not in WRITABLE_LOCALLY:
             assert result["failure"] != "verifier_tampered", (name, result)
             _assert_refused(tmp_path, run_id, row, name)

@@ -125,7 +125,14 @@ class Tampering:
     reason: str
 
     def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+        """As evidence: a file name that is not UTF-8 (the agent chose it; a walk of the host's
+        folders gives it with lone surrogates, which no JSON writer of the run store takes)
+        shows U+FFFD for its odd bytes, as the engine's ``docker diff`` has it."""
+        return {key: _printable(value) for key, value in asdict(self).items()}
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -234,6 +241,10 @@ def find_tampering(
         # or it is a hook that runs by itself.
         if name in PYTHON_HOOKS:
             flag(change, "a Python start-up hook")
+        elif name.endswith(".pth") and _not_utf8(name):
+            # Python's site runs it all the same; an engine that shows the name with U+FFFD
+            # cannot show its content: the hook is not given the benefit of the doubt.
+            flag(change, "a Python .pth file whose name is not UTF-8 (runs at every start)")
         elif name.endswith(".pth") and _pth_runs_code(probe, where):
             flag(change, "a Python .pth file with an import line (runs at every start)")
         elif _STDLIB_ENTRY.search(where) and name not in _NOT_MODULES:
@@ -245,6 +256,12 @@ def find_tampering(
         ):
             flag(change, f"a shared library of the same name as {shadow}")
     return found
+
+
+def _not_utf8(name: str) -> bool:
+    """A name read from bytes that are not UTF-8: lone surrogates (a walk of the host's
+    folders) or U+FFFD (the engine's ``docker diff``)."""
+    return "\ufffd" in name or any("\udc80" <= char <= "\udcff" for char in name)
 
 
 def _shadowed_module(path: str, resolver: _Resolver) -> str:

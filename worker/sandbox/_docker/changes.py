@@ -1,6 +1,7 @@
-"""What the agent changed in a container, by the engine's own account: ``GET
-/containers/{id}/changes`` (``docker diff``) lists every path of the container's writable layer
-against its image in one call; the rules of :mod:`worker.sandbox.tamper` decide what of it
+"""What the agent changed in a container: every path of the container's writable layer against
+its image, read from that layer on this host where the worker can (milliseconds), else by the
+engine's own account, ``GET /containers/{id}/changes`` (``docker diff``, up to seconds on a
+driver without a native diff); the rules of :mod:`worker.sandbox.tamper` decide what of it
 touches the verifier, with a look at single paths (``HEAD /containers/{id}/archive``) only for
 the few new files that could shadow something."""
 
@@ -11,6 +12,7 @@ import json
 import tarfile
 from typing import Any
 
+from worker.sandbox._docker import layer
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxError
 from worker.sandbox.tamper import (
@@ -41,7 +43,7 @@ class _ContainerProbe:
         return str(self.api._url("/containers/{0}/archive", self.container))
 
     def _stat(self, path: str) -> dict[str, Any] | None:
-        response = self.api.head(self._url(), params={"path": path})
+        response = self.api.head(self._url(), params={"path": _raw(path)})
         if response.status_code == 404:
             return None
         self.api._raise_for_status(response)
@@ -67,7 +69,7 @@ class _ContainerProbe:
 
     def head(self, path: str, limit: int) -> bytes | None:
         try:
-            stream, _ = self.api.get_archive(self.container, path, chunk_size=64 * 1024)
+            stream, _ = self.api.get_archive(self.container, _raw(path), chunk_size=64 * 1024)
         except docker_errors().NotFound:
             return None
         data = bytearray()
@@ -86,8 +88,28 @@ class _ContainerProbe:
             return None
 
 
-def container_changes(client: Any, container: str) -> list[Change]:
-    """Every path of the container's writable layer, as the engine lists it."""
+def _raw(path: str) -> bytes:
+    """The path's own bytes for the engine: a name that is not UTF-8 (read from the layer, it
+    holds lone surrogates) reaches the file it names, not an error or another name."""
+    return path.encode("utf-8", "surrogateescape")
+
+
+def container_layers(client: Any, container: str) -> layer.Layers | None:
+    """The container's layer folders where this process can read them (one inspect; the
+    caller keeps the answer for the container's life), else None: ask the engine."""
+    return layer.layers_of(client.api.inspect_container(container))
+
+
+def container_changes(
+    client: Any, container: str, layers: layer.Layers | None = None
+) -> list[Change]:
+    """Every path of the container's writable layer: read from ``layers`` (milliseconds, see
+    :mod:`worker.sandbox._docker.layer`), else as the engine lists it (``docker diff``)."""
+    if layers is not None:
+        try:
+            return layer.layer_changes(layers)
+        except OSError:  # the layer went away or is not readable after all: ask the engine
+            pass
     entries = client.api.diff(container) or []
     return [Change(str(e["Path"]), _KINDS.get(int(e["Kind"]), "modified")) for e in entries]
 
@@ -105,11 +127,17 @@ def _container_path(client: Any, container: str) -> str:
 Trusted = dict[str, tuple[str, str | None]]
 
 
-def tampering(client: Any, container: str, trusted: Trusted | None = None) -> list[Tampering]:
+def tampering(
+    client: Any,
+    container: str,
+    trusted: Trusted | None = None,
+    layers: layer.Layers | None = None,
+) -> list[Tampering]:
     """What of the container's changes touches what the verifier runs (blocking: a thread),
-    except what ``trusted`` holds unchanged since (see :func:`trust`)."""
+    except what ``trusted`` holds unchanged since (see :func:`trust`); ``layers``: see
+    :func:`container_layers`."""
     try:
-        changes = container_changes(client, container)
+        changes = container_changes(client, container, layers)
         relevant = [
             c
             for c in changes
@@ -135,10 +163,10 @@ def tampering(client: Any, container: str, trusted: Trusted | None = None) -> li
         raise SandboxError(f"cannot list the container's changes: {exc}") from None
 
 
-def trust(client: Any, container: str) -> Trusted:
+def trust(client: Any, container: str, layers: layer.Layers | None = None) -> Trusted:
     """What :func:`tampering` finds now, with each path's signature: the harness's own doing
     (an agent's install), which a later look forgives while the path stays as it is."""
-    found = tampering(client, container)
+    found = tampering(client, container, layers=layers)
     if not found:
         return {}
     probe = _ContainerProbe(client, container)
