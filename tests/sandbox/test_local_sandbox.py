@@ -71,7 +71,7 @@ async def test_an_agent_sees_only_the_allowlist(make_task: MakeTask, tmp_path: P
     lent = {Path(site).parts[1] for site in worker_site_dirs()}
     assert tops - ALLOWED_TOPS - lent == set(), tops
     paths = [line for line in result.stdout.splitlines() if line.startswith("/")]
-    assert len(paths) > 100  # the walk ran
+    assert len(paths) > 100, (result.exit_code, result.timed_out, result.stderr[-2000:])
     sites = worker_site_dirs()
     for path in paths:
         assert "skillsbench-allowlist" not in path and str(tmp_path) not in path, path
@@ -428,3 +428,25 @@ def test_the_storage_mode_setting_is_checked() -> None:
     # Named where the worker reads its caps (its start), not in the first trial.
     with pytest.raises(ValueError, match="SKILLSBENCH_SANDBOX_STORAGE='disk'"):
         OutputCaps.from_env({"SKILLSBENCH_SANDBOX_STORAGE": "disk"})
+
+
+async def test_a_finished_command_is_never_killed_by_a_pid_someone_else_now_has(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """Once bwrap reaped a command its pid is free; on a host forking thousands of processes
+    (a fork-bomb trial beside this one) the next process may get it. The sandbox signals
+    through pidfds, so killing a finished command never reaches that process."""
+    import subprocess
+
+    async with local(make_task(), tmp_path / "s") as sb:
+        spawned = await sb._spawn(["true"], None, None, None, asyncio.subprocess.DEVNULL)
+        assert await spawned.wait() == 0
+        victim = subprocess.Popen(["sleep", "30"])
+        try:
+            spawned.child_pid = victim.pid  # as if the kernel had given the pid to it
+            spawned.kill()
+            await asyncio.sleep(0.2)
+            assert victim.poll() is None, "a finished command's kill reached another process"
+        finally:
+            victim.kill()
+            victim.wait()

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 
 from worker.sandbox._bubblewrap.host import CLEAN_PATH, NAMESPACE_FLAGS, system_args
+from worker.sandbox._bubblewrap.process import Pidfd
 from worker.sandbox.base import SandboxError
 
 CLONE_NEWUSER = 0x10000000
@@ -45,6 +46,7 @@ class InitNamespace:
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.pid = 0  # the init's pid (its namespace's leader)
+        self._handle: Pidfd | None = None
         self.fds: list[int] = []  # its user and PID namespaces, for bwrap --userns/--pidns
 
     def start(
@@ -107,6 +109,7 @@ class InitNamespace:
             raise SandboxError(f"local sandbox init failed: {err.decode(errors='replace').strip()}")
         try:
             self.pid = int(json.loads(raw)["child-pid"])
+            self._handle = Pidfd.open(self.pid)  # alive: it said "ready"
             self.fds = [
                 os.open(f"/proc/{self.pid}/ns/user", os.O_RDONLY),
                 os.open(f"/proc/{self.pid}/ns/pid", os.O_RDONLY),
@@ -120,7 +123,9 @@ class InitNamespace:
         if self.process is not None and self.process.poll() is None:
             # 0 until bwrap reported its child: a stop during start must not kill(0), which
             # would kill the worker's own process group.
-            if self.pid > 0:
+            if self._handle is not None:  # never a later process given the same pid
+                self._handle.kill()
+            elif self.pid > 0 and not Pidfd.supported():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -131,6 +136,9 @@ class InitNamespace:
                 if pipe is not None:
                     pipe.close()
         self.process = None
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
         for fd in self.fds:
             with contextlib.suppress(OSError):
                 os.close(fd)

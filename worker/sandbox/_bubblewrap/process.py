@@ -7,11 +7,14 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import signal
 
 from worker.sandbox.base import SandboxProcess
 
 STREAM_LIMIT = 64 * 1024 * 1024  # longest line an open_process reader accepts (ACP JSON lines)
+# How long bwrap may take to report the exit of a command it has already reaped.
+REPORT_GRACE_SEC = 15.0
 
 
 class Spawned:
@@ -29,6 +32,11 @@ class Spawned:
         self.exit_code: int | None = None
         self.has_pid = asyncio.Event()
         self.finished = asyncio.Event()
+        # Signals go through pidfds: a pid is free for reuse once reaped (bwrap reaps the
+        # command, asyncio's watcher reaps bwrap), and on a host that forks thousands of
+        # processes a kill by number then hits another sandbox's command.
+        self._bwrap = Pidfd.open(proc.pid) if proc.returncode is None else None
+        self._child: Pidfd | None = None
         self._task = asyncio.create_task(self._read_status(status_fd))
 
     async def _read_status(self, fd: int) -> None:
@@ -50,6 +58,9 @@ class Spawned:
                     buffer = buffer.lstrip()[end:]
                     if isinstance(doc, dict) and "child-pid" in doc:
                         self.child_pid = int(doc["child-pid"])
+                        # Reported at its clone, before the command runs: still this child.
+                        if self.exit_code is None:
+                            self._child = Pidfd.open(self.child_pid)
                         self.has_pid.set()
                     if isinstance(doc, dict) and "exit-code" in doc:
                         self.exit_code = int(doc["exit-code"])
@@ -59,11 +70,45 @@ class Spawned:
             self.finished.set()
 
     def kill(self) -> None:
-        if self.child_pid is not None:
+        """SIGKILL the command's namespace leader (and with it its namespace) and bwrap."""
+        if self._child is not None:
+            self._child.kill()
+        elif self.child_pid is not None and self.exit_code is None and not Pidfd.supported():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.child_pid, signal.SIGKILL)
-            self.child_pid = None
-        kill_group(self.proc)
+        if self._bwrap is not None:
+            self._bwrap.kill()
+        elif not Pidfd.supported():
+            kill_group(self.proc)
+
+    def close(self) -> None:
+        """Release the pidfds (once the command is waited for or abandoned)."""
+        for handle in (self._child, self._bwrap):
+            if handle is not None:
+                handle.close()
+        self._child = self._bwrap = None
+
+    def _child_alive(self) -> bool:
+        if self._child is not None:
+            return self._child.alive()
+        if self.child_pid is None or Pidfd.supported():
+            return False  # gone before we could hold it
+        return alive(self.child_pid)
+
+    async def _reported_or_exited(self) -> None:
+        """After the command is gone: until bwrap reports its exit or exits itself (then its
+        report, if any, is already in the pipe), at most REPORT_GRACE_SEC."""
+        reported = asyncio.ensure_future(self.finished.wait())
+        exited = asyncio.ensure_future(self.proc.wait())
+        try:
+            await asyncio.wait(
+                {reported, exited}, timeout=REPORT_GRACE_SEC, return_when=asyncio.FIRST_COMPLETED
+            )
+            if exited.done() and not reported.done():
+                await asyncio.wait({reported}, timeout=1.0)
+        finally:
+            reported.cancel()
+            exited.cancel()
 
     async def wait(self) -> int:
         """Wait for the command, then kill what it left behind; its exit code."""
@@ -73,12 +118,15 @@ class Spawned:
                 break
             except TimeoutError:
                 # bwrap whose setup failed after reporting the child may never report an exit.
-                if self.child_pid is not None and not alive(self.child_pid):
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.finished.wait(), 0.5)
+                # A child that is gone was reaped by bwrap, whose report follows: on a loaded
+                # host seconds later, and killing bwrap before it turns a clean exit into 137.
+                if self.child_pid is not None and not self._child_alive():
+                    await self._reported_or_exited()
                     break
         self.kill()
         code = await self.proc.wait()
+        self.close()
+        # Without a report, bwrap's own status: the command's, unless we had to kill bwrap.
         return self.exit_code if self.exit_code is not None else exit_code(code)
 
 
@@ -111,6 +159,59 @@ class BubblewrapProcess(SandboxProcess):
         if self._code is None and self._spawned.finished.is_set():
             return self._spawned.exit_code
         return self._code
+
+
+class Pidfd:
+    """A process held by a pidfd (Linux >= 5.3): its signals never reach a later process that
+    was given the same pid."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+
+    @staticmethod
+    def supported() -> bool:
+        return _PIDFD_SUPPORTED
+
+    @classmethod
+    def open(cls, pid: int) -> Pidfd | None:
+        """None when the process is gone already (or pidfds are not supported)."""
+        if not _PIDFD_SUPPORTED:
+            return None
+        try:
+            return cls(os.pidfd_open(pid))
+        except OSError:
+            return None
+
+    def alive(self) -> bool:
+        """Not yet exited (a zombie counts as exited)."""
+        if self.fd is None:
+            return False
+        readable, _, _ = select.select([self.fd], [], [], 0)
+        return not readable
+
+    def kill(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def _pidfd_supported() -> bool:
+    if not (hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
+_PIDFD_SUPPORTED = _pidfd_supported()
 
 
 def kill_group(proc: asyncio.subprocess.Process) -> None:

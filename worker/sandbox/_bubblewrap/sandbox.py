@@ -276,7 +276,9 @@ class BubblewrapSandbox(Sandbox):
                 f"task {self.config.task_id} needs the docker environment: the local sandbox "
                 f"cannot lay out the Dockerfile's files here ({probe.stderr.strip()})"
             )
-        raise SandboxError(f"local sandbox failed to start: {probe.stderr.strip()}")
+        raise SandboxError(
+            f"local sandbox failed to start (exit {probe.exit_code}): {probe.stderr.strip()}"
+        )
 
     def _make_layout(self) -> None:
         self._remove_tree()
@@ -401,6 +403,7 @@ class BubblewrapSandbox(Sandbox):
         for spawned in procs:
             with contextlib.suppress(ProcessLookupError):
                 await spawned.proc.wait()
+            spawned.close()
         self._procs.clear()
 
     async def stop(self) -> None:
@@ -560,6 +563,7 @@ class BubblewrapSandbox(Sandbox):
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(spawned.has_pid.wait()), 30)
             spawned.kill()
+            spawned.close()
             self._procs.discard(spawned)
             raise
         return spawned
