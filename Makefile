@@ -39,13 +39,13 @@ demo: sync
 host-packages:
 	@sh tests/host-packages.sh
 
+# The Ray cluster tests share one cluster: --dist loadgroup keeps them on one xdist worker.
 test: sync host-packages
-	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q -m "not ray_cluster"
+	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
 
-# The Ray cluster tests (a multi-node cluster on this machine) are not in `make test` for now:
-# they pass alone on a quiet machine but hung after the rest of the suite had run (issue #18).
+# The Ray cluster tests alone (a multi-node cluster on this machine; also part of `make test`).
 test-ray: sync
-	$(RUN) pytest -n 2 --dist loadgroup -q tests/worker/test_worker_ray.py
+	$(RUN) pytest -p no:xdist -q -m ray_cluster tests/worker/test_worker_ray.py
 
 # Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
 # The docker modes run when a Docker engine answers and the test images can be built.

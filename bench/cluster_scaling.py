@@ -99,9 +99,13 @@ async def main() -> None:
         make_task(tasks, "trivial")
         with local_cluster(root / "nodes", [args.slots]) as cluster:
             n = args.trials
-            await run("ray", tasks, root / "warm", "sleepy", "oracle", 1, 1)  # warm-up
+            # Warm-ups fill every slot once, so each layout starts with its Ray worker
+            # processes up (a node's first worker imports the project: seconds on this host).
+            slots = args.slots
+            await run("ray", tasks, root / "warm1", "trivial", "nop", slots, slots)
             one, _ = await run("ray", tasks, root / "one", "sleepy", "oracle", n, n)
             cluster.add_node(args.slots)
+            await run("ray", tasks, root / "warm2", "trivial", "nop", 2 * slots, 2 * slots)
             two, _ = await run("ray", tasks, root / "two", "sleepy", "oracle", n, n)
             # nop trials one at a time in one run per executor (as a worker runs them: the
             # executor and its cluster connection live across trials), after a warm-up run each

@@ -36,8 +36,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("leaderboard_queries.py", [], False),
     ("cancel_latency.py", [], False),
     ("sandbox_primitives.py", ["--backend", "local"], False),
-    # cluster_scaling.py is not here: its Ray cluster hung on this machine after the suite had
-    # run (issue #18's note); run it by hand.
+    ("cluster_scaling.py", [], False),
 ]
 
 

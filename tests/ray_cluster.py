@@ -17,7 +17,11 @@ GIB = 1024**3
 # Ray picks the address of the machine's interface for its nodes and clients unless told
 # otherwise; this keeps all of it, the client included, on the loopback interface. Ray reads
 # it when first imported: set before anything here imports ray.
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+LOOPBACK = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",  # see worker/executors/_ray.py
+}
 os.environ.update(LOOPBACK)
 START_TRIES = 5
 

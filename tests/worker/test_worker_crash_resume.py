@@ -100,7 +100,8 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     task_ids = [f"answer-{i}" for i in range(3)]
     for task_id in task_ids:
         make_task(tasks, task_id)
-    marker = f"1.{int(time.time() * 1000) % 100000:05d}"
+    # Long enough that trials still run when the worker is killed on a busy host.
+    marker = f"4.{int(time.time() * 1000) % 100000:05d}"
     agent = script(tmp_path, "slowish", f"sleep {marker}\necho 42 > /root/answer.txt\n")
     first = WorkerProcess(jobs, tasks, environment)
     workers.append(first)

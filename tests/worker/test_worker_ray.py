@@ -101,8 +101,31 @@ async def until(condition: Any, what: str, timeout: float = WAIT_SEC) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
+        assert loop.time() < deadline, f"timed out waiting for {what}\n{diagnosis()}"
         await asyncio.sleep(0.2)
+
+
+async def finished(engine: Engine, run_id: str) -> RunRecord:
+    """The run once it ended; on a hang, what every coroutine and the cluster were doing."""
+    try:
+        return await asyncio.wait_for(engine.wait(run_id), WAIT_SEC)
+    except TimeoutError:
+        raise AssertionError(
+            f"run {run_id} did not end in {WAIT_SEC:.0f}s\n{diagnosis()}"
+        ) from None
+
+
+def diagnosis() -> str:
+    import io
+
+    import ray
+
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=8, file=out)
+    nodes = [(n["NodeManagerAddress"], n["Alive"], n.get("Resources")) for n in ray.nodes()]
+    out.write(f"nodes: {nodes}\navailable: {ray.available_resources()}\n")
+    return out.getvalue()
 
 
 def sandbox_free() -> float:
@@ -127,7 +150,7 @@ async def test_examples_give_the_same_rows_inprocess_and_on_two_nodes(
         jobs = tmp_path / executor
         engine = engine_for(jobs, TASKS_DIR, executor)
         await engine.start(resume=False)
-        run = await engine.wait((await engine.submit(request_for(EXAMPLES))).run_id)
+        run = await finished(engine, (await engine.submit(request_for(EXAMPLES))).run_id)
         await engine.close()
         assert run.status == "completed", run.error
         rows[executor] = {row["task_id"]: comparable(row) for row in run.rows()}
@@ -168,7 +191,7 @@ async def test_a_node_lost_mid_run_loses_no_row_and_records_none_twice(
 
     await until(on_doomed, "a trial running on the node about to be removed")
     cluster.remove_node(doomed)
-    run = await engine.wait(run.run_id)
+    run = await finished(engine, run.run_id)
     await engine.close()
     assert run.status == "completed", run.error
     assert sorted(row["task_id"] for row in run.rows()) == ids  # one row per trial
@@ -200,7 +223,11 @@ async def test_cancelling_a_run_leaves_no_ray_task_sandbox_or_process(
     )
     run = await engine.cancel(run.run_id)
     assert run.status == "cancelled"
-    assert {row["infra_failure_type"] for row in run.rows()} == {"worker_cancelled"}
+    seen = [
+        (t.task_id, t.failure, [(a.failure, a.error) for a in t.attempts])
+        for t in run.trials.values()
+    ]
+    assert {row["infra_failure_type"] for row in run.rows()} == {"worker_cancelled"}, seen
     await engine.executor.wait_cleanups()  # type: ignore[attr-defined]
     await until(lambda: not process_cmdlines_containing(f"sleep {marker}"), "no trial process")
     await until(lambda: sandbox_free() == total, "every sandbox slot free (no Ray task left)")
@@ -263,3 +290,32 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+@pytest.mark.skipif(not EXAMPLES, reason="no example tasks in tasks/")
+def test_a_worker_started_by_uv_run_runs_its_trials_on_the_nodes(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """`uv run skillsbench-agentbeats …` (as the docs start a worker): Ray would ship the
+    driver's folder and `uv run` to every Ray worker process, which then cannot start; the
+    executor turns that off unless the operator asks for it."""
+    uv = shutil.which("uv") or str(REPO / ".tools" / "bin" / "uv")
+    if not Path(uv).exists():
+        pytest.skip("no uv here (make sync brings one to .tools/bin)")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_UV_RUN_RUNTIME_ENV"}
+    env["RAY_ADDRESS"] = cluster.address
+    done = subprocess.run(
+        [
+            *(uv, "run", "--frozen", "--project", str(REPO), "skillsbench-agentbeats", "run"),
+            *("--tasks-dir", str(TASKS_DIR), "--task-id", EXAMPLES[0], "--agent", "oracle"),
+            *("--environment", "local", "--executor", "ray", "--expect", "passed"),
+            *("--jobs-dir", str(tmp_path / "jobs")),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SEC,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1/1 passed" in done.stdout, done.stdout

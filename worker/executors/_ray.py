@@ -19,7 +19,8 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from task_sets.task import Task
@@ -31,6 +32,7 @@ from worker.executors._ray_node import (
     NodeMismatch,
     NodeResult,
     NodeTrial,
+    cleanup_attempt_on_node,
     cleanup_run_on_node,
     node_identity,
     pack_folder,
@@ -48,11 +50,29 @@ from worker.trial import RESULT_SCHEMA_VERSION, TrialOutcome, TrialPlan
 
 log = logging.getLogger(__name__)
 
+# Ray (>= 2.47) turns a driver started by `uv run` into a runtime environment that every Ray
+# worker process rebuilds: `uv run` on each node, in a copy of the driver's folder uploaded to
+# the cluster. Our nodes run their own installed project (checked at start, version for
+# version), and the copy's relative uv path does not exist there: each Ray worker process dies
+# at its start and the trials wait forever. Off unless the operator sets it.
+UV_RUN_ENV_VAR = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
+
 ADDRESS_VAR = "RAY_ADDRESS"
 # Beyond the trial's own hard deadline (enforced on the node): the archive's way back.
 TRANSFER_MARGIN_SEC = 300.0
 CLEANUP_TIMEOUT_SEC = 60.0
+# A node's first Ray worker process imports the project: tens of seconds on a busy host.
+NODE_CHECK_TIMEOUT_SEC = 180.0
 MIB = 1024 * 1024
+
+
+def _no_uv_run_runtime_env() -> None:
+    """Ray's `uv run` propagation off (see UV_RUN_ENV_VAR), before ray.init: Ray reads the
+    variable when first imported, so a Ray imported earlier gets its constant set too."""
+    os.environ.setdefault(UV_RUN_ENV_VAR, "0")
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and os.environ[UV_RUN_ENV_VAR].strip().lower() in ("0", "false"):
+        setattr(constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", False)  # noqa: B010
 
 
 def ray_failure(exc: BaseException) -> tuple[FailureKind, str]:
@@ -83,6 +103,7 @@ class RayExecutor(Executor):
         self._task_locks: dict[str, asyncio.Lock] = {}
         self._cleanups: dict[str, asyncio.Task[int]] = {}  # run id -> its node cleanup
         self._cancelled: dict[str, list[Any]] = {}  # run id -> its killed attempts' refs
+        self._inflight: dict[str, list[Any]] = {}  # run id -> its attempts' refs in flight
         self._started = False
         self._largest: HostCapacity | None = None  # the largest sandbox node (check_nodes)
         self._connected_here = False
@@ -106,6 +127,7 @@ class RayExecutor(Executor):
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        _no_uv_run_runtime_env()
         try:
             import ray
         except ImportError:
@@ -140,35 +162,24 @@ class RayExecutor(Executor):
     async def check_nodes(self) -> list[dict[str, Any]]:
         """Ask every live sandbox node what it runs; ExecutorError naming the first that runs
         another project version (or when no node offers the sandbox resource)."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        import ray.exceptions as rex
 
-        nodes = [
-            node
-            for node in ray.nodes()
-            if node.get("Alive") and node.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
-        ]
+        nodes = _sandbox_nodes()
         if not nodes:
             raise ExecutorError(
                 f"executor ray: no live node of the cluster offers the {SANDBOX_RESOURCE} "
                 f"resource (start sandbox nodes with "
                 f"`ray start --resources '{{\"{SANDBOX_RESOURCE}\": N}}'`)"
             )
-        identify = _remote(node_identity)
-        refs = [
-            identify.options(
-                num_cpus=0,
-                max_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
-            ).remote()
-            for node in nodes
-        ]
-        import ray.exceptions as rex
-
-        answers: list[Any] = await asyncio.gather(*refs, return_exceptions=True)
+        answers = await _on_every_node(nodes, NODE_CHECK_TIMEOUT_SEC, node_identity)
         checked: list[dict[str, Any]] = []
         for node, answer in zip(nodes, answers, strict=True):
             where = f"node {node.get('NodeManagerAddress')} ({node['NodeID'][:12]})"
+            if isinstance(answer, TimeoutError):
+                raise ExecutorError(
+                    f"executor ray: {where} did not answer within {NODE_CHECK_TIMEOUT_SEC:.0f}s "
+                    f"(can it start a Ray worker process with this project installed?)"
+                )
             if isinstance(answer, rex.TaskUnschedulableError | rex.NodeDiedError):
                 log.warning("executor ray: %s went away while being checked", where)
                 continue
@@ -192,7 +203,7 @@ class RayExecutor(Executor):
     async def cleanup_run(self, run_id: str, environment: str) -> int:
         """On every sandbox node: the backend's run cleanup and the run's node folders (the
         killed worker's Ray tasks ended with its connection, their containers may not have)."""
-        return await _cleanup_nodes(run_id, environment, [])
+        return await _cleanup_nodes(run_id, environment)
 
     async def close(self) -> None:
         await self.wait_cleanups()
@@ -249,6 +260,8 @@ class RayExecutor(Executor):
             name=f"trial {plan.trial_id}",
         )
         ref = remote.remote(trial, task_ref)
+        inflight = self._inflight.setdefault(plan.run_id, [])
+        inflight.append(ref)
         try:
             result: NodeResult = await asyncio.wait_for(
                 _awaitable(ref), plan.deadline_sec() + TRANSFER_MARGIN_SEC
@@ -268,7 +281,13 @@ class RayExecutor(Executor):
         except Exception as exc:
             kind, message = ray_failure(exc)
             log.warning("trial %s on ray: %s (%s)", plan.trial_id, kind.value, message)
+            if kind is FailureKind.NODE_LOST:  # before the retry: the attempt's leftovers
+                await _cleanup_attempt(plan.run_id, plan.trial_id, plan.environment)
             return self._local_outcome(plan, kind, message, None)
+        finally:
+            inflight.remove(ref)
+            if not inflight:
+                self._inflight.pop(plan.run_id, None)
         try:
             await asyncio.to_thread(self._write_back, plan, result)
         except (OSError, ValueError) as exc:  # a broken archive: as if it never came back
@@ -307,9 +326,16 @@ class RayExecutor(Executor):
     def _cleanup_run(self, run_id: str, environment: str) -> None:
         """Once per cancelled run: the run's leftovers removed on every sandbox node."""
         if run_id not in self._cleanups:
-            refs = self._cancelled.setdefault(run_id, [])
+            cancelled = self._cancelled.setdefault(run_id, [])
+
+            def ending() -> list[Any]:
+                # Every attempt of the run still in flight is being cancelled with it: the
+                # cleanup waits for them all, so it never kills a sandbox whose attempt still
+                # runs (and would bring back an agent failure instead of a cancellation).
+                return [*cancelled, *self._inflight.get(run_id, [])]
+
             self._cleanups[run_id] = asyncio.ensure_future(
-                _cleanup_nodes(run_id, environment, refs)
+                _cleanup_nodes(run_id, environment, ending)
             )
 
     async def wait_cleanups(self) -> None:
@@ -391,32 +417,112 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
-async def _cleanup_nodes(run_id: str, environment: str, cancelled: list[Any]) -> int:
-    """Once the run's killed attempts have ended (their Ray worker processes and process
-    groups are gone), the backend's run cleanup and the run's node folders on every node."""
+def _sandbox_nodes() -> list[dict[str, Any]]:
+    """The live nodes of the cluster that offer the sandbox resource."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    await asyncio.sleep(0)  # the run's other attempts, cancelled at the same time, join in
-    for ref in list(cancelled):
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
-    cleanup = _remote(cleanup_run_on_node)
-    refs = [
-        cleanup.options(
-            num_cpus=0,
-            max_retries=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
-        ).remote(environment, run_id)
+    return [
+        node
         for node in ray.nodes()
         if node.get("Alive") and node.get("Resources", {}).get(SANDBOX_RESOURCE, 0) > 0
     ]
+
+
+async def _on_every_node(
+    nodes: list[dict[str, Any]], timeout: float, function: Any, *args: Any
+) -> list[Any]:
+    """``function(*args)`` run on each of ``nodes`` (pinned to it, no CPU, no Ray retry): each
+    node's answer, its exception, or a TimeoutError (see :func:`_answers`)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remote = _remote(function)
+    refs = [
+        remote.options(
+            num_cpus=0,
+            max_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+        ).remote(*args)
+        for node in nodes
+    ]
+    return await _answers(refs, timeout)
+
+
+async def _answers(refs: list[Any], timeout: float) -> list[Any]:
+    """Each ref's value or exception, a TimeoutError for one without an answer in ``timeout``
+    (its task cancelled)."""
+    import ray
+
+    waiting = [asyncio.ensure_future(_awaitable(ref)) for ref in refs]
+    if waiting:
+        await asyncio.wait(waiting, timeout=timeout)
+    answers: list[Any] = []
+    for ref, future in zip(refs, waiting, strict=True):
+        if not future.done():
+            future.cancel()
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+            answers.append(TimeoutError())
+        elif future.exception() is not None:
+            answers.append(future.exception())
+        else:
+            answers.append(future.result())
+    return answers
+
+
+async def _cleanup_nodes(
+    run_id: str, environment: str, ending: Callable[[], list[Any]] | None = None
+) -> int:
+    """Once the run's attempts have ended (``ending``: their refs, cancelled with the run; their
+    Ray worker processes and process groups are gone), the backend's run cleanup and the run's
+    node folders on every node."""
+    waited: set[int] = set()
+    while ending is not None:
+        await asyncio.sleep(0)  # the run's other attempts, cancelled at the same time, join in
+        todo = [ref for ref in ending() if id(ref) not in waited]
+        if not todo:
+            break
+        for ref in todo:
+            waited.add(id(ref))
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
+    answers = await _on_every_node(
+        _sandbox_nodes(), CLEANUP_TIMEOUT_SEC, cleanup_run_on_node, environment, run_id
+    )
+    return _removed(answers, f"run {run_id}")
+
+
+async def _cleanup_attempt(run_id: str, trial_id: str, environment: str) -> int:
+    """What a lost attempt's sandbox left, removed here and on every live sandbox node (nodes
+    that share an engine, or a Ray worker that crashed on a node that lives on)."""
+    from worker.sandbox.base import sandbox_class
+
     removed = 0
-    for ref in refs:
-        try:
-            removed += await asyncio.wait_for(_awaitable(ref), CLEANUP_TIMEOUT_SEC)
-        except Exception as exc:  # a node that went away has nothing left to clean
-            log.warning("executor ray: run %s not cleaned on a node: %r", run_id, exc)
+    try:
+        removed += await asyncio.wait_for(
+            sandbox_class(environment).attempt_cleanup(run_id, trial_id), CLEANUP_TIMEOUT_SEC
+        )
+    except Exception as exc:  # no engine here: the nodes' cleanups below still run
+        log.debug("executor ray: attempt %s not cleaned here: %r", trial_id, exc)
+    answers = await _on_every_node(
+        _sandbox_nodes(),
+        CLEANUP_TIMEOUT_SEC,
+        cleanup_attempt_on_node,
+        environment,
+        run_id,
+        trial_id,
+    )
+    return removed + _removed(answers, f"attempt {trial_id}")
+
+
+def _removed(answers: list[Any], what: str) -> int:
+    """How many things the nodes' cleanups removed; a node that failed is logged (one that went
+    away has nothing left to clean)."""
+    removed = 0
+    for answer in answers:
+        if isinstance(answer, int):
+            removed += answer
+        else:
+            log.warning("executor ray: %s not cleaned on a node: %r", what, answer)
     return removed
 
 

@@ -265,6 +265,14 @@ def cleanup_run_on_node(environment: str, run_id: str) -> int:
     return removed
 
 
+def cleanup_attempt_on_node(environment: str, run_id: str, trial_id: str) -> int:
+    """After an attempt was lost with its node or its Ray worker: remove what its sandbox left
+    here (an engine this node shares with the lost one still runs its container)."""
+    from worker.sandbox.base import sandbox_class
+
+    return asyncio.run(sandbox_class(environment).attempt_cleanup(run_id, trial_id))
+
+
 def _remove_tree(path: Path) -> None:
     """Remove ``path``, making read-only folders (a sandbox's layer) writable on the way."""
     for root, dirs, _files in os.walk(path):

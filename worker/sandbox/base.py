@@ -275,6 +275,13 @@ class Sandbox(abc.ABC):
         return 0
 
     @classmethod
+    async def attempt_cleanup(cls, run_id: str, trial_id: str) -> int:
+        """Remove what one attempt's sandbox left after the attempt ended without stopping it
+        (the Ray node running it was lost; on an engine several nodes share, its containers
+        live on); how many things were removed. Never touches the run's other attempts."""
+        return 0
+
+    @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
         """At worker start: remove what sandboxes tagged with ``owner`` (this worker) left behind
         a crash, except what belongs to ``active_run_ids`` (runs about to resume); how many

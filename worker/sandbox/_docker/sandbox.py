@@ -16,11 +16,11 @@ import secrets
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from task_sets.task import Task
 from worker.capped import CopyBudget
-from worker.sandbox._docker import changes, containers, exec_stream, images, transfer
+from worker.sandbox._docker import changes, containers, exec_stream, images, layer, transfer
 from worker.sandbox._docker.client import (
     LABEL_BUILT,
     LABEL_MANAGED,
@@ -53,6 +53,7 @@ from worker.sandbox.base import (
 from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
 from worker.sandbox.resources import HostCapacity
 from worker.sandbox.scripts import shell_script
+from worker.sandbox.tamper import Tampering
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -176,6 +177,8 @@ class DockerSandbox(Sandbox):
         self._stopped = False
         self.image: str | None = None
         self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
+        # The container's layer folders on this host, looked up once (None: not readable here).
+        self._layers: layer.Layers | Literal[False] | None = False
         self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
 
     @property
@@ -319,6 +322,11 @@ class DockerSandbox(Sandbox):
         return await asyncio.to_thread(containers.remove_containers, client, run_id, None, None)
 
     @classmethod
+    async def attempt_cleanup(cls, run_id: str, trial_id: str) -> int:
+        client = await asyncio.to_thread(docker_client)
+        return await asyncio.to_thread(containers.remove_containers, client, run_id, trial_id, None)
+
+    @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
         report = await containers.reap_stale(active_run_ids, owner=owner)
         return len(report.containers) + len(report.networks) + len(report.images)
@@ -390,15 +398,32 @@ class DockerSandbox(Sandbox):
         return await asyncio.to_thread(containers.container_end, client, self._container_id)
 
     async def tamper_evidence(self) -> list[dict[str, str]] | None:
-        """What the engine says differs from the image (``docker diff``), by the rules."""
+        """What differs from the image (the container's layer, else ``docker diff``), by the
+        rules."""
         container = self._container()
         client = await asyncio.to_thread(docker_client)
-        found = await asyncio.to_thread(changes.tampering, client, container, self._trusted)
+        found = await asyncio.to_thread(self._tampering, client, container)
         return [item.as_dict() for item in found]
+
+    def _tampering(self, client: Any, container: str) -> list[Tampering]:
+        layers = self._layer_folders(client)
+        return changes.tampering(client, container, self._trusted, layers)
 
     async def trust_current_changes(self) -> None:
         client = await asyncio.to_thread(docker_client)
-        self._trusted = await asyncio.to_thread(changes.trust, client, self._container())
+        self._trusted = await asyncio.to_thread(self._trust, client, self._container())
+
+    def _trust(self, client: Any, container: str) -> changes.Trusted:
+        return changes.trust(client, container, self._layer_folders(client))
+
+    def _layer_folders(self, client: Any) -> layer.Layers | None:
+        """(Blocking.) The container's layer folders on this host, looked up once."""
+        if self._layers is False:
+            try:
+                self._layers = changes.container_layers(client, self._container())
+            except docker_errors().DockerException as exc:
+                raise SandboxError(f"cannot inspect the container: {exc}") from None
+        return self._layers
 
     async def _close_sessions(self) -> None:
         """After a kill-all: let the killed sessions' pumps finish, then drop them."""
@@ -629,6 +654,17 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"{sandbox_path}: sandbox paths must be absolute")
         client = await asyncio.to_thread(docker_client)
         budget = budget or CopyBudget.default()
+        if await asyncio.to_thread(self._empty_folder, client, posixpath.normpath(sandbox_path)):
+            host_path.mkdir(parents=True, exist_ok=True)  # what the archive would have made
+            return
         await asyncio.to_thread(
             transfer.get, client, container, posixpath.normpath(sandbox_path), host_path, budget
         )
+
+    def _empty_folder(self, client: Any, path: str) -> bool:
+        """(Blocking.) ``path`` is certainly an empty folder, by the container's layer."""
+        try:
+            layers = self._layer_folders(client)
+        except SandboxError:
+            return False  # the archive call says what is wrong
+        return layers is not None and layer.empty_folder(layers, path)
