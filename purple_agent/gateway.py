@@ -272,40 +272,46 @@ class Gateway:
             return None
         return float(cost) if cost else None
 
-    # -- OpenAI chat completions -------------------------------------------------------------
+    # -- OpenAI chat completions and Responses ---------------------------------------------
     async def _chat(self, request: Request) -> Response:
-        async def call(litellm: Any, body: dict[str, Any], up: _Upstream) -> Any:
-            params = {k: v for k, v in body.items() if k not in _CHAT_DROPPED}
-            return await litellm.acompletion(
-                **params,
-                model=up.model,
-                api_base=up.api_base,
-                api_key=up.api_key,
-                stream=False,
-                drop_params=True,
-            )
-
-        try:
-            session, body, response = await self._forward(request, call)
-        except GatewayError as exc:
-            return self._error(exc)
-        data = response.model_dump(exclude_none=True)
-        usage = data.get("usage") or {}
-        session.add(
-            usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
-            self._cost(load_litellm(), response),
+        return await self._openai(
+            request,
+            "acompletion",
+            lambda body: {k: v for k, v in body.items() if k not in _CHAT_DROPPED},
+            ("prompt_tokens", "completion_tokens"),
+            _chat_chunks,
+            priced=True,
+            done_marker=True,
         )
-        if body.get("stream"):
-            return _sse(_chat_chunks(data), done_marker=True)
-        return JSONResponse(data)
 
-    # -- OpenAI Responses ------------------------------------------------------------------
     async def _responses(self, request: Request) -> Response:
+        return await self._openai(
+            request,
+            "aresponses",
+            lambda body: {k: v for k, v in body.items() if k in _RESPONSES_KEPT},
+            ("input_tokens", "output_tokens"),
+            _responses_events,
+            priced=False,
+            done_marker=False,
+        )
+
+    async def _openai(
+        self,
+        request: Request,
+        function: str,
+        params: Callable[[dict[str, Any]], dict[str, Any]],
+        usage_keys: tuple[str, str],
+        events: Callable[[dict[str, Any]], Any],
+        *,
+        priced: bool,
+        done_marker: bool,
+    ) -> Response:
+        """The two OpenAI protocols differ only in litellm's function, the fields passed on, the
+        usage names, whether litellm can price the answer and the stream's event shape."""
+
         async def call(litellm: Any, body: dict[str, Any], up: _Upstream) -> Any:
-            params = {k: v for k, v in body.items() if k in _RESPONSES_KEPT}
-            return await litellm.aresponses(
-                **params,
+            return await getattr(litellm, function)(
+                **params(body),
                 model=up.model,
                 api_base=up.api_base,
                 api_key=up.api_key,
@@ -319,9 +325,10 @@ class Gateway:
             return self._error(exc)
         data = response.model_dump(exclude_none=True)
         usage = data.get("usage") or {}
-        session.add(usage.get("input_tokens"), usage.get("output_tokens"), None)
+        cost = self._cost(load_litellm(), response) if priced else None
+        session.add(usage.get(usage_keys[0]), usage.get(usage_keys[1]), cost)
         if body.get("stream"):
-            return _sse(_responses_events(data))
+            return _sse(events(data), done_marker=done_marker)
         return JSONResponse(data)
 
     # -- Anthropic Messages ----------------------------------------------------------------

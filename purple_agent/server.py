@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import logging
-import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
+from serving.listen import listening_socket
 from worker.bridge.protocol import Action
 
 log = logging.getLogger("purple_agent")
@@ -167,20 +167,7 @@ def build_app(
 def serve(app: Starlette, host: str, port: int) -> None:
     """Run until stopped; uvicorn logs through the root handler (see ``redact.install_logging``).
     The port is bound first: one taken is one line (``OSError``), not a traceback."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except (OSError, UnicodeError) as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc}") from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = listening_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="info")
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ CONTEXT_SOURCES = (
     "worker",
     "green_agent",
     "purple_agent",
+    "serving",
     "tasks",
 )
 SKIP_NAMES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
@@ -71,20 +73,25 @@ def wheelhouse_key() -> str:
 
 def ensure_wheelhouse() -> Path:
     """The host wheelhouse for the current uv.lock (downloaded once, then reused)."""
-    dest = cache_dir() / f"wheelhouse-{wheelhouse_key()}"
+    return _download_once(cache_dir() / f"wheelhouse-{wheelhouse_key()}", WHEELHOUSE_SCRIPT)
+
+
+def _download_once(dest: Path, script: Path, *args: str) -> Path:
+    """``dest`` as ``script DEST ARGS`` fills it, run only when no complete copy is cached (into
+    a partial folder first, so an interrupted download is never taken for a whole one)."""
     done = dest / ".complete"
     if done.exists():
         return dest
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     done_proc = subprocess.run(
-        ["bash", str(WHEELHOUSE_SCRIPT), str(partial)],
+        ["bash", str(script), str(partial), *args],
         capture_output=True,
         text=True,
         timeout=900,
     )
     if done_proc.returncode != 0:
-        raise RuntimeError(f"wheelhouse.sh failed: {done_proc.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"{script.name} failed: {done_proc.stderr.strip()[-2000:]}")
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
     done.touch()
@@ -143,6 +150,39 @@ def ensure_service_images(client: Any, base_image: str, work_dir: Path) -> dict[
         return tags
 
 
+def ensure_ray_worker_image(client: Any, base_image: str, work_dir: Path) -> str:
+    """Build (or reuse) the worker image with the `ray` extra (WITH_RAY=1): a Ray node."""
+    return _ensure_variant(client, base_image, work_dir, "worker-ray", "worker", {"WITH_RAY": "1"})
+
+
+def _ensure_variant(
+    client: Any,
+    base_image: str,
+    work_dir: Path,
+    name: str,
+    service: str,
+    build_args: dict[str, str],
+    cli_wheels: Callable[[], Path] | None = None,
+) -> str:
+    """Build (or reuse) ``service``'s image with ``build_args``, tagged as ``name``; with
+    ``cli_wheels`` in the context as .wheelhouse-clis."""
+    with _exclusive():
+        base_id = client.images.get(base_image).id
+        context = work_dir / "context"
+        context_hash = stage_context(context, ensure_wheelhouse())
+        if cli_wheels is not None:
+            wheels = context / ".wheelhouse-clis"
+            wheels.mkdir()
+            for wheel in cli_wheels().glob("*.whl"):
+                os.link(wheel, wheels / wheel.name)
+        variant = json.dumps(build_args, sort_keys=True)
+        tag = image_tag(name, f"{context_hash}\0{variant}", base_id)
+        if not _has_image(client, tag):
+            build_image(client, context, SERVICES[service], tag, base_image, build_args)
+        _prune_older(client, {name: tag})
+        return tag
+
+
 def _prune_older(client: Any, keep: dict[str, str]) -> None:
     """Remove test tags of earlier sources, so repeated runs do not fill the disk."""
     import docker.errors
@@ -156,12 +196,19 @@ def _prune_older(client: Any, keep: dict[str, str]) -> None:
                         client.images.remove(tag)
 
 
-def build_image(client: Any, context: Path, dockerfile: str, tag: str, base_image: str) -> None:
+def build_image(
+    client: Any,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    base_image: str,
+    extra_args: dict[str, str] | None = None,
+) -> None:
     stream = client.api.build(
         path=str(context),
         dockerfile=dockerfile,
         tag=tag,
-        buildargs={"BASE_IMAGE": base_image, "WHEELHOUSE": "1"},
+        buildargs={"BASE_IMAGE": base_image, "WHEELHOUSE": "1", **(extra_args or {})},
         platform=PLATFORM,
         rm=True,
         forcerm=True,
@@ -187,3 +234,30 @@ def _has_image(client: Any, ref: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
+
+
+CLI_WHEELHOUSE_SCRIPT = REPO_ROOT / "integrations" / "images" / "cli-wheelhouse.sh"
+
+
+def ensure_cli_wheelhouse(clis: tuple[str, ...]) -> Path:
+    """The PyPI harness CLIs' wheels at the purple Dockerfile's pins (downloaded once)."""
+    digest = hashlib.sha256(" ".join(clis).encode())
+    for path in (CLI_WHEELHOUSE_SCRIPT, REPO_ROOT / SERVICES["purple"]):
+        digest.update(path.read_bytes())
+    dest = cache_dir() / f"wheelhouse-clis-{digest.hexdigest()[:16]}"
+    return _download_once(dest, CLI_WHEELHOUSE_SCRIPT, *clis)
+
+
+def ensure_purple_cli_image(
+    client: Any, base_image: str, work_dir: Path, clis: tuple[str, ...]
+) -> str:
+    """Build (or reuse) the purple image with HARNESS_CLIS=``clis`` from the two wheelhouses."""
+    return _ensure_variant(
+        client,
+        base_image,
+        work_dir,
+        "purple-clis",
+        "purple",
+        {"HARNESS_CLIS": " ".join(clis)},
+        cli_wheels=lambda: ensure_cli_wheelhouse(clis),
+    )

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Download the wheels of the agent-under-test's PyPI harness CLIs, at purple_agent/Dockerfile's
+# pins, into DEST (default .wheelhouse-clis): the purple image then installs HARNESS_CLIS with
+# `--build-arg WHEELHOUSE=1` and no package index (air-gapped builders, or build containers that
+# cannot reach the index). claude-code and codex are binaries in wheels for the image's own
+# Python 3.11; openhands and terminus need CLI_PYTHON (3.12): their wheels are fetched for it.
+#
+#   integrations/images/cli-wheelhouse.sh [DEST] [CLI ...]    (default: claude-code codex)
+# Needs uv (on PATH, as UV=..., or the one `make sync` puts in .tools/bin); pip runs through
+# `uv tool run`, or set PIP="python3 -m pip".
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dest="${1:-.wheelhouse-clis}"
+shift || true
+clis=("$@")
+[ "${#clis[@]}" -gt 0 ] || clis=(claude-code codex)
+uv="${UV:-$(command -v uv || echo .tools/bin/uv)}"
+[ -x "$uv" ] || { echo "cli-wheelhouse.sh: uv not found (put it on PATH, set UV, or run make sync)" >&2; exit 2; }
+read -r -a pip <<< "${PIP:-$uv tool run --quiet --from pip pip}"
+dockerfile=purple_agent/Dockerfile
+pin() { sed -n "s/^ARG $1=//p" "$dockerfile"; }
+cli_python="$(pin CLI_PYTHON)"
+platforms=()
+for tag in manylinux1 manylinux2010 manylinux2014 manylinux_2_17 manylinux_2_24 manylinux_2_27 \
+    manylinux_2_28 manylinux_2_31 manylinux_2_34 manylinux_2_36; do
+    platforms+=(--platform "${tag}_x86_64")
+done
+mkdir -p "$dest"
+for cli in "${clis[@]}"; do
+    case "$cli" in
+        claude-code) spec="claude-agent-sdk==$(pin CLAUDE_AGENT_SDK_VERSION)"; python=3.11 ;;
+        codex) spec="openai-codex-cli-bin==$(pin CODEX_CLI_VERSION)"; python=3.11 ;;
+        openhands) spec="openhands==$(pin OPENHANDS_VERSION)"; python="$cli_python" ;;
+        terminus) spec="terminus-ai==$(pin TERMINUS_VERSION)"; python="$cli_python" ;;
+        *) echo "cli-wheelhouse.sh: '$cli' is not a PyPI harness CLI (npm ones need the index)" >&2
+           exit 2 ;;
+    esac
+    abi="cp${python//./}"
+    "${pip[@]}" download --quiet --only-binary=:all: "${platforms[@]}" --python-version "$python" \
+        --implementation cp --abi "$abi" --abi abi3 --abi none --dest "$dest" "$spec"
+done
+echo "$dest: $(find "$dest" -name '*.whl' | wc -l) wheels for ${clis[*]}"
