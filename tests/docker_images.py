@@ -29,6 +29,9 @@ from typing import Any
 
 RECIPE_VERSION = "3"
 LABEL = "skillsbench.test-image"
+# tests/images/python_base.py's label: an older run let that base take python:3.11-slim; the
+# name is ours (one owner, whatever ran first), so it is taken back.
+BASE_LABEL = "skillsbench.test-base"
 BUSYBOX = Path("/bin/busybox")
 PYTHON = Path("/usr/bin/python3.11")
 BASH = Path("/bin/bash")
@@ -103,7 +106,8 @@ def _alias(client: Any, tag: str, alias: str) -> None:
         existing = client.images.get(alias)
     except docker.errors.ImageNotFound:
         existing = None
-    if existing is not None and LABEL not in (existing.labels or {}):
+    labels = (existing.labels or {}) if existing is not None else {}
+    if existing is not None and LABEL not in labels and BASE_LABEL not in labels:
         return  # a real image of that name is here: leave it alone
     client.images.get(tag).tag(repo, alias_tag or "latest")
 

@@ -141,10 +141,11 @@ async def test_spec_files_are_in_place_after_start(
 
 
 async def test_download_never_follows_symlinks(sandbox: Sandbox, tmp_path: Path) -> None:
-    await sandbox.exec(
+    made = await sandbox.exec(
         "ln -s /etc/passwd /logs/verifier/reward.txt && ln -s /etc /logs/verifier/etc"
         " && echo real > /logs/verifier/real.txt"
     )
+    assert made.exit_code == 0, made
     out = tmp_path / "out"
     await sandbox.download("/logs/verifier", out)
     assert sorted(p.name for p in out.iterdir()) == ["real.txt"]
@@ -313,7 +314,10 @@ async def test_a_process_woken_up_and_forking_does_not_escape_the_kill(
     for name, text in (("forker.py", FORKER), ("waker.py", WAKER)):
         (tmp_path / name).write_text(text)
         await sandbox.upload(tmp_path / name, f"/tmp/{name}")
-    sleepers = "for i in $(seq 700); do setsid sleep 30 </dev/null >/dev/null 2>&1 & done"
+    # LC_ALL=C: under a UTF-8 locale each glibc `sleep` maps ~15 locale files, and on a Docker
+    # Engine with fuse-overlayfs every one is a descriptor of the container's fuse-overlayfs
+    # daemon, whose limit is dockerd's (20,000 on some hosts): 1,400 sleepers would exhaust it.
+    sleepers = "for i in $(seq 700); do LC_ALL=C setsid sleep 30 </dev/null >/dev/null 2>&1 & done"
     started = await sandbox.exec(
         # pids from 1000 on: /proc lists them in creation order
         "until [ $(sh -c 'echo $$') -ge 1000 ]; do (:) & done; wait; "

@@ -125,19 +125,22 @@ async def test_manifest_set_up_hands_files_to_the_agent_user(
                             trial_id="p", state_dir=tmp_path / "box") as box:  # fmt: skip
         await box.exec("mkdir -p /root/.tool /tmp/sk/a && echo cfg > /root/.tool/config")
         await provision(box, manifest, {"KEY": "s3cret"}, user="agent", skills_dir="/tmp/sk")
+        # %n and readlink, not %N: busybox and coreutils quote %N differently
         shown = await box.exec(
             "cd /home/agent && stat -c '%U %a %n' .tool .tool/config .tool/auth"
-            " && stat -c '%U %N' .agents .agents/skills && cat .tool/config .tool/auth"
+            " && stat -c '%U %n' .agents .agents/skills && readlink .agents/skills"
+            " && cat .tool/config .tool/auth"
         )
     assert shown.stdout.split("\n") == [
         "agent 755 .tool",
         "agent 644 .tool/config",
         "agent 600 .tool/auth",
         "agent .agents",
-        "agent '.agents/skills' -> '/tmp/sk'",
+        "agent .agents/skills",
+        "/tmp/sk",
         "cfg",
         "s3cret",
-    ]
+    ], shown
 
 
 @pytest.mark.docker
