@@ -4,6 +4,9 @@
 # `--build-arg WHEELHOUSE=1` and no package index (air-gapped builders, or build containers that
 # cannot reach the index). claude-code and codex are binaries in wheels for the image's own
 # Python 3.11; openhands and terminus need CLI_PYTHON (3.12): their wheels are fetched for it.
+# Each CLI's dependencies are resolved for the image's platform by uv; a dependency published
+# only as a source archive (openhands needs func-timeout) is built into a wheel here, and must
+# come out pure Python (py3-none-any), since it is built on this host for another interpreter.
 #
 #   integrations/images/cli-wheelhouse.sh [DEST] [CLI ...]    (default: claude-code codex)
 # Needs uv (on PATH, as UV=..., or the one `make sync` puts in .tools/bin); pip runs through
@@ -36,7 +39,26 @@ for cli in "${clis[@]}"; do
            exit 2 ;;
     esac
     abi="cp${python//./}"
-    "${pip[@]}" download --quiet --only-binary=:all: "${platforms[@]}" --python-version "$python" \
-        --implementation cp --abi "$abi" --abi abi3 --abi none --dest "$dest" "$spec"
+    requirements="$(mktemp)"
+    "$uv" pip compile --quiet --no-header --no-annotate --python-version "$python" \
+        --python-platform x86_64-manylinux_2_28 --output-file "$requirements" - <<< "$spec"
+    "${pip[@]}" download --quiet --no-deps "${platforms[@]}" --python-version "$python" \
+        --implementation cp --abi "$abi" --abi abi3 --abi none --dest "$dest" -r "$requirements"
+    rm -f "$requirements"
+done
+# Source archives (no wheel on the index for this platform): built here, pure Python only.
+for sdist in "$dest"/*.tar.gz "$dest"/*.zip; do
+    [ -e "$sdist" ] || continue
+    built="$(mktemp -d)"
+    "$uv" build --quiet --wheel --out-dir "$built" "$sdist"
+    for wheel in "$built"/*.whl; do
+        case "$wheel" in
+            *-py3-none-any.whl|*-py2.py3-none-any.whl) mv "$wheel" "$dest/" ;;
+            *) echo "cli-wheelhouse.sh: $(basename "$sdist") has no wheel for the image and" \
+                    "builds only for this host's Python ($(basename "$wheel"))" >&2
+               exit 2 ;;
+        esac
+    done
+    rm -rf "$built" "$sdist"
 done
 echo "$dest: $(find "$dest" -name '*.whl' | wc -l) wheels for ${clis[*]}"

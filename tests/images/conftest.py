@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from .python_base import ensure_python_base_image
+from .python_base import (
+    CLI_PYTHON_PATH,
+    ensure_cli_python_image,
+    ensure_python_base_image,
+)
 from .service_images import (
     ensure_purple_cli_image,
     ensure_ray_worker_image,
@@ -36,24 +41,41 @@ def ray_worker_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactor
     return ensure_ray_worker_image(docker_client, base, tmp_path_factory.mktemp("ray-image"))
 
 
-# The harness CLIs whose image install is checked here: binaries in wheels for the image's own
-# Python. openhands and terminus need CLI_PYTHON 3.12, which uv downloads from GitHub (not
-# reachable here); their CLIs are tested on the host (tests/purple/test_real_clis.py).
-IMAGE_CLIS = ("claude-code", "codex")
+# The PyPI harness CLIs whose image install is checked here. claude-code and codex are binaries
+# in wheels for the image's own Python; openhands and terminus need CLI_PYTHON 3.12, which uv
+# would download from GitHub (not reachable here), so the test lays this host's CPython 3.12
+# into the base (python_base.ensure_cli_python_image) and names it by path, as an operator whose
+# base image carries one would. Without one on the host only the first two are built.
+BINARY_CLIS = ("claude-code", "codex")
+PYTHON_CLIS = ("openhands", "terminus")
+
+
+@dataclass(frozen=True)
+class CliImage:
+    tag: str
+    clis: tuple[str, ...]
+    missing: str  # why PYTHON_CLIS are not in it ("" when they are)
 
 
 @pytest.fixture(scope="session")
-def purple_cli_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The purple image built with HARNESS_CLIS (IMAGE_CLIS), from the host's wheelhouses."""
+def purple_cli_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> CliImage:
+    """The purple image built with HARNESS_CLIS, from the host's wheelhouses."""
     base = python_base(docker_client)
+    clis, cli_python, missing = BINARY_CLIS, None, ""
     try:
-        return ensure_purple_cli_image(
-            docker_client, base, tmp_path_factory.mktemp("cli-image"), IMAGE_CLIS
+        base = ensure_cli_python_image(docker_client, base)
+        clis, cli_python = BINARY_CLIS + PYTHON_CLIS, CLI_PYTHON_PATH
+    except RuntimeError as exc:
+        missing = str(exc)
+    try:
+        tag = ensure_purple_cli_image(
+            docker_client, base, tmp_path_factory.mktemp("cli-image"), clis, cli_python
         )
     except RuntimeError as exc:
         if "cli-wheelhouse.sh failed" in str(exc):  # no package index: the install cannot happen
             pytest.skip(str(exc)[:300])
         raise
+    return CliImage(tag, clis, missing)
 
 
 # A cold build of the base and the three service images takes minutes on a busy 2-core host;

@@ -2,8 +2,10 @@
 
 Made from a Debian bookworm rootfs (debootstrap, Debian's Python 3.11) and `docker import`ed, so
 nothing is pulled from an image registry: only Debian packages are downloaded. It is tagged with a
-hash of its recipe (cached across runs) and, when that tag is free or already ours, also as
-`python:3.11-slim`, the base that the example tasks and the service Dockerfiles name.
+hash of its recipe (cached across runs), and the service images are built on it by that tag
+(`BASE_IMAGE`). It never takes the name `python:3.11-slim`: that name has one owner here,
+tests/docker_images.py's `python` image, so which base a task's `FROM python:3.11-slim` gets
+does not depend on which fixture ran first on a fresh machine.
 
 Like the official image it has `python`, `pip` (installing into the system, no PEP 668 guard),
 `venv`, CA certificates and `LANG=C.UTF-8`. Debian bookworm's own Python is 3.11.2, older than the
@@ -34,7 +36,6 @@ from typing import Any
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates")
 MIRROR = os.environ.get("SKILLSBENCH_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-PUBLIC_ALIAS = "python:3.11-slim"
 REPOSITORY = "skillsbench-test/python-base"
 LABEL = "skillsbench.test-base"
 CHANGES = (
@@ -121,7 +122,7 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def ensure_python_base_image(client: Any, alias: bool = True) -> str:
+def ensure_python_base_image(client: Any) -> str:
     """Return the tag of the local Python base image, making it on first use."""
     tag = recipe_tag()
     with _exclusive():
@@ -130,8 +131,6 @@ def ensure_python_base_image(client: Any, alias: bool = True) -> str:
             if reason is not None:
                 raise RuntimeError(reason)
             _build(tag)
-        if alias:
-            _alias(client, tag)
     return tag
 
 
@@ -143,23 +142,6 @@ def _has_image(client: Any, ref: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
-
-
-def _alias(client: Any, tag: str) -> None:
-    """Tag as python:3.11-slim unless a different (e.g. genuinely pulled) image holds the name."""
-    import docker.errors
-
-    ours = client.images.get(tag)
-    try:
-        current = client.images.get(PUBLIC_ALIAS)
-    except docker.errors.ImageNotFound:
-        current = None
-    if current is not None and current.id == ours.id:
-        return
-    if current is not None and LABEL not in (current.labels or {}):
-        return
-    repository, _, version = PUBLIC_ALIAS.partition(":")
-    ours.tag(repository, version)
 
 
 def _build(tag: str) -> None:
@@ -197,35 +179,95 @@ def _build(tag: str) -> None:
             raise RuntimeError("tar of the base rootfs failed")
 
 
-def _install_host_python(prefix: Path, root: Path) -> None:
-    """Put this CPython into root/usr/local (interpreter, libpython, stdlib, pip)."""
+def _install_host_python(
+    prefix: Path, root: Path, version: str = "3.11", default: bool = True
+) -> None:
+    """Put this CPython into root/usr/local (interpreter, libpython, stdlib; as the default
+    ``python3`` with pip, or beside it as ``python<version>`` only)."""
     local = root / "usr" / "local"
     (local / "bin").mkdir(parents=True, exist_ok=True)
     (local / "lib").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(prefix / "bin" / "python3.11", local / "bin" / "python3.11")
-    for name in ("python3", "python"):
-        (local / "bin" / name).symlink_to("python3.11")
-    for lib in (prefix / "lib").glob("libpython3*.so*"):
+    shutil.copy2(prefix / "bin" / f"python{version}", local / "bin" / f"python{version}")
+    for lib in (prefix / "lib").glob(f"libpython{version}*.so*"):
         shutil.copy2(lib, local / "lib" / lib.name, follow_symlinks=False)
-    stdlib = prefix / "lib" / "python3.11"
+    stdlib = prefix / "lib" / f"python{version}"
+    skipped = (*STDLIB_SKIP, f"config-{version}-x86_64-linux-gnu") if not default else STDLIB_SKIP
 
     def skip(folder: str, names: list[str]) -> set[str]:
         rel = Path(folder).relative_to(stdlib).as_posix()
-        return {n for n in names if (n if rel == "." else f"{rel}/{n}") in STDLIB_SKIP}
+        return {n for n in names if (n if rel == "." else f"{rel}/{n}") in skipped}
 
     shutil.copytree(
-        stdlib, local / "lib" / "python3.11", symlinks=True, ignore=skip, dirs_exist_ok=True
+        stdlib, local / "lib" / f"python{version}", symlinks=True, ignore=skip, dirs_exist_ok=True
     )
-    site = local / "lib" / "python3.11" / "site-packages"
+    site = local / "lib" / f"python{version}" / "site-packages"
     site.mkdir(exist_ok=True)
+    if not default:
+        return
+    for name in ("python3", "python"):
+        (local / "bin" / name).symlink_to(f"python{version}")
     for item in (stdlib / "site-packages").glob("pip*"):
         if item.is_dir():
             shutil.copytree(item, site / item.name, symlinks=True)
     pip = local / "bin" / "pip"
-    pip.write_text('#!/bin/sh\nexec /usr/local/bin/python3.11 -m pip "$@"\n')
+    pip.write_text(f'#!/bin/sh\nexec /usr/local/bin/python{version} -m pip "$@"\n')
     pip.chmod(0o755)
     (local / "bin" / "pip3").symlink_to("pip")
     subprocess.run(["ldconfig", "-r", str(root)], check=True, capture_output=True)
+
+
+# The Python the agent-under-test image's CLI_PYTHON names (openhands and terminus need 3.12).
+# uv would download it from GitHub, which a machine without a registry cannot reach: a CPython
+# 3.12 of this host (pyenv, built for this glibc) is laid beside the base image's 3.11 instead.
+CLI_PYTHON = "3.12"
+CLI_PYTHON_PATH = f"/usr/local/bin/python{CLI_PYTHON}"
+
+
+def host_cli_python() -> tuple[Path, str] | None:
+    """(prefix, version string) of a CPython ``CLI_PYTHON`` on this host that can be copied."""
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    for prefix in sorted(pyenv.glob(f"{CLI_PYTHON}.*"), reverse=True):
+        python = prefix / "bin" / f"python{CLI_PYTHON}"
+        if not python.is_file() or not (prefix / "lib" / f"python{CLI_PYTHON}").is_dir():
+            continue
+        probe = "import sys, sysconfig; print(sys.version.split()[0], sysconfig.get_config_var('Py_ENABLE_SHARED'))"
+        done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+        if done.returncode != 0:
+            continue
+        version, shared = done.stdout.split()
+        if shared == "1" and not (prefix / "lib" / f"libpython{CLI_PYTHON}.so.1.0").exists():
+            continue
+        return prefix, version
+    return None
+
+
+def ensure_cli_python_image(client: Any, base_tag: str) -> str:
+    """``base_tag`` with this host's CPython ``CLI_PYTHON`` at ``CLI_PYTHON_PATH`` (built once,
+    cached by tag); RuntimeError naming why when this host has none."""
+    found = host_cli_python()
+    if found is None:
+        raise RuntimeError(
+            f"no CPython {CLI_PYTHON} on this host to lay into the image (pyenv install {CLI_PYTHON})"
+        )
+    prefix, version = found
+    base_id = client.images.get(base_tag).id
+    key = hashlib.sha256(f"{base_id}\0{prefix}\0{version}\0v1".encode()).hexdigest()[:12]
+    tag = f"{REPOSITORY}:{SUITE}-python{CLI_PYTHON}-{key}"
+    with _exclusive():
+        if _has_image(client, tag):
+            return tag
+        with tempfile.TemporaryDirectory(prefix="skillsbench-cli-python-") as tmp:
+            _install_host_python(prefix, Path(tmp), CLI_PYTHON, default=False)
+            (Path(tmp) / "Dockerfile").write_text(
+                f"FROM {base_tag}\n"
+                "COPY usr/ /usr/\n"
+                f"RUN ldconfig && {CLI_PYTHON_PATH} -c 'import ssl, sqlite3, ctypes, lzma, bz2'\n"
+                f"LABEL {LABEL}={tag}\n"
+            )
+            _, log = client.images.build(path=tmp, tag=tag, rm=True, forcerm=True)
+            if not _has_image(client, tag):
+                raise RuntimeError(f"building {tag} failed: {''.join(map(str, log))[-2000:]}")
+    return tag
 
 
 if __name__ == "__main__":

@@ -249,15 +249,23 @@ def ensure_cli_wheelhouse(clis: tuple[str, ...]) -> Path:
 
 
 def ensure_purple_cli_image(
-    client: Any, base_image: str, work_dir: Path, clis: tuple[str, ...]
+    client: Any,
+    base_image: str,
+    work_dir: Path,
+    clis: tuple[str, ...],
+    cli_python: str | None = None,
 ) -> str:
-    """Build (or reuse) the purple image with HARNESS_CLIS=``clis`` from the two wheelhouses."""
+    """Build (or reuse) the purple image with HARNESS_CLIS=``clis`` from the two wheelhouses
+    (and CLI_PYTHON=``cli_python``, a path in ``base_image``, when given)."""
+    args = {"HARNESS_CLIS": " ".join(clis)}
+    if cli_python is not None:
+        args["CLI_PYTHON"] = cli_python
     return _ensure_variant(
         client,
         base_image,
         work_dir,
         "purple-clis",
         "purple",
-        {"HARNESS_CLIS": " ".join(clis)},
+        args,
         cli_wheels=lambda: ensure_cli_wheelhouse(clis),
     )
