@@ -12,6 +12,7 @@ import pytest
 
 from worker.executors import ExecutorError, executor_names, make_executor
 from worker.executors._ray_node import (
+    NodeLostDuringTrial,
     NodeMismatch,
     pack_folder,
     project_identity,
@@ -93,6 +94,9 @@ def test_ray_exceptions_map_onto_our_failure_table() -> None:
         assert message.startswith(type(exc).__name__)
     ours = rex.RayTaskError("run_on_node", "Traceback ...", NodeMismatch("node 10.0.0.7 runs …"))
     assert ray_failure(ours) == (FailureKind.WORKER_ERROR, "node 10.0.0.7 runs …")
+    going = NodeLostDuringTrial("the raylet of node 10.0.0.7 ended during the trial")
+    gone = rex.RayTaskError("run_on_node", "Traceback ...", going)
+    assert ray_failure(gone) == (FailureKind.NODE_LOST, str(going))
     bug = rex.RayTaskError("run_on_node", "Traceback ...", KeyError("x"))
     assert ray_failure(bug)[0] is FailureKind.WORKER_ERROR
 

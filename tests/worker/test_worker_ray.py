@@ -200,7 +200,11 @@ async def test_a_node_lost_mid_run_loses_no_row_and_records_none_twice(
     assert lost, "no attempt was lost with the node"
     for trial in lost:
         first = trial.attempts[0]
-        assert first.outcome == "retried" and first.failure == "node_lost", first
+        # node_lost as a rule. Removing a node kills its processes in no set order: a trial whose
+        # sandbox died first while its Ray worker lived on is node_lost too when the raylet was
+        # gone by then (run_on_node checks), else sandbox_lost. Both: infra, retried, no row.
+        assert first.outcome == "retried", first
+        assert first.failure in ("node_lost", "sandbox_lost"), first
         assert trial.row is not None and trial.row["trial_id"] == trial.attempts[-1].trial_id
     assert not process_cmdlines_containing(f"sleep {marker}")
 

@@ -24,6 +24,7 @@ class TrialResult:
     outcome: AgentOutcome
     reward: float | None
     trial_dir: Path
+    verifier: Any = None  # the verifier's ExecResult and the reward read: why a reward is None
 
     def trajectory(self, name: str = "acp_trajectory.jsonl") -> list[dict[str, Any]]:
         path = self.trial_dir / "trajectory" / name
@@ -91,14 +92,14 @@ async def run_trial(
         record({"type": "user_message", "text": ctx.prompt})  # as the worker's trial does
         outcome = await agent.run(ctx)
         await box.upload(the_task.tests_dir, "/tests")
-        await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)
+        verified = await box.exec(["sh", "/tests/test.sh"], timeout_sec=30)
         shown = await box.exec(["cat", "/logs/verifier/reward.txt"])
         reward = float(shown.stdout) if shown.exit_code == 0 else None
         if inspect is not None:
             await inspect(box)
     finally:
         await box.stop()
-    return TrialResult(outcome, reward, trial_dir)
+    return TrialResult(outcome, reward, trial_dir, (verified, shown))
 
 
 def make_sandbox(

@@ -35,7 +35,7 @@ async def test_exec_purple_passes(
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.status == "completed", result.outcome.message
     assert result.outcome.failure is None
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     calls = result.tool_calls()
     assert [(c["kind"], c["title"]) for c in calls] == [
         ("execute", "ls -la"),
@@ -72,7 +72,7 @@ async def test_files_only_purple_passes(
     with purple_server("files", version=version, **kwargs) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert result.outcome.details["bridge"]["written_files"] == ["/root/answer.txt"]
     assert [c["kind"] for c in result.tool_calls()] == ["edit"]
 
@@ -88,7 +88,7 @@ async def test_binary_files_are_written_byte_for_byte(tmp_path: Path) -> None:
     with purple_server("binary") as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, inspect=look)
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert seen == {name: bytes(range(256)).hex() for name in ("blob.bin", "returned.bin")}
     assert result.outcome.details["bridge"]["refused_files"] == []
 
@@ -108,7 +108,8 @@ async def test_escaping_paths_are_refused_and_nothing_written_outside(tmp_path: 
     with purple_server("escape") as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path, inspect=look)
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0  # answer.txt (base64) was the one legitimate file
+    # answer.txt (base64) was the one legitimate file
+    assert result.reward == 1.0, result.verifier
     bridge = result.outcome.details["bridge"]
     assert bridge["written_files"] == ["/root/answer.txt"]
     refused = {r["path"]: r["error"] for r in bridge["refused_files"]}
@@ -206,7 +207,7 @@ async def test_documented_purple_agent_solves_csv_sales_summary(tmp_path: Path) 
             A2AAgent(f"a2a:{url}"), tmp_path, the_task=the_task, prepare=place_data
         )
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert [c["kind"] for c in result.tool_calls()] == ["read", "edit"]
 
 
@@ -246,7 +247,7 @@ async def test_files_beyond_the_count_limit_are_refused(tmp_path: Path) -> None:
         {"path": "out/2.txt", "error": "more than 3 files"},
         {"path": "out/3.txt", "error": "more than 3 files"},
     ]
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
 
 
 async def test_purple_keeping_one_task_open_with_input_required(tmp_path: Path) -> None:
@@ -254,7 +255,7 @@ async def test_purple_keeping_one_task_open_with_input_required(tmp_path: Path) 
     with purple_server("ask-exec", log=log) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     states = [
         e["payload"]["state"]
         for e in bridge_events(result.trial_dir)
@@ -325,7 +326,7 @@ async def test_finished_conversation_sends_no_cancel(tmp_path: Path) -> None:
     log = tmp_path / "purple.jsonl"
     with purple_server("ask-exec", log=log) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert purple_cancels(log)[1] == [] and bridge_cancels(result.trial_dir) == []
 
 
@@ -341,7 +342,7 @@ async def test_each_input_required_turn_is_answered_once(
     with purple_server(mode, log=log, streaming=streaming) as url:
         result = await run_trial(A2AAgent(f"a2a:{url}"), tmp_path)
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert [c["title"] for c in result.tool_calls()] == [
         "ls -la",
         "echo 42 > answer.txt && echo wrote >&2",

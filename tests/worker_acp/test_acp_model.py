@@ -51,7 +51,7 @@ async def test_model_is_sent_with_set_model_in_the_manifests_format(
         _agent(tmp_path, extra), tmp_path, env=_env("set_model"), model="openai/gpt-4o-mini"
     )
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert _messages(result)[0] == f"model: {sent} via session/set_model"
     selection = result.outcome.details["model_selection"]
     assert selection == {"method": "session/set_model", "model_id": sent, "accepted": True}
@@ -100,7 +100,7 @@ async def test_supports_acp_set_model_false_sends_no_model_and_says_so(tmp_path:
     agent = _agent(tmp_path, "supports_acp_set_model = false")
     result = await run_trial(agent, tmp_path, env=_env("absent"), model="openai/gpt-4o-mini")
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert _messages(result) == ["ran 2 commands"]  # the agent got no model over ACP
     selection = result.outcome.details["model_selection"]
     assert selection["method"] is None and selection["accepted"] is None

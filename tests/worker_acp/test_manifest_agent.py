@@ -49,7 +49,7 @@ async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
     result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env())
     assert result.outcome.status == "completed", result.outcome.message
     assert result.outcome.failure is None
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     calls = result.tool_calls()
     assert [c["title"] for c in calls] == ["ls -la", "echo 42 > answer.txt"]
     assert all(c["kind"] == "execute" for c in calls)
@@ -71,7 +71,7 @@ async def test_manifest_agent_passes_example_task(tmp_path: Path) -> None:
 async def test_chatty_stderr_is_drained_not_deadlocked(tmp_path: Path) -> None:
     result = await run_trial(ManifestAgent("acp:py-acp-agent"), tmp_path, env=agent_env("chatty"))
     assert result.outcome.status == "completed", result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     log = result.trial_dir / "agent" / "py_acp_agent.txt"
     assert log.stat().st_size == 2 << 20
 
@@ -323,4 +323,4 @@ async def test_an_install_cmd_that_writes_under_opt_works_locally(tmp_path: Path
     entry = find("opt-agent", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path / "agents")})
     result = await run_trial(ManifestAgent("opt-agent", entry), tmp_path, env=agent_env())
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier

@@ -50,7 +50,7 @@ async def test_minimal_participant_solves_the_task(tmp_path: Path) -> None:
         tmp_path, [{"shell": "ls -la"}, {"shell": "echo 42 > answer.txt"}, {"text": "Wrote 42."}]
     )
     assert result.outcome.failure is None, result.outcome.message
-    assert result.reward == 1.0
+    assert result.reward == 1.0, result.verifier
     assert [c["title"] for c in result.tool_calls()] == ["ls -la", "echo 42 > answer.txt"]
     assert len(model.requests) == 3
     # The model saw the real output of `ls -la` run in the sandbox's workspace.

@@ -29,6 +29,7 @@ from worker.executors._ray_node import (
     ARCHIVE_MAX_BYTES_VAR,
     SANDBOX_RESOURCE,
     TASK_ARCHIVE_MAX_BYTES,
+    NodeLostDuringTrial,
     NodeMismatch,
     NodeResult,
     NodeTrial,
@@ -78,7 +79,8 @@ def _no_uv_run_runtime_env() -> None:
 def ray_failure(exc: BaseException) -> tuple[FailureKind, str]:
     """What a Ray exception means in our failure table (Ray's retries are off). An exception of
     ours raised on the node: a node of another project version is refused, anything else is a
-    bug of the worker (both ``worker_error``, not retried). Everything else Ray reports (a lost
+    bug of the worker (both ``worker_error``, not retried), except a raylet that ended during
+    the trial (``node_lost``). Everything else Ray reports (a lost
     node, a crashed or killed Ray worker process, a lost or unreachable result, a task Ray
     cannot place any more) is the infrastructure: ``node_lost``, retried by our rule."""
     import ray.exceptions as rex
@@ -86,6 +88,8 @@ def ray_failure(exc: BaseException) -> tuple[FailureKind, str]:
     cause = getattr(exc, "cause", None) if isinstance(exc, rex.RayTaskError) else None
     if isinstance(cause, NodeMismatch):
         return FailureKind.WORKER_ERROR, str(cause)
+    if isinstance(cause, NodeLostDuringTrial):
+        return FailureKind.NODE_LOST, str(cause)
     if isinstance(cause, Exception) and not isinstance(cause, rex.RayError):
         return FailureKind.WORKER_ERROR, f"on the node: {type(cause).__name__}: {cause}"
     text = str(exc).strip()

@@ -48,6 +48,11 @@ class NodeMismatch(RuntimeError):
     """This node runs another version of the project than the worker."""
 
 
+class NodeLostDuringTrial(RuntimeError):
+    """This node's raylet ended while the attempt ran: the node is being lost, and what the
+    attempt saw (its sandbox killed from outside, an agent cut off) is not the agent's doing."""
+
+
 @dataclass(frozen=True)
 class NodeTrial:
     """One attempt, as data (what a :class:`~worker.trial.TrialPlan` holds, minus host paths)."""
@@ -222,6 +227,9 @@ def run_on_node(trial: NodeTrial, task_archive: bytes) -> NodeResult:
             f"node {node.get('node_ip') or node['hostname']} runs skillsbench-agentbeats {mine}, "
             f"the worker {trial.code}: install the worker's version on every node"
         )
+    # A Ray worker process is the raylet's child: when the raylet dies (the node is removed,
+    # crashes or is killed), this process is re-parented, while it may still reach the worker.
+    raylet = os.getppid()
     task = task_folder(trial.task_id, trial.task_hash, task_archive)
     work = node_dir() / "runs" / trial.run_id / trial.trial_id
     trial_dir = work / "trial"
@@ -246,6 +254,12 @@ def run_on_node(trial: NodeTrial, task_archive: bytes) -> NodeResult:
             resources=trial.resources,
         )
         outcome = asyncio.run(run_trial(plan))
+        if os.getppid() != raylet:
+            # Killing the node's processes may reach the sandbox first: the attempt then ends
+            # as sandbox_lost or an agent failure. Its result is not sent: node_lost, retried.
+            raise NodeLostDuringTrial(
+                f"the raylet of node {node.get('node_ip') or node['hostname']} ended during the trial"
+            )
         archive, report = pack_folder(trial_dir, trial.archive_max_bytes, skip=NOT_ARCHIVED)
         return NodeResult(outcome=outcome, archive=archive, node=node, report=report)
     finally:
