@@ -173,3 +173,35 @@ async def test_the_workers_own_memory_limit_caps_what_a_trial_can_get(
     assert (await LOCAL.host_capacity()).memory_mb == 3072
     (own / "memory.limit_in_bytes").write_text("9223372036854771712")  # v1's "no limit"
     assert limits.own_memory_limit_mb() is None
+
+
+def test_a_listed_pid_now_someone_elses_is_never_killed(tmp_path: Path) -> None:
+    """Removing a trial's cgroup signals thousands of listed pids one by one; on a busy host a
+    pid that left the group and was reaped meanwhile is soon another process's. Only members
+    are signalled: the outsider below stands for such a process, listed as if it were one."""
+    _cgroups()
+    owner = f"stale-test-{tmp_path.name}"
+    trial = limits.TrialLimits(
+        owner=owner, name=limits.group_name("run-1", "t"), cpus=1, memory_mb=128, pids_limit=32
+    )
+    trial.create()
+    member = subprocess.Popen([*trial.wrapper(), "sleep", "60"])
+    outsider = subprocess.Popen(["sleep", "60"])
+    try:
+        deadline = time.monotonic() + 30
+        while not all(
+            str(member.pid) in (folder / "cgroup.procs").read_text().split()
+            for folder in trial.dirs.values()
+        ):
+            assert time.monotonic() < deadline, "the member never joined its cgroups"
+            time.sleep(0.01)
+        for folder in trial.dirs.values():
+            limits._kill_members(folder, [str(outsider.pid), str(member.pid), "x"])
+        assert member.wait(timeout=10) == -9
+        assert outsider.poll() is None, "a process outside the trial's cgroup was killed"
+    finally:
+        outsider.kill()
+        outsider.wait()
+        trial.remove()
+        for base in limits.host().bases.values():
+            (base / f"skillsbench-{owner}").rmdir()

@@ -309,6 +309,42 @@ class TrialLimits:
             remove_group(folder)
 
 
+def _kill_members(folder: Path, pids: list[str]) -> None:
+    """SIGKILL what ``folder`` holds. cgroup v2's ``cgroup.kill`` does it at once. Otherwise
+    each listed pid is held by a pidfd and signalled only if that process is still a member:
+    thousands of pids take a while to signal, and on a busy host a pid freed in the meantime
+    is soon another process's (pid_max wraps), which a kill by number would reach."""
+    from worker.sandbox._bubblewrap.process import Pidfd
+
+    with contextlib.suppress(OSError):
+        (folder / "cgroup.kill").write_text("1")
+        return
+    mark = f"/{folder.parent.name}/{folder.name}"
+    for text in pids:
+        try:
+            pid = int(text)
+        except ValueError:
+            continue
+        if not Pidfd.supported():  # Linux < 5.3: by number, as soon as listed
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            continue
+        held = Pidfd.open(pid)
+        if held is None:
+            continue
+        try:
+            try:
+                lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+            except OSError:
+                continue
+            member = any(line.endswith(mark) or f"{mark}/" in line for line in lines)
+            # alive after the read: the pid was this process's while /proc was read
+            if member and held.alive():
+                held.kill()
+        finally:
+            held.close()
+
+
 def _field(path: Path, name: str) -> int:
     try:
         for line in path.read_text().splitlines():
@@ -330,9 +366,8 @@ def remove_group(folder: Path) -> bool:
             return True
         except OSError:
             pids = []
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
+        if pids:
+            _kill_members(folder, pids)
         try:
             folder.rmdir()
             return True

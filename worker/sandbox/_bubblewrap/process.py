@@ -186,8 +186,9 @@ class Pidfd:
         """Not yet exited (a zombie counts as exited)."""
         if self.fd is None:
             return False
-        readable, _, _ = select.select([self.fd], [], [], 0)
-        return not readable
+        poller = select.poll()  # not select(): a busy worker's descriptors pass FD_SETSIZE
+        poller.register(self.fd, select.POLLIN)
+        return not poller.poll(0)
 
     def kill(self) -> None:
         if self.fd is not None:
