@@ -43,6 +43,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.sandbox._bubblewrap.process import Pidfd
+
 CGROUP_MOUNTS = "/proc/self/mounts"
 # Arguments: cgroup.procs files, "--", then the command to become.
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"'
@@ -314,10 +316,9 @@ def _kill_members(folder: Path, pids: list[str]) -> None:
     each listed pid is held by a pidfd and signalled only if that process is still a member:
     thousands of pids take a while to signal, and on a busy host a pid freed in the meantime
     is soon another process's (pid_max wraps), which a kill by number would reach."""
-    from worker.sandbox._bubblewrap.process import Pidfd
-
-    with contextlib.suppress(OSError):
-        (folder / "cgroup.kill").write_text("1")
+    if (folder / "cgroup.kill").exists():  # cgroup v2, Linux >= 5.14
+        with contextlib.suppress(OSError):  # the group went meanwhile
+            (folder / "cgroup.kill").write_text("1")
         return
     mark = f"/{folder.parent.name}/{folder.name}"
     for text in pids:
