@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -228,6 +228,10 @@ FailureCategory = Literal[
     "verifier_error",
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+# The harness's own agents (``agent_transport`` of their rows): references and probes (the
+# task's solution, doing nothing, a script), never participants. Their rows never reach a
+# leaderboard: ``leaderboard aggregate`` and ``validate --contract`` refuse them.
+BUILTIN_AGENT_TRANSPORTS: Final = frozenset({"oracle", "nop", "script"})
 CONDITIONS: tuple[str, ...] = ("with_skills", "without_skills")
 # Who the usage figures come from: the worker measured them (provider_response through its model
 # proxy, agent_native_acp from the agent's own ACP report), the participant said so itself

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from leaderboard.findings import child, json_path
-from leaderboard.rows import AGENTBEATS_UUID_PATTERN, PublicRow
+from leaderboard.rows import AGENTBEATS_UUID_PATTERN, BUILTIN_AGENT_TRANSPORTS, PublicRow
 
 FILE_STATUSES = ("completed", "partial", "failed")
 TOP_LEVEL_KEYS = ("status", "participants", "results")
@@ -109,6 +109,16 @@ def _row_violations(where: str, row: Any, contract: bool) -> list[Violation]:
             out.append(Violation(child(where, key), "is missing (a string or null)"))
         elif row[key] is not None and not isinstance(row[key], str):
             out.append(Violation(child(where, key), "must be a string or null"))
+    transport = row.get("agent_transport")
+    if contract and isinstance(transport, str) and transport in BUILTIN_AGENT_TRANSPORTS:
+        out.append(
+            Violation(
+                child(where, "agent_transport"),
+                f"{transport!r} is one of the harness's built-in agents (oracle, nop, script:), "
+                "a reference run, not a participant: its rows never go on a leaderboard",
+            )
+        )
+        return out
     if contract and not out:
         try:
             PublicRow.model_validate(row)

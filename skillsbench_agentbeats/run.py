@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from leaderboard.rows import BUILTIN_AGENT_TRANSPORTS
 from worker.cli import (
     concurrency_or_cores,
     environment_option,
@@ -181,11 +182,18 @@ def run(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
-        click.echo(
-            f"next: skillsbench-agentbeats leaderboard aggregate {output}"
-            + ("" if participant_id else " --agent UUID")
-            + " --output results/NAME.json (a submittable file; then leaderboard validate)"
-        )
+        kind = agent.split(":", 1)[0]
+        if kind in BUILTIN_AGENT_TRANSPORTS:
+            click.echo(
+                f"(rows of the built-in agent {kind!r} are a reference run: leaderboard aggregate "
+                "refuses them)"
+            )
+        else:
+            click.echo(
+                f"next: skillsbench-agentbeats leaderboard aggregate {output}"
+                + ("" if participant_id else " --agent UUID")
+                + " --output results/NAME.json (a submittable file; then leaderboard validate)"
+            )
     infra = [r["task_id"] for r in rows if not r["score_eligible"]]
     if rows and len(infra) == len(rows):
         click.echo("every trial was an infrastructure error: nothing was graded", err=True)

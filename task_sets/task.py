@@ -51,6 +51,18 @@ class VerifierSection(_Section):
     timeout_sec: float = Field(default=600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
+    # Paths (files or folders) whose changes are the agent's work product even where the rule
+    # says they come from the image (docs/sandboxes.md, "Work product"): a task whose answer is
+    # an installed package, say.
+    work_product: list[str] = Field(default_factory=list)
+
+    @field_validator("work_product")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path.startswith("/") or path.rstrip("/") == "" or "\n" in path:
+                raise ValueError(f"work_product: {path!r} must be an absolute path below /")
+        return [path.rstrip("/") for path in paths]
 
 
 class EnvironmentSection(_Section):

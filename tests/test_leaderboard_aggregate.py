@@ -17,7 +17,7 @@ from testsupport import PUBLISHED_DATA, REPO_ROOT
 
 from leaderboard.aggregate import AggregateError, aggregate
 from leaderboard.query import run_queries
-from leaderboard.validate import validate_results_file
+from leaderboard.validate import validate_results, validate_results_file
 
 QUICK_SUBMIT = PUBLISHED_DATA / (
     "benchflow-ai__skillsbench-leaderboard__results__019e515b-26ad-7510-983f-f8f9f2db5ac6.json"
@@ -90,8 +90,10 @@ def test_cli_writes_the_file_and_says_the_next_command(
     assert out.read_bytes() == before
 
 
-def test_run_outputs_of_two_shards_aggregate_into_a_valid_file(tmp_path: Path) -> None:
-    """Real ``run --output`` files (oracle, local sandbox), one per shard of the examples set."""
+def test_run_outputs_of_a_built_in_agent_never_reach_a_leaderboard(tmp_path: Path) -> None:
+    """Real ``run --output`` files (oracle, local sandbox), one per shard of the examples set:
+    the harness's reference agent scores 100 %, so `aggregate` and `validate --contract` refuse
+    its rows by name, and `run` does not suggest aggregating them."""
     outputs = []
     for k, task in enumerate(("csv-sales-summary", "grid-path-count")):
         outputs.append(tmp_path / f"shard-{k}.json")
@@ -103,7 +105,9 @@ def test_run_outputs_of_two_shards_aggregate_into_a_valid_file(tmp_path: Path) -
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        # Alone, a run's file is one `aggregate` away from valid, and validate says so.
+        assert "leaderboard aggregate" not in done.stdout.split("refuses them")[-1], done.stdout
+        assert "built-in agent 'oracle'" in done.stdout, done.stdout
+        # Alone, a run's file is not a leaderboard file either.
         assert validate_results_file(outputs[-1]) != []
     out = tmp_path / "agg.json"
     done = subprocess.run(
@@ -111,10 +115,17 @@ def test_run_outputs_of_two_shards_aggregate_into_a_valid_file(tmp_path: Path) -
          *map(str, outputs), "--num-shards", "2", "-o", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert validate_results_file(out, contract=True) == []
-    rows = [row for env in json.loads(out.read_text())["results"] for row in env["results"]]
-    assert sorted(row["task_id"] for row in rows) == ["csv-sales-summary", "grid-path-count"]
+    assert done.returncode != 0 and not out.exists()
+    assert "'oracle' is one of the harness's built-in agents" in done.stderr, done.stderr
+    # The same rows under a valid envelope: validate --contract names every one of them.
+    rows = [row for path in outputs for row in json.loads(path.read_text())["results"]]
+    for transport in ("oracle", "nop", "script"):
+        doc = {"status": "completed", "participants": {"agent": AGENT},
+               "results": [{"status": "completed", "participants": {"agent": AGENT},
+                            "results": [{**r, "agent_transport": transport} for r in rows]}]}  # fmt: skip
+        found = validate_results(doc, contract=True)
+        assert len(found) == len(rows) and all(transport in str(v) for v in found), found
+        assert validate_results(doc) == []  # the leaderboard CI's own checks do not know it
 
 
 def test_a_url_names_no_agent(tmp_path: Path) -> None:

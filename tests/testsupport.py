@@ -112,8 +112,10 @@ def make_task(
     skills: dict[str, str] | None = None,
     extra_tests: dict[str, str] | None = None,
     internet: bool = False,
+    verifier_toml: str = "",
 ) -> Path:
-    """A tiny task folder: the answer is 42 in /root/answer.txt."""
+    """A tiny task folder: the answer is 42 in /root/answer.txt (``verifier_toml``: more lines
+    of its ``[verifier]`` section)."""
     folder = root / task_id
     (folder / "environment").mkdir(parents=True)
     (folder / "tests").mkdir()
@@ -129,6 +131,7 @@ def make_task(
             timeout_sec = {agent_timeout}
             [verifier]
             timeout_sec = {verifier_timeout}
+            {verifier_toml}
             [environment]
             allow_internet = {str(internet).lower()}
             """

@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -29,11 +29,21 @@ from worker.environment import ParticipantProxies, PrebuiltImages
 from worker.failures import FailureKind, plain_text, sandbox_ended, semantics
 from worker.limits import OutputCaps
 from worker.public_rows import build_row
+from worker.regrade import (
+    IMAGE_MODULES_SCRIPT,
+    Capture,
+    ImageFacts,
+    apply,
+    capture,
+    fresh_sandbox,
+    image_facts,
+)
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
     SOLUTION_DIR,
     VERIFIER_LOGS_DIR,
+    ExecResult,
     Sandbox,
     SandboxError,
     SandboxLimitExceeded,
@@ -56,7 +66,10 @@ from worker.verifier import (
     kill_agent_processes,
     read_reward,
     snapshot_plantables,
+    survivors,
+    verdict_seen,
 )
+from worker.work_product import Ground, installed_modules, module_paths, start_folders
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +79,7 @@ STOP_TIMEOUT_SEC = 60.0
 ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
 SETUP_BUDGET_SEC = 300.0  # sandbox start + placement + teardown, on top of the task's budgets
 TAMPER_EVIDENCE_MAX = 100  # changed paths kept in result.json (all of them are counted)
+REGRADE_SETUP_SEC = 120.0  # a fresh sandbox's start and the work product laid on it
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,9 @@ class TrialPlan:
             + cfg.verifier.timeout_sec
             + cfg.environment.build_timeout_sec
             + SETUP_BUDGET_SEC
+            # a pass graded again on a fresh sandbox (worker/regrade.py)
+            + cfg.verifier.timeout_sec
+            + REGRADE_SETUP_SEC
         )
 
 
@@ -169,6 +186,10 @@ class _TrialState:
     # What the sandbox was given (worker/sandbox/resources.py), how each limit was enforced, and
     # how often what ran hit them.
     resources: dict[str, Any] = field(default_factory=dict)
+    spec: SandboxSpec | None = None  # the sandbox's, for a fresh one to grade a pass again
+    image: ImageFacts = field(default_factory=ImageFacts)
+    capture: Capture | None = None  # the agent's work product (worker/regrade.py)
+    verifier_env: dict[str, str] = field(default_factory=dict)
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -258,6 +279,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             owner=plan.owner,
             pids_limit=fitted.pids_limit,
         )
+        state.spec = spec
         with phases.phase("environment_setup"):
             try:
 
@@ -278,6 +300,7 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
                 raise _Failed(FailureKind.SANDBOX_START, f"{type(exc).__name__}: {exc}") from None
         with phases.phase("agent_setup"):
             snapshot = await _infra(_snapshot(plan, sandbox, skills_dir))
+            state.image = await _image_facts(plan, sandbox)
         state.agent_outcome = agent_outcome = await _run_agent(
             plan, sandbox, prompt, skills_dir, record, phases, state.usage, state
         )
@@ -301,6 +324,10 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
+        if reward and state.capture is not None and state.capture.product.needs_regrade:
+            # Not part of the verifier's time (the row's time_used): the harness's own check.
+            with phases.phase("regrade"):
+                reward = await _regrade(plan, state, snapshot, reward)
         if agent_outcome.status == "timeout":
             failure = FailureKind.AGENT_TIMEOUT
         elif agent_outcome.failure is FailureKind.USAGE_LIMIT:
@@ -361,6 +388,47 @@ async def _snapshot(plan: TrialPlan, sandbox: Sandbox, skills_dir: str | None) -
     if key not in _SNAPSHOTS:
         _SNAPSHOTS[key] = await snapshot_plantables(sandbox, skills_dir)
     return _SNAPSHOTS[key]
+
+
+# The image's PATH and Python module names (worker/work_product.py's rules), once per task.
+_IMAGE_FACTS: dict[tuple[str, str], ImageFacts] = {}
+
+
+async def _image_facts(plan: TrialPlan, sandbox: Sandbox) -> ImageFacts:
+    key = (plan.environment, str(plan.task.path))
+    if key not in _IMAGE_FACTS:
+        try:
+            result = await sandbox.exec(
+                ["/bin/sh", "-c", IMAGE_MODULES_SCRIPT], user="0:0", timeout_sec=120
+            )
+        except SandboxError:
+            return ImageFacts()  # not cached: the next trial looks again
+        if result.exit_code != 0 or result.timed_out:
+            return ImageFacts()
+        _IMAGE_FACTS[key] = image_facts(result.stdout)
+    return _IMAGE_FACTS[key]
+
+
+def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
+    """What the work product rule needs to know of this trial (worker/work_product.py)."""
+    script = ""
+    with contextlib.suppress(OSError):
+        script = (plan.task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+    sources: list[str] = []
+    with contextlib.suppress(OSError):
+        for module in sorted(plan.task.tests_dir.rglob("*.py"))[:200]:
+            with contextlib.suppress(OSError):
+                sources.append(module.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+    return Ground(
+        workdir=sandbox.workdir,
+        skills_dir=state.skills_dir,
+        declared=tuple(plan.task.config.verifier.work_product),
+        extra_starts=start_folders(script),
+        module_paths=module_paths(script, sources),
+        image_modules=state.image.modules,
+        **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
+        installed_modules=installed_modules(script),
+    )
 
 
 async def _run_agent(
@@ -445,18 +513,85 @@ async def _verify(
     agent_outcome: AgentOutcome,
 ) -> tuple[float | None, str | None]:
     task = plan.task
+    # Python reads and writes its bytecode caches under a fresh folder the agent cannot have
+    # seen, not in the __pycache__ folders where it could plant a compiled module.
+    verifier_env = {
+        "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
+        **task.config.verifier.env,
+    }
+    state.verifier_env = verifier_env
+    ground = _ground(plan, sandbox, state)
+    archive = plan.trial_dir / "regrade" / "work-product.tar"
+
+    async def take_work_product() -> None:
+        # After the kill and the tamper look, before tests/ is uploaded: nothing runs.
+        state.capture = await capture(sandbox, ground, archive, plan.caps.sandbox_bytes)
+
+    # The agent's processes die first (harden's first step); nothing it left can see tests/
+    # or write a reward. A backend that can tell whether the agent changed what the verifier
+    # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
+    # (SandboxTampered): then the verifier does not run at all.
+    host_dir = plan.trial_dir / "verifier"
+    result = await _run_verifier(
+        plan, sandbox, snapshot, state, verifier_env, host_dir, after_gate=take_work_product
+    )
+    state.verifier.update(_exec_evidence(result))
+    found = state.capture
+    influenced = found.reward_names if found is not None else frozenset()
+    if found is not None:
+        state.verifier["work_product"] = found.evidence()
+    if result.timed_out:
+        raise _Failed(
+            FailureKind.VERIFIER_TIMEOUT,
+            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f}",
+        )
+    if not verdict_seen(result.stdout):
+        # Something killed the verifier's own shell before it stopped the rest: whatever ran
+        # on may have written the reward files since. Graded code's doing, not the harness's.
+        state.verifier["tampering"] = [_SHELL_KILLED]
+        state.verifier["n_tampered_paths"] = 1
+        raise _Failed(FailureKind.VERIFIER_TAMPERED, _SHELL_KILLED["reason"])
+    try:
+        reward = read_reward(host_dir, influenced)
+    except RewardError as exc:
+        if agent_outcome.status == "timeout":
+            return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
+        raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
+    if reward.notes:
+        state.verifier["reward_notes"] = list(reward.notes)
+    return reward.value, reward.source
+
+
+_SHELL_KILLED: Final = {
+    "path": "(the verifier's shell)",
+    "change": "killed",
+    "reason": "the verifier's own shell was killed before tests/test.sh's end was recorded, so "
+    "the reward files may have been written after the verifier decided",
+}
+
+
+def _exec_evidence(result: ExecResult) -> dict[str, Any]:
+    doc: dict[str, Any] = {"exit_code": result.exit_code, "timed_out": result.timed_out}
+    if left := survivors(result.stdout):
+        # Killed the moment tests/test.sh exited, before any reward file was read.
+        doc["survivors"] = left
+    return doc
+
+
+async def _run_verifier(
+    plan: TrialPlan,
+    sandbox: Sandbox,
+    snapshot: str,
+    state: _TrialState,
+    verifier_env: dict[str, str],
+    host_dir: Path,
+    *,
+    after_gate: Callable[[], Awaitable[None]] | None = None,
+) -> ExecResult:
+    """Harden, run tests/test.sh, bring its logs to ``host_dir``; failures as :class:`_Failed`."""
+    task = plan.task
     verifier_cfg = task.config.verifier
     try:
-        # The agent's processes die first (harden's first step); nothing it left can see tests/
-        # or write a reward. A backend that can tell whether the agent changed what the verifier
-        # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
-        # (SandboxTampered): then the verifier does not run at all.
-        # Python reads and writes its bytecode caches under a fresh folder the agent cannot
-        # have seen, not in the __pycache__ folders where it could plant a compiled module.
-        verifier_env = {
-            "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
-            **verifier_cfg.env,
-        }
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
                 sandbox,
@@ -465,9 +600,12 @@ async def _verify(
                 task.tests_dir,
                 env=verifier_env,
                 timeout_sec=verifier_cfg.timeout_sec,
+                after_gate=after_gate,
             )
         else:
-            state.removed_files = await harden(sandbox, snapshot, state.skills_dir, task.tests_dir)
+            state.removed_files = await harden(
+                sandbox, snapshot, state.skills_dir, task.tests_dir, after_gate=after_gate
+            )
             result = await sandbox.exec(
                 list(TEST_COMMAND),
                 cwd=sandbox.workdir,
@@ -475,17 +613,18 @@ async def _verify(
                 user=verifier_cfg.user,
                 timeout_sec=verifier_cfg.timeout_sec,
             )
-        state.verifier = {"exit_code": result.exit_code, "timed_out": result.timed_out}
-        host_dir = plan.trial_dir / "verifier"
         # One budget for both (the caps are per trial), the verifier's first: the agent's logs
         # are best effort and must not crowd out the reward.
         caps = plan.caps
-        state.logs_budget = budget = CopyBudget(
-            caps.log_file_bytes, caps.logs_bytes, caps.logs_files
-        )
+        if state.logs_budget is None:
+            state.logs_budget = CopyBudget(caps.log_file_bytes, caps.logs_bytes, caps.logs_files)
+        budget = state.logs_budget
         await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
-        with contextlib.suppress(Exception):
-            await sandbox.download(AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget)
+        if after_gate is not None:  # the agent's sandbox, not a regrade's
+            with contextlib.suppress(Exception):
+                await sandbox.download(
+                    AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=budget
+                )
     except SandboxLimitExceeded as exc:
         state.resources["events"] = exc.events
         raise _Failed(FailureKind(exc.kind), str(exc)) from None
@@ -501,18 +640,71 @@ async def _verify(
             raise _Failed(FailureKind(exceeded.kind), str(exceeded)) from None
         kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
         raise _Failed(kind, f"verifier could not run: {exc}") from None
-    if result.timed_out:
-        raise _Failed(
-            FailureKind.VERIFIER_TIMEOUT,
-            f"tests/test.sh ran past [verifier].timeout_sec={verifier_cfg.timeout_sec:.0f}",
-        )
+    return result
+
+
+async def _regrade(
+    plan: TrialPlan,
+    state: _TrialState,
+    snapshot: str,
+    first: float,
+) -> float:
+    """Grade the pass again on a fresh sandbox of the image with only the work product laid on
+    it (worker/regrade.py); the lower reward counts, the difference is recorded."""
+    found = state.capture
+    assert found is not None and state.spec is not None
+    doc: dict[str, Any] = {"reward_in_agent_sandbox": first}
+    state.verifier["regrade"] = doc
+    if found.report is not None and found.report.over_budget:
+        doc.update(reward=0.0, notes=["the work product is larger than the sandbox's storage cap"])
+        return 0.0
+    if state.sandbox is not None:
+        await _stop(state.sandbox, state)  # its logs are in; its resources go to the next one
+    backend = sandbox_class(plan.environment)
     try:
-        reward = read_reward(host_dir)
-    except RewardError as exc:
-        if agent_outcome.status == "timeout":
-            return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
-        raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
-    return reward.value, reward.source
+        fresh = await fresh_sandbox(backend, state.spec, plan.trial_dir)
+    except SandboxError as exc:
+        raise _Failed(FailureKind.VERIFIER_INFRA, f"regrade sandbox: {exc}") from None
+    state.sandbox, state.stopped = fresh, False  # an abort stops this one now
+    notes: list[str] = []
+    reward = 0.0
+    try:
+        notes += await apply(fresh, found)
+        host_dir = plan.trial_dir / "regrade" / "verifier"
+        kept_removed = state.removed_files
+        try:
+            result = await _run_verifier(plan, fresh, snapshot, state, state.verifier_env, host_dir)
+        except _Failed as exc:
+            if semantics(exc.kind).score_eligible:  # the work product's doing: no pass
+                notes.append(f"{exc.kind.value}: {exc}")
+                result = None
+            else:
+                raise
+        finally:
+            state.removed_files = kept_removed
+        if result is not None:
+            doc.update(_exec_evidence(result))
+            if not result.timed_out and not verdict_seen(result.stdout):
+                notes.append(_SHELL_KILLED["reason"])
+            elif result.timed_out:
+                notes.append(
+                    "tests/test.sh ran past its timeout on the image plus the work product"
+                )
+            else:
+                try:
+                    again = read_reward(host_dir, found.reward_names)
+                    reward = again.value
+                    notes += again.notes
+                except RewardError as exc:
+                    notes.append(f"no reward on the image plus the work product: {exc}")
+    except SandboxError as exc:
+        raise _Failed(FailureKind.VERIFIER_INFRA, f"regrade: {exc}") from None
+    finally:
+        await _stop(fresh, state)
+    doc["reward"] = reward
+    if notes:
+        doc["notes"] = notes
+    return min(first, reward)
 
 
 async def _limits_hit(sandbox: Sandbox, state: _TrialState) -> SandboxLimitExceeded | None:
@@ -674,6 +866,19 @@ def _reason(
         if isinstance(exit_code, int):
             agent += f" (exit {exit_code})"
         parts.append(agent)
+    regrade = state.verifier.get("regrade")
+    if (
+        isinstance(regrade, dict)
+        and regrade.get("reward", 1.0) < regrade["reward_in_agent_sandbox"]
+    ):
+        left = (state.verifier.get("work_product") or {}).get("excluded") or []
+        named = ", ".join(f"{item['path']} ({item['rule']})" for item in left[:3])
+        parts.append(
+            "the pass did not hold on the image plus the agent's work product (reward "
+            f"{regrade['reward_in_agent_sandbox']} in its sandbox, {regrade.get('reward')} there"
+            + (f"; left out: {named}" if named else "")
+            + ")"
+        )
     if "exit_code" in state.verifier:
         parts.append(f"verifier exit {state.verifier['exit_code']}")
         tail = _last_lines(plan.trial_dir / "verifier" / "test-stdout.txt")

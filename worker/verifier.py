@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -100,23 +101,56 @@ class RewardError(ValueError):
 @dataclass(frozen=True)
 class Reward:
     value: float
-    source: str  # "reward.json" | "reward.txt"
+    source: str  # the file that decided: "reward.json" | "reward.txt"; "none" for a 0 by rule
+    # What did not decide and why (files that disagree, that the agent could have supplied,
+    # that did not parse); empty when one file, or two that agree, decided.
+    notes: tuple[str, ...] = ()
 
 
-def read_reward(verifier_dir: Path) -> Reward:
-    """The reward left in ``verifier_dir``: reward.json preferred, reward.txt otherwise; both must agree."""
-    json_path = verifier_dir / "reward.json"
-    txt_path = verifier_dir / "reward.txt"
-    from_json = _read_json_reward(json_path) if _present(json_path) else None
-    from_txt = _read_txt_reward(txt_path) if _present(txt_path) else None
-    if from_json is None and from_txt is None:
-        raise RewardError("the verifier wrote neither reward.json nor reward.txt")
-    if from_json is not None and from_txt is not None and abs(from_json - from_txt) > 1e-9:
-        raise RewardError(f"reward.json says {from_json} but reward.txt says {from_txt}")
-    if from_json is not None:
-        return Reward(from_json, "reward.json")
-    assert from_txt is not None
-    return Reward(from_txt, "reward.txt")
+REWARD_FILES: Final = ("reward.json", "reward.txt")
+
+
+def read_reward(verifier_dir: Path, influenced: Collection[str] = ()) -> Reward:
+    """The reward left in ``verifier_dir`` (docs/sandboxes.md, "Which reward counts").
+
+    ``influenced``: the reward file names the agent could have supplied (its work product
+    holds a file of that name, which a verifier's ``cp /root/*.json /logs/verifier/`` would
+    carry over). Such a file never decides: the verifier's own files do, the lower value when
+    both are there and disagree; with only the agent's, the reward is 0. RewardError only when
+    no file the agent could not influence is there at all and the agent supplied none either.
+    """
+    readers = {"reward.json": _read_json_reward, "reward.txt": _read_txt_reward}
+    values: dict[str, float] = {}
+    notes: list[str] = []
+    broken: list[str] = []
+    for name in REWARD_FILES:
+        path = verifier_dir / name
+        try:
+            if not _present(path):
+                continue
+            values[name] = readers[name](path)
+        except RewardError as exc:
+            broken.append(name)
+            notes.append(str(exc))
+    trusted = {name: v for name, v in values.items() if name not in influenced}
+    supplied = sorted(name for name in (*values, *broken) if name in influenced)
+    if supplied:
+        notes.append(
+            f"{', '.join(supplied)}: the agent's work product holds a file of that name, so it "
+            "does not decide the reward"
+        )
+    if trusted:
+        if len(set(trusted.values())) > 1:
+            said = ", ".join(f"{name} says {v}" for name, v in trusted.items())
+            notes.append(f"the reward files disagree ({said}): the lower counts")
+        value = min(trusted.values())
+        source = next(n for n in REWARD_FILES if trusted.get(n) == value)
+        return Reward(value, source, tuple(notes))
+    if supplied:
+        return Reward(0.0, "none", tuple(notes))
+    if broken:
+        raise RewardError("; ".join(notes))
+    raise RewardError("the verifier wrote neither reward.json nor reward.txt")
 
 
 def _present(path: Path) -> bool:
@@ -188,7 +222,12 @@ def _hardening_failed(result: ExecResult) -> SandboxError:
 
 
 async def harden(
-    sandbox: Sandbox, snapshot: str, skills_dir: str | None, tests_dir: Path
+    sandbox: Sandbox,
+    snapshot: str,
+    skills_dir: str | None,
+    tests_dir: Path,
+    *,
+    after_gate: Callable[[], Awaitable[None]] | None = None,
 ) -> list[str]:
     """Kill the agent's processes, copy tests/ in and harden (as root); the paths removed."""
     result = await sandbox.kill_upload_exec(
@@ -198,6 +237,7 @@ async def harden(
         cwd="/",
         timeout_sec=120,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),
+        after_gate=after_gate,
     )
     if result.timed_out or HARDENED_MARK not in result.stdout:
         raise _hardening_failed(result)
@@ -212,6 +252,7 @@ async def harden_and_test(
     *,
     env: dict[str, str],
     timeout_sec: float,
+    after_gate: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[list[str], ExecResult]:
     """:func:`harden`, then tests/test.sh in the same sandbox process (for a root verifier):
     on docker the whole verifier start is one exec."""
@@ -223,7 +264,25 @@ async def harden_and_test(
         env=env,
         timeout_sec=timeout_sec,
         stdin=harden_input(snapshot, expected_tests(tests_dir)),
+        after_gate=after_gate,
     )
     if HARDENED_MARK not in result.stdout and not result.timed_out:
         raise _hardening_failed(result)
     return _removed(result.stdout), result
+
+
+SURVIVOR_MARK: Final = "skillsbench-survivor "
+VERDICT_MARK: Final = "skillsbench-verdict "
+
+
+def verdict_seen(stdout: str) -> bool:
+    """Whether the verifier's own shell lived until test.sh ended and the rest was stopped."""
+    return any(line.startswith(VERDICT_MARK) for line in stdout.splitlines())
+
+
+def survivors(stdout: str) -> list[str]:
+    """The processes still running when tests/test.sh exited (tests.sh's report: "<pid>
+    <command>"), which were then killed before the reward was read."""
+    return [
+        line[len(SURVIVOR_MARK) :] for line in stdout.splitlines() if line.startswith(SURVIVOR_MARK)
+    ]

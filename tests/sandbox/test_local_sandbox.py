@@ -315,6 +315,7 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
     existed (the host's /usr/local, the task's installs), hooks and shadows are."""
     dockerfile = DOCKERFILE + (
         "RUN printf '#!/bin/sh\\n' > /usr/local/bin/task-tool && chmod 755 /usr/local/bin/task-tool\n"
+        "RUN mkdir -p /opt/env/bin && touch /opt/env/pyvenv.cfg && printf x > /opt/env/bin/tool\n"
     )
     host_dirs = [
         d for d in sorted(Path("/usr/local/share").iterdir()) if d.is_dir() and any(d.iterdir())
@@ -335,6 +336,7 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
         await sb.trust_current_changes()  # as after an install_cmd: what is there now is trusted
         changed = await sb.exec(
             "rm /usr/local/bin/task-tool && printf x >> /opt/minimal-agent/agent.py && "
+            "printf y >> /opt/env/bin/tool && "
             "mkdir -p /opt/hooks && echo 'import os' > /opt/hooks/zz.pth && "
             "mkdir /tmp/evil && cp /bin/true /tmp/evil/bash && rm -rf /root/.local/bin && "
             "ln -s /tmp/evil /root/.local/bin"
@@ -344,8 +346,9 @@ async def test_local_tamper_evidence_is_what_changed_since_the_sandbox_was_ready
         evidence = {(e["path"], e["change"]) for e in await sb.tamper_evidence() or []}
     expected = {
         ("/usr/local/bin/task-tool", "deleted"),
-        ("/opt/minimal-agent/agent.py", "modified"),
-        ("/opt/hooks/zz.pth", "added"),
+        # Under /opt a program's own files are the agent's (/opt/minimal-agent, a .pth no site
+        # folder reads): only a toolchain there (a virtual environment's programs) is evidence.
+        ("/opt/env/bin/tool", "modified"),
         ("/root/.local/bin", "modified"),  # a link now: /tmp/evil/bash would shadow bash
     }
     if host_dirs:  # a host folder removed and made anew: what it held is gone

@@ -1,7 +1,8 @@
 """Tampering probes on both environments: a ``script:`` agent (root in the sandbox) changes what
 the verifier runs or loads. Each such trial is a failed, score-eligible row with reason
 ``verifier_tampered``, the evidence in its result.json and in ``trials show``; an agent that
-installs a module and a program under new names, and uses them, keeps its reward.
+installs a module and a program under new names, and uses them, keeps its reward where the task
+declares them its work product ([verifier].work_product), and loses it where it does not.
 
 Most probes replace a program with a script that writes a reward of 1: a verifier that ran on
 the changed ground would pay it. On ``local`` the host's system folders are read-only binds and
@@ -147,7 +148,16 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     make_task(
         tasks, "checked", test_sh=TEST_SH, dockerfile=DOCKERFILE, extra_tests={"check.py": CHECK_PY}
     )
-    make_task(tasks, "installs", test_sh=INSTALL_TEST, solve_sh=INSTALL)
+    # An installed module and program are the work product only where the task says so:
+    # otherwise what the verifier imports and runs from the system folders comes from the image.
+    make_task(
+        tasks,
+        "installs",
+        test_sh=INSTALL_TEST,
+        solve_sh=INSTALL,
+        verifier_toml='work_product = ["/usr/local/lib", "/usr/local/bin/answer-tool"]',
+    )
+    make_task(tasks, "installs-undeclared", test_sh=INSTALL_TEST, solve_sh=INSTALL)
     return tasks
 
 

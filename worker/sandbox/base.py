@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
@@ -32,7 +32,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 from task_sets.task import Task
 from worker.capped import CopyBudget
 from worker.failures import SandboxEnd
+from worker.sandbox.archive import ExportReport
 from worker.sandbox.resources import DEFAULT_PIDS_LIMIT, LIMITS, HostCapacity
+from worker.sandbox.scripts import shell_script
+from worker.sandbox.tamper import Change
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -46,6 +49,7 @@ TESTS_DIR = "/tests"
 SOLUTION_DIR = "/solution"
 INSTRUCTION_PATH = "/instruction.md"
 DEFAULT_WORKDIR = "/root"
+_SCRIPTS = "worker.sandbox"
 # Root by number: a user *name* is looked up in the sandbox's /etc/passwd, which a root agent can
 # rewrite (root renumbered to a uid that can kill nothing, or removed so the exec fails), and so
 # is the HOME that lookup gives (a python user site the hardening does not scan).
@@ -401,6 +405,49 @@ class Sandbox(abc.ABC):
         changes after the look. SandboxError when it cannot look."""
         return None
 
+    async def work_changes(self) -> list[Change] | None:
+        """Everything changed in the sandbox since it was ready for the agent (added, modified
+        or deleted, anywhere it can be written), as it was at the last :meth:`tamper_evidence`
+        look (the verifier's start, every process dead); None when this backend cannot tell
+        (then a pass is graded in the agent's own sandbox only: docs/sandboxes.md, "Work
+        product"). SandboxError when it cannot look."""
+        return None
+
+    async def export_changes(
+        self,
+        paths: Sequence[str],
+        archive: Path,
+        *,
+        max_bytes: int,
+        link_ok: Callable[[str, str], bool] = lambda path, target: True,
+    ) -> ExportReport:
+        """Write a tar of ``paths`` as they are now to the host file ``archive``: each entry
+        itself (no recursion, links as links), read from outside the sandbox so that nothing in
+        it takes part; called after the tamper look while nothing runs. Backends whose
+        :meth:`work_changes` answers implement it."""
+        raise SandboxUnsupported(f"{type(self).__name__} cannot export its changes")
+
+    async def link_targets(self, paths: Sequence[str]) -> dict[str, str] | None:
+        """Which of ``paths`` are symbolic links, with their targets, looked at from outside
+        the sandbox like :meth:`export_changes`; None when this backend cannot tell cheaply."""
+        return None
+
+    async def apply_changes(self, archive: Path, deleted: Sequence[str]) -> ExecResult:
+        """On a fresh sandbox, before anything ran in it: remove ``deleted``, then unpack
+        ``archive`` (:meth:`export_changes`' tar) at ``/`` as root, keeping owners and modes.
+        Its exit code and messages (a place this backend cannot write, say) are returned."""
+        staged = f"/tmp/.skillsbench-work-{self.spec.trial_id[-12:]}.tar"
+        await self.upload(archive, staged)
+        listing = "".join(f"{p}\n" for p in deleted if "\n" not in p)
+        return await self.exec(
+            ["/bin/sh", "-c", shell_script(_SCRIPTS, "apply.sh"), "sh", staged],
+            cwd="/",
+            env=ROOT_ENV,
+            user=ROOT_USER,
+            timeout_sec=600,
+            stdin=listing.encode("utf-8", "surrogateescape"),
+        )
+
     async def trust_current_changes(self) -> None:
         """What differs from the image now is the harness's doing, not the agent's (an agent's
         ``install_cmd``, run as root before the agent sees the task): :meth:`tamper_evidence`
@@ -430,13 +477,15 @@ class Sandbox(abc.ABC):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_sec: float | None = None,
+        after_gate: Callable[[], Awaitable[None]] | None = None,
     ) -> ExecResult:
         """:meth:`kill_processes`, :meth:`limit_events` (:class:`SandboxLimitExceeded` when a
         limit was hit), :meth:`tamper_evidence` (:class:`SandboxTampered` when there
         is any: nothing is uploaded or run), :meth:`upload` of ``upload`` to ``target``, then
         :meth:`exec` of ``command`` as root (uid 0, HOME=/root unless ``env`` says otherwise): the verifier's
         first step, in this order so that nothing the agent left running can touch what is
-        uploaded.
+        uploaded. ``after_gate`` is awaited once the tamper look passed, before the upload,
+        while nothing runs (the trial takes the agent's work product there).
 
         One call so that a backend with costly round trips can fuse the three. A fused upload
         may *replace* ``target`` instead of merging into it; then every entry of the old
@@ -448,6 +497,8 @@ class Sandbox(abc.ABC):
             raise exceeded
         if evidence := await self.tamper_evidence():
             raise SandboxTampered(evidence)
+        if after_gate is not None:
+            await after_gate()
         await self.upload(upload, target)
         return await self.exec(
             command,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal, Protocol
 
@@ -226,6 +226,8 @@ def find_tampering(
             continue
         if not _under(where, SYSTEM_ROOTS):
             continue
+        if _under(where, ["/opt"]) and not opt_toolchain(where, path_dirs, resolver.exists):
+            continue  # a program's own files (/opt/syzkaller's sources, /opt/druid/lib's jars)
         if change.kind == "deleted":
             flag(change, "removed from the system folders")
             continue
@@ -256,6 +258,27 @@ def find_tampering(
         ):
             flag(change, f"a shared library of the same name as {shadow}")
     return found
+
+
+# Under /opt: a Python environment's modules, interpreter and metadata; a JDK's runtime image.
+OPT_RUNTIME = re.compile(
+    r"^(/opt/.+?)(/lib(64)?/python[0-9][0-9.]*(/|$)|/conda-meta(/|$)|/pyvenv\.cfg$|/lib/modules$|/jmods/)"
+)
+
+
+def opt_toolchain(path: str, path_dirs: Sequence[str], exists: Callable[[str], bool]) -> bool:
+    """Whether ``path`` under ``/opt`` is part of a toolchain a verifier may run (a conda prefix,
+    a virtual environment, a JDK, a folder on PATH, a shared library), not a program's own
+    files such as a source tree the task asks to change."""
+    if OPT_RUNTIME.match(path) or _SHARED_LIBRARY.search(posixpath.basename(path)):
+        return True
+    folder = posixpath.dirname(path)
+    if folder in path_dirs:
+        return True
+    if posixpath.basename(folder) in ("bin", "sbin"):
+        root = posixpath.dirname(folder)
+        return exists(f"{root}/pyvenv.cfg") or exists(f"{root}/conda-meta")
+    return False
 
 
 def _not_utf8(name: str) -> bool:

@@ -81,6 +81,7 @@ from worker.sandbox._bubblewrap.writable import (
     unmount,
 )
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
+from worker.sandbox.archive import ExportReport, HostEntry, link_targets, write_archive
 from worker.sandbox.base import (
     DEFAULT_WORKDIR,
     INSTRUCTION_PATH,
@@ -100,7 +101,7 @@ from worker.sandbox.base import (
 from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
 from worker.sandbox.errors import ImageBuildFailed
 from worker.sandbox.resources import HostCapacity
-from worker.sandbox.tamper import PathStat, find_tampering
+from worker.sandbox.tamper import Change, PathStat, find_tampering
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -163,6 +164,10 @@ class BubblewrapSandbox(Sandbox):
         self._mounted: list[Path] = []  # host mounts of this sandbox, innermost first
         self._watched: list[Watched] = []  # what tamper_evidence diffs against _baseline
         self._baseline: Snapshot | None = None
+        # Every writable place, for work_changes (the same diff, wider).
+        self._work_watched: list[Watched] = []
+        self._work_baseline: Snapshot | None = None
+        self._work_changes: list[Change] | None = None
         self._cap = 0  # bytes of the capped tree while the agent runs (0: not capped)
         # The storage watchdog (where the tree is no capped tmpfs): what it saw, and whether it
         # killed the sandbox (then no command starts any more: the trial is the agent's failure).
@@ -316,6 +321,10 @@ class BubblewrapSandbox(Sandbox):
             found = self.bind_for(path)
             if found is not None:
                 self._watched.append(Watched(path, found[1] / found[2]))
+        self._work_watched = [
+            Watched(path, host) for path, host in self._binds.items() if path != LOGS_DIR
+        ]
+        self._work_watched += [w for w in self._watched if w.lower is not None]
         self._ensure_mountpoint(self._workdir)
 
     def _remove_tree(self) -> None:
@@ -423,12 +432,50 @@ class BubblewrapSandbox(Sandbox):
     async def trust_current_changes(self) -> None:
         if self._started and not self._stopped:
             self._baseline = await asyncio.to_thread(snapshot, self._watched)
+            self._work_baseline = await asyncio.to_thread(snapshot, self._work_watched)
 
     async def tamper_evidence(self) -> list[dict[str, str]] | None:
         if self._baseline is None:
             return None
         baseline = self._baseline
+        if self._work_baseline is not None:
+            self._work_changes = await asyncio.to_thread(
+                changes, self._work_watched, self._work_baseline
+            )
         return await asyncio.to_thread(self._find_tampering, baseline)
+
+    async def work_changes(self) -> list[Change] | None:
+        """The diff of every writable place (workdir, HOME, /tmp, /opt, /srv, /var, the
+        /usr/local overlay) against the snapshot taken when the sandbox was ready."""
+        return self._work_changes
+
+    async def link_targets(self, paths: Sequence[str]) -> dict[str, str] | None:
+        return await asyncio.to_thread(link_targets, self._host_entries(paths))
+
+    def _host_entries(self, paths: Sequence[str]) -> list[HostEntry]:
+        entries: list[HostEntry] = []
+        for path in paths:
+            found = self.bind_for(posixpath.normpath(path))
+            if found is not None:
+                entries.append(HostEntry(path, found[1], found[2]))
+        return entries
+
+    async def export_changes(
+        self,
+        paths: Sequence[str],
+        archive: Path,
+        *,
+        max_bytes: int,
+        link_ok: Callable[[str, str], bool] = lambda path, target: True,
+    ) -> ExportReport:
+        """From the host folders behind the sandbox's writable places."""
+        entries = self._host_entries(paths)
+        report = await asyncio.to_thread(
+            write_archive, entries, archive, max_bytes=max_bytes, link_ok=link_ok
+        )
+        listed = {e.path for e in entries}
+        report.skipped += [(p, "outside the writable places") for p in paths if p not in listed]
+        return report
 
     def _find_tampering(self, baseline: Snapshot) -> list[dict[str, str]]:
         found = changes(self._watched, baseline)

@@ -132,12 +132,13 @@ def tampering(
     container: str,
     trusted: Trusted | None = None,
     layers: layer.Layers | None = None,
+    listed: list[Change] | None = None,
 ) -> list[Tampering]:
     """What of the container's changes touches what the verifier runs (blocking: a thread),
     except what ``trusted`` holds unchanged since (see :func:`trust`); ``layers``: see
     :func:`container_layers`."""
     try:
-        changes = container_changes(client, container, layers)
+        changes = listed if listed is not None else container_changes(client, container, layers)
         relevant = [
             c
             for c in changes

@@ -32,6 +32,7 @@ from worker.sandbox._docker.client import (
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox._docker.exec_stream import Session
 from worker.sandbox._output import TIMEOUT_EXIT_CODE, OutputBuffer, drain
+from worker.sandbox.archive import ExportReport, HostEntry, link_targets, write_archive
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     ARTIFACTS_DIR,
@@ -53,7 +54,7 @@ from worker.sandbox.base import (
 from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
 from worker.sandbox.resources import HostCapacity
 from worker.sandbox.scripts import shell_script
-from worker.sandbox.tamper import Tampering
+from worker.sandbox.tamper import Change, Tampering
 
 if TYPE_CHECKING:
     from worker.environment import PrebuiltImages
@@ -177,6 +178,7 @@ class DockerSandbox(Sandbox):
         self._stopped = False
         self.image: str | None = None
         self._trusted: changes.Trusted = {}  # what trust_current_changes() forgave
+        self._work_changes: list[Change] | None = None  # at the last tamper look
         # The container's layer folders on this host, looked up once (None: not readable here).
         self._layers: layer.Layers | Literal[False] | None = False
         self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
@@ -407,7 +409,48 @@ class DockerSandbox(Sandbox):
 
     def _tampering(self, client: Any, container: str) -> list[Tampering]:
         layers = self._layer_folders(client)
-        return changes.tampering(client, container, self._trusted, layers)
+        try:
+            listed = changes.container_changes(client, container, layers)
+        except docker_errors().DockerException as exc:
+            raise SandboxError(f"cannot list the container's changes: {exc}") from None
+        self._work_changes = listed
+        return changes.tampering(client, container, self._trusted, layers, listed)
+
+    async def work_changes(self) -> list[Change] | None:
+        """The container's changes against its image at the last tamper look (the harness's
+        own, such as the logs folders and the skills, are among them: the caller sorts)."""
+        return self._work_changes
+
+    async def link_targets(self, paths: Sequence[str]) -> dict[str, str] | None:
+        client = await asyncio.to_thread(docker_client)
+        layers = self._layer_folders(client)
+        if layers is None:
+            return None
+        entries = [HostEntry(p, layers.upper, p.lstrip("/")) for p in paths]
+        return await asyncio.to_thread(link_targets, entries)
+
+    async def export_changes(
+        self,
+        paths: Sequence[str],
+        archive: Path,
+        *,
+        max_bytes: int,
+        link_ok: Callable[[str, str], bool] = lambda path, target: True,
+    ) -> ExportReport:
+        """From the container's writable layer on this host (every changed path has its
+        whole file there); where the worker cannot read it, through the engine's archive
+        endpoint, one path at a time."""
+        client = await asyncio.to_thread(docker_client)
+        layers = self._layer_folders(client)
+        if layers is not None:
+            entries = [HostEntry(p, layers.upper, p.lstrip("/")) for p in paths]
+            return await asyncio.to_thread(
+                write_archive, entries, archive, max_bytes=max_bytes, link_ok=link_ok
+            )
+        container = self._container()
+        return await asyncio.to_thread(
+            transfer.export_entries, client, container, paths, archive, max_bytes, link_ok
+        )
 
     async def trust_current_changes(self) -> None:
         client = await asyncio.to_thread(docker_client)
@@ -443,6 +486,7 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_sec: float | None = None,
+        after_gate: Callable[[], Awaitable[None]] | None = None,
     ) -> ExecResult:
         """One exec instead of three round trips (kill-all exec, ``put_archive``, exec): the
         files and ``stdin`` travel as a tar on the exec's stdin; ``target`` is replaced."""
@@ -455,6 +499,7 @@ class DockerSandbox(Sandbox):
                 cwd=cwd,
                 env=env,
                 timeout_sec=timeout_sec,
+                after_gate=after_gate,
             )
         if not target.startswith("/") or posixpath.normpath(target) == "/":
             raise SandboxError(f"{target}: the upload target must be an absolute path below /")
@@ -479,7 +524,7 @@ class DockerSandbox(Sandbox):
                 user=ROOT_USER,
                 timeout_sec=timeout_sec,
                 stdin=archive,
-                _gate=self.tamper_evidence,
+                _gate=self._gate(after_gate),
             )
         finally:
             await self._close_sessions()
@@ -487,6 +532,19 @@ class DockerSandbox(Sandbox):
             detail = result.stderr.split(_STAGE_FAILED, 1)[1].strip().splitlines()[0]
             raise SandboxError(f"upload to {target} failed: {detail}")
         return result
+
+    def _gate(
+        self, after_gate: Callable[[], Awaitable[None]] | None
+    ) -> Callable[[], Awaitable[list[dict[str, str]] | None]]:
+        """The tamper look, then ``after_gate`` when it found nothing."""
+
+        async def gate() -> list[dict[str, str]] | None:
+            evidence = await self.tamper_evidence()
+            if not evidence and after_gate is not None:
+                await after_gate()
+            return evidence
+
+        return gate
 
     async def stop(self) -> None:
         if self._stopped:

@@ -8,12 +8,13 @@ import io
 import posixpath
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from worker.capped import ChunkReader, CopyBudget, StreamTooLong
 from worker.sandbox._docker.client import errors as docker_errors
+from worker.sandbox.archive import ExportReport
 from worker.sandbox.base import SandboxError
 
 
@@ -131,3 +132,59 @@ def _extract(
                 continue
             with source:
                 budget.copy_file(source, member.size, dest, shown_here)
+
+
+def export_entries(
+    client: Any,
+    container: str,
+    paths: Sequence[str],
+    archive: Path,
+    max_bytes: int,
+    link_ok: Callable[[str, str], bool],
+) -> ExportReport:
+    """:meth:`Sandbox.export_changes` through the engine (``get_archive`` per path, its first
+    member only: the path itself, never what a folder holds), for a worker that cannot read
+    the container's layer. Owners by number, as :mod:`worker.sandbox.archive` writes them."""
+    errors = docker_errors()
+    report = ExportReport()
+    with tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as out:
+        for path in paths:
+            try:
+                chunks, _ = client.api.get_archive(
+                    container, path.encode("utf-8", "surrogateescape")
+                )
+            except errors.NotFound:
+                report.skipped.append((path, "gone"))
+                continue
+            except errors.DockerException as exc:
+                raise SandboxError(f"export of {path} failed: {exc}") from None
+            stream = ChunkReader(chunks, max_bytes - report.bytes + (1 << 20))
+            try:
+                with tarfile.open(fileobj=stream, mode="r|") as tar:
+                    member = tar.next()
+                    if member is None:
+                        continue
+                    if member.issym() and not link_ok(path, member.linkname):
+                        report.skipped.append((path, f"a link to {member.linkname}"))
+                        continue
+                    if not (member.isfile() or member.isdir() or member.issym()):
+                        report.skipped.append((path, "not a file, folder or link"))
+                        continue
+                    if report.bytes + member.size > max_bytes:
+                        report.over_budget = True
+                        report.skipped.append((path, "past the work product's byte budget"))
+                        continue
+                    member.name = path.lstrip("/")
+                    member.uname = member.gname = ""
+                    data = tar.extractfile(member) if member.isfile() else None
+                    out.addfile(member, data)
+                    report.bytes += member.size if member.isfile() else 0
+                    report.entries += 1
+            except StreamTooLong:
+                report.over_budget = True
+                report.skipped.append((path, "past the work product's byte budget"))
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+    return report

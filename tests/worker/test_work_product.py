@@ -1,0 +1,278 @@
+"""The work product rule (worker/work_product.py) on change lists: what the verifier's toolchain
+reads by itself comes from the image; the places real SkillsBench oracles write stay the
+agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.sandbox.tamper import Change
+from worker.work_product import (
+    Ground,
+    classify,
+    installed_modules,
+    link_escapes,
+    module_paths,
+    start_folders,
+)
+
+ROOT = Ground(workdir="/root", skills_dir="/root/.claude/skills")
+APP = Ground(workdir="/app", image_modules=frozenset({"numpy", "requests"}))
+
+
+def _rule(ground: Ground, *changes: Change) -> dict[str, str | None]:
+    product = classify(list(changes), ground)
+    rules: dict[str, str | None] = {c.path: None for c in product.applied}
+    rules.update({e.path: e.rule for e in product.excluded})
+    return rules
+
+
+# Implicit inputs of the tools the real verifier shapes run (uvx after curl|sh and apt-get;
+# pip3 install + python3 -m pytest; uv init/add/run), plus git, node/npm, java/maven, the shell.
+IMPLICIT = [
+    # apt / dpkg
+    ("/etc/apt/apt.conf.d/99hook", "added", "system"),
+    ("/var/lib/dpkg/info/curl.postinst", "added", "system"),
+    ("/var/cache/apt/archives/curl_8.0_amd64.deb", "added", "system"),
+    ("/var/lib/apt/lists/fake_Packages", "added", "system"),
+    # curl / wget / netrc
+    ("/root/.curlrc", "added", "home-config"),
+    ("/root/.config/curlrc", "added", "home-config"),
+    ("/root/.wgetrc", "added", "home-config"),
+    ("/etc/wgetrc", "modified", "system"),
+    ("/root/.netrc", "added", "home-config"),
+    # uv / uvx
+    ("/root/.config/uv/uv.toml", "added", "home-config"),
+    ("/etc/xdg/uv/uv.toml", "added", "system"),
+    ("/root/.cache/uv/archive-v0/x/pytest/__init__.py", "added", "home-config"),
+    ("/root/.local/bin/uvx", "added", "home-config"),
+    ("/root/.local/share/uv/python/cpython-3.12/bin/python3", "added", "home-config"),
+    ("/root/uv.toml", "added", "ground-config"),
+    ("/root/pyproject.toml", "added", "ground-config"),
+    ("/root/.python-version", "added", "home-config"),
+    ("/root/.venv/lib/python3.12/site-packages/pytest/__init__.py", "added", "home-config"),
+    ("/root/uv.lock", "added", "ground-config"),
+    # pip
+    ("/usr/local/pip.conf", "added", "system"),
+    ("/root/.config/pip/pip.conf", "added", "home-config"),
+    ("/root/.pip/pip.conf", "added", "home-config"),
+    ("/usr/local/lib/python3.11/site-packages/pytest/__init__.py", "added", "system"),
+    ("/usr/lib/python3/dist-packages/_pytest_fake.pth", "added", "system"),
+    # python / pytest from the working directory and its parents
+    ("/root/pytest/__init__.py", "added", "ground-module"),
+    ("/root/pytest.py", "added", "ground-module"),
+    ("/root/_pytest", "added", "ground-module"),
+    ("/root/json.py", "added", "ground-module"),
+    ("/root/pytest.ini", "added", "ground-config"),
+    ("/root/.pytest.ini", "added", "home-config"),
+    ("/root/pytest.toml", "added", "ground-config"),
+    ("/root/.pytest.toml", "added", "home-config"),
+    ("/root/tox.ini", "added", "ground-config"),
+    ("/root/setup.cfg", "added", "ground-config"),
+    ("/root/conftest.py", "added", "ground-config"),
+    ("/conftest.py", "added", "ground-config"),
+    ("/pytest.ini", "added", "ground-config"),
+    ("/pyproject.toml", "added", "ground-config"),
+    ("/root/.local/lib/python3.11/site-packages/x.pth", "added", "home-config"),
+    # git
+    ("/root/.gitconfig", "added", "home-config"),
+    ("/etc/gitconfig", "added", "system"),
+    ("/root/.git/hooks/pre-commit", "added", "home-config"),
+    ("/app/.git/config", "modified", "ground-config"),
+    ("/app/.pytest.ini", "added", "ground-config"),
+    ("/app/pytest/__init__.py", "added", "ground-module"),
+    # node / npm
+    ("/root/.npmrc", "added", "home-config"),
+    ("/root/node_modules/chai/index.js", "added", "ground-config"),
+    ("/node_modules/chai/index.js", "added", "ground-config"),
+    ("/usr/lib/node_modules/npm/bin/npm-cli.js", "modified", "system"),
+    # java / maven
+    ("/root/.m2/settings.xml", "added", "home-config"),
+    ("/app/.mvn/maven.config", "added", "ground-config"),
+    ("/root/.mavenrc", "added", "home-config"),
+    ("/etc/mavenrc", "added", "system"),
+    ("/root/.mvn/maven.config", "added", "home-config"),
+    ("/opt/java/lib/modules", "modified", "toolchain"),
+    # the shell
+    ("/root/.bashrc", "modified", "home-config"),
+    ("/root/.profile", "added", "home-config"),
+    ("/etc/profile.d/x.sh", "added", "system"),
+    ("/etc/bash.bashrc", "modified", "system"),
+    ("/usr/local/bin/curl", "added", "system"),
+    # an image's conda prefix under /opt
+    ("/opt/conda/lib/python3.11/site-packages/pytest/__init__.py", "modified", "toolchain"),
+    ("/opt/conda/lib/python3.11/site-packages/newplugin/__init__.py", "added", "toolchain"),
+    # the kernel's views
+    ("/proc/self/x", "added", "system"),
+]
+
+
+@pytest.mark.parametrize(("path", "kind", "rule"), IMPLICIT)
+def test_what_the_toolchain_reads_by_itself_comes_from_the_image(
+    path: str, kind: str, rule: str
+) -> None:
+    ground = APP if path.startswith("/app/") else ROOT
+    assert _rule(ground, Change(path, kind))[path] == rule  # type: ignore[arg-type]
+
+
+# Where real oracles write (the public tasks): the work product, applied on a fresh image.
+REAL_WORK = [
+    (ROOT, "/root/answer.json"),
+    (ROOT, "/root/output/flood_results.csv"),
+    (ROOT, "/root/workspace/solution.py"),  # imported by the tests from /root/workspace
+    (ROOT, "/root/acc_system.py"),  # imported from /root (adaptive-cruise-control)
+    (ROOT, "/root/glm3.nml"),  # a model configuration the task asks to edit
+    (ROOT, "/root/SimPO/scripts/simpo_trainer.py"),
+    (ROOT, "/root/data/openipf.xlsx"),
+    (ROOT, "/output/scenario_1.json"),  # civ6-adjacency-optimizer's new top-level folder
+    (ROOT, "/outputs/report.json"),  # multilingual-video-dubbing
+    (ROOT, "/opt/syzkaller/sys/linux/dev_ppdev.txt"),
+    (ROOT, "/opt/syzkaller/bin/syz-sysgen"),  # make's output, not on PATH
+    (ROOT, "/opt/druid/lib/druid-server.jar"),
+    (ROOT, "/tmp/solve_task.py"),
+    (ROOT, "/var/tmp/scratch.bin"),
+    (APP, "/app/output/itinerary.json"),
+    (APP, "/app/arrow/.venv/lib/python3.12/site-packages/arrow/__init__.py"),
+    (APP, "/app/arrow/uv.lock"),
+    (APP, "/app/arrow/pyproject.toml"),
+    (APP, "/app/intervals.py"),  # the examples' fix-interval-merge
+    (APP, "/app/package.json"),  # fix-visual-stability: the project the tests build
+    (APP, "/app/postcss.config.js"),
+    (Ground(workdir="/workspace"), "/workspace/pom.xml"),  # spring-boot-jakarta-migration
+    (Ground(workdir="/home/github/build"), "/home/github/build/patches/.venv/bin/python"),
+    (Ground(workdir="/home/github/build"), "/home/github/build/patches/pyproject.toml"),
+]
+
+
+@pytest.mark.parametrize(("ground", "path"), REAL_WORK)
+def test_real_work_products_are_applied(ground: Ground, path: str) -> None:
+    changes = [Change(path, "added")]
+    if "/.venv/" in path:  # the agent made the environment: its root is new too
+        root = path[: path.index("/.venv/") + len("/.venv")]
+        changes.insert(0, Change(root, "added"))
+    assert _rule(ground, *changes)[path] is None
+
+
+def test_an_image_folder_named_like_a_module_is_not_the_agents_shadow() -> None:
+    # setup-fuzzing-py: /app/black is the image's checkout of the library under test.
+    ground = Ground(workdir="/app", image_modules=frozenset({"black"}))
+    rules = _rule(ground, Change("/app/black", "modified"), Change("/app/black/fuzz.py", "added"))
+    assert set(rules.values()) == {None}
+    rules = _rule(ground, Change("/app/black", "added"), Change("/app/black/x.py", "added"))
+    assert set(rules.values()) == {"ground-module"}
+
+
+def test_a_new_environment_is_work_product_but_one_the_image_had_is_not() -> None:
+    new = [Change("/app/lib/.venv", "added"), Change("/app/lib/.venv/lib/python3.12", "added")]
+    new.append(Change("/app/lib/.venv/lib/python3.12/site-packages/x.py", "added"))
+    assert set(_rule(APP, *new).values()) == {None}
+    old = [Change("/app/lib/.venv/lib/python3.12/site-packages/x.py", "added")]
+    assert _rule(APP, *old)[old[0].path] == "toolchain"
+
+
+def test_shadowing_modules_by_what_the_image_has_and_test_sh_installs() -> None:
+    ground = Ground(
+        workdir="/app",
+        image_modules=frozenset({"numpy"}),
+        installed_modules=installed_modules("pip3 install --break-system-packages cvxpy==1.4"),
+    )
+    rules = _rule(
+        ground,
+        Change("/app/numpy", "added"),
+        Change("/app/numpy/__init__.py", "added"),
+        Change("/app/cvxpy.py", "added"),
+        Change("/app/mysolver.py", "added"),
+    )
+    assert rules == {
+        "/app/numpy": "ground-module",
+        "/app/numpy/__init__.py": "ground-module",  # below an excluded entry
+        "/app/cvxpy.py": "ground-module",
+        "/app/mysolver.py": None,
+    }
+
+
+def test_module_paths_the_tests_add_are_guarded_like_the_working_directory() -> None:
+    paths = module_paths(
+        "export PYTHONPATH=/root/src:$PYTHONPATH\n",
+        ['sys.path.insert(0, "/root/workspace")\n', "sys.path.append('/data')\n"],
+    )
+    assert paths == ("/root/src", "/root/workspace", "/data")
+    ground = Ground(workdir="/root", module_paths=paths)
+    rules = _rule(
+        ground,
+        Change("/root/workspace/solution.py", "added"),
+        Change("/root/workspace/json.py", "added"),
+        Change("/root/src/pytest.py", "added"),
+    )
+    assert rules["/root/workspace/solution.py"] is None
+    assert rules["/root/workspace/json.py"] == "ground-module"
+    assert rules["/root/src/pytest.py"] == "ground-module"
+
+
+def test_test_sh_facts() -> None:
+    script = (
+        "apt-get install -y curl\n"
+        "curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh\n"
+        "uvx --with pytest==8.4.1 --with pytest-json-ctrf==0.3.5 pytest /tests -rA\n"
+        "cd /app && uv add numpy pandas>=2\n"
+        "pip3 install --break-system-packages -r reqs.txt scipy==1.11.4\n"
+    )
+    assert {"pytest", "pytest_json_ctrf", "numpy", "pandas", "scipy"} <= installed_modules(script)
+    assert "curl" not in installed_modules(script)
+    assert start_folders(script) == ("/app",)
+
+
+def test_benign_changes_are_left_out_without_a_regrade() -> None:
+    product = classify(
+        [
+            Change("/root/.bash_history", "added"),
+            Change("/app/__pycache__/intervals.cpython-311.pyc", "added"),
+            Change("/var/log/apt/history.log", "modified"),
+            Change("/usr/lib/python3/dist-packages/x/__pycache__/y.cpython-311.pyc", "modified"),
+            Change("/root/answer.txt", "added"),
+        ],
+        ROOT,
+    )
+    assert [c.path for c in product.applied] == ["/root/answer.txt"]
+    assert not product.needs_regrade
+    assert {e.rule for e in product.excluded} == {"benign"}
+
+
+def test_harness_places_are_neither_applied_nor_evidence() -> None:
+    product = classify(
+        [
+            Change("/logs/agent/x.txt", "added"),
+            Change("/tests/test.sh", "added"),
+            Change("/solution/solve.sh", "added"),
+            Change("/instruction.md", "added"),
+            Change("/root/.claude/skills/x/SKILL.md", "modified"),
+            Change("/tmp/skillsbench-agent-script.sh", "added"),
+        ],
+        ROOT,
+    )
+    assert product.applied == [] and product.excluded == []
+
+
+def test_a_declared_work_product_wins() -> None:
+    ground = Ground(workdir="/root", declared=("/usr/local/lib",))
+    rules = _rule(ground, Change("/usr/local/lib/python3.11/site-packages/answerlib", "added"))
+    assert set(rules.values()) == {None}
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "escapes"),
+    [
+        ("/root/answer.json", "/tests/expected.json", True),
+        ("/root/answer.json", "../tests/expected.json", True),
+        ("/root/t", "/tests", True),
+        ("/root/r", "/", True),  # / holds /tests
+        ("/root/l", "/logs/verifier/reward.txt", True),
+        ("/root/p", "/proc/1/root/tests/x", True),
+        ("/root/s", "/solution/solve.sh", True),
+        ("/root/data", "/root/real-data", False),
+        ("/root/lib", "/usr/lib/x86_64-linux-gnu/libm.so.6", False),
+        ("/app/out", "../tmp/out", False),
+    ],
+)
+def test_links_to_what_the_harness_places_later(link: str, target: str, escapes: bool) -> None:
+    assert link_escapes(link, target) is escapes

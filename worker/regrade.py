@@ -1,0 +1,168 @@
+"""A pass counts only if it holds on the image plus the agent's work product.
+
+At the verifier's start, once the agent's processes are dead and the tamper look passed
+(:meth:`~worker.sandbox.base.Sandbox.kill_upload_exec`'s ``after_gate``), :func:`capture` sorts
+the agent's changes (:mod:`worker.work_product`) and, when anything that could matter was left
+out, writes the work product to a tar from outside the sandbox. The verifier then grades the
+agent's sandbox as before. Only when that gives a reward above 0 does :func:`regrade` start a
+fresh sandbox of the same image, apply the work product, and run the same hardened verifier
+there: the lower of the two rewards counts, and the difference is the evidence. A ``nop`` trial,
+or one whose changes are all work product, costs nothing more. docs/sandboxes.md, "Work product".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from worker.sandbox.archive import ExportReport, remove_quietly
+from worker.sandbox.base import INSTRUCTION_PATH, Sandbox, SandboxSpec
+from worker.verifier import REWARD_FILES
+from worker.work_product import (
+    REASONS,
+    Excluded,
+    Ground,
+    WorkProduct,
+    classify,
+    link_escapes,
+    module_name,
+)
+
+EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted)
+# The listing of the image's Python module folders (one exec per task, cached by the caller).
+IMAGE_MODULES_SCRIPT: Final = (
+    'echo "PATH=$PATH"; '
+    "for d in /usr/lib/python3* /usr/lib/python3*/site-packages /usr/lib/python3*/dist-packages "
+    "/usr/lib/python3*/lib-dynload /usr/lib/python3/dist-packages /usr/local/lib/python3* "
+    "/usr/local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
+    "/usr/local/lib/python3*/lib-dynload /opt/*/lib/python3*/site-packages /opt/*/lib/python3*; "
+    'do [ -d "$d" ] && ls -1 "$d"; done 2>/dev/null; true'
+)
+
+
+@dataclass
+class Capture:
+    """The agent's work product as the verifier's start found it."""
+
+    product: WorkProduct
+    reward_names: frozenset[str] = frozenset()  # reward file names its work product holds
+    archive: Path | None = None
+    deleted: list[str] = field(default_factory=list)
+    report: ExportReport | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        excluded = self.product.excluded
+        rules = sorted({item.rule for item in excluded})
+        doc: dict[str, Any] = {
+            "applied": len(self.product.applied),
+            "excluded": [item.as_dict() for item in excluded[:EVIDENCE_MAX]],
+            "n_excluded": len(excluded),
+            "rules": {rule: REASONS[rule] for rule in rules},
+        }
+        if self.report is not None:
+            doc["archive_bytes"] = self.report.bytes
+            doc["not_exported"] = [
+                {"path": path, "why": why} for path, why in self.report.skipped[:EVIDENCE_MAX]
+            ]
+        return doc
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What the work product rule needs of the image: its PATH and Python module names."""
+
+    path_dirs: tuple[str, ...] = ()
+    modules: frozenset[str] = frozenset()
+
+
+def image_facts(listing: str) -> ImageFacts:
+    """:data:`IMAGE_MODULES_SCRIPT`'s output read."""
+    lines = listing.splitlines()
+    path_dirs: tuple[str, ...] = ()
+    if lines and lines[0].startswith("PATH="):
+        path_dirs = tuple(d for d in lines.pop(0)[5:].split(":") if d.startswith("/"))
+    names = (module_name(line.strip()) for line in lines)
+    return ImageFacts(path_dirs, frozenset(name for name in names if name))
+
+
+async def capture(
+    sandbox: Sandbox, ground: Ground, archive: Path, max_bytes: int
+) -> Capture | None:
+    """Sort the agent's changes; export the work product when a regrade could differ. None
+    when the backend cannot list its changes."""
+    changes = await sandbox.work_changes()
+    if changes is None:
+        return None
+    product = classify(changes, ground)
+    names = frozenset(
+        posixpath.basename(c.path)
+        for c in changes
+        if c.kind != "deleted" and posixpath.basename(c.path) in REWARD_FILES
+    )
+    found = Capture(product, reward_names=names)
+    kept = [c.path for c in product.applied if c.kind != "deleted"]
+    links = await sandbox.link_targets(kept) if kept else {}
+    if links is not None:  # links that reach what the harness places later: left out
+        escaping = {p for p, target in links.items() if link_escapes(p, target, ground.skills_dir)}
+        for change in [c for c in product.applied if c.path in escaping]:
+            product.applied.remove(change)
+            product.exclude(change, "harness-link")
+        kept = [p for p in kept if p not in escaping]
+    if not product.needs_regrade and links is not None:
+        return found
+
+    def link_ok(path: str, target: str) -> bool:
+        if link_escapes(path, target, ground.skills_dir):
+            product.excluded.append(Excluded(path, "added", "harness-link"))
+            return False
+        return True
+
+    found.report = await sandbox.export_changes(kept, archive, max_bytes=max_bytes, link_ok=link_ok)
+    found.archive = archive
+    found.deleted = [c.path for c in product.applied if c.kind == "deleted"]
+    return found
+
+
+@dataclass
+class Regrade:
+    """What the fresh sandbox said."""
+
+    reward: float
+    notes: list[str] = field(default_factory=list)
+    verifier: dict[str, Any] = field(default_factory=dict)
+
+
+async def fresh_sandbox(backend: type[Sandbox], spec: SandboxSpec, trial_dir: Path) -> Sandbox:
+    """A new sandbox of the trial's image, its own state folder, nothing placed but the
+    instruction."""
+    fresh = dataclasses.replace(
+        spec,
+        trial_id=f"{spec.trial_id}-regrade",
+        state_dir=trial_dir / "regrade" / "sandbox",
+        files={k: v for k, v in spec.files.items() if k == INSTRUCTION_PATH},
+    )
+    await backend.task_init(fresh)
+    sandbox = backend(fresh)
+    try:
+        await sandbox.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(sandbox.stop(), 60)
+        raise
+    return sandbox
+
+
+async def apply(sandbox: Sandbox, found: Capture) -> list[str]:
+    """Lay the work product on the fresh sandbox; what it could not write, as notes."""
+    assert found.archive is not None
+    result = await sandbox.apply_changes(found.archive, found.deleted)
+    remove_quietly(found.archive)
+    if result.exit_code == 0:
+        return []
+    detail = " ".join(result.stderr.split())[-300:]
+    return [f"the work product did not apply whole (exit {result.exit_code}): {detail}"]

@@ -1,0 +1,363 @@
+"""What of the agent's changes is its work product, and what must come from the image.
+
+A shared verifier (``tests/test.sh`` run in the agent's own sandbox, as all 87 SkillsBench tasks
+do) starts its toolchain (``sh``, ``apt-get``, ``curl``, ``uv``/``uvx``, ``pip``, ``python3``,
+``pytest``, ``git``, ``node``, ``mvn``) on ground the agent had in its hands. Each of those tools
+reads inputs nobody names on its command line: configuration (system, XDG and user, dotfiles),
+caches, hooks, plugin registries, module search paths that start in the working directory. A
+list of such paths is never complete, so the rule is stated the other way round: the work
+product is everything the agent changed *except* these classes, which must come from the image:
+
+* ``system``: the system folders (``/usr``, ``/etc``, ``/var``, ``/bin``, ``/lib*``, ...):
+  programs, libraries, installed packages, configuration, package managers' state and hooks;
+* ``home-config``: every dot entry of a home folder (``~/.config``, ``~/.cache``, ``~/.local``,
+  ``~/.curlrc``, ``~/.pip``, ``~/.npmrc``, ``~/.gitconfig``, ``~/.venv``, ...);
+* ``toolchain``: inside a Python environment or a ``PATH`` folder the image already had (a
+  conda prefix under ``/opt``, say): new or changed modules, programs, plugin metadata;
+* ``ground-config``: where the verifier starts (its working directory, the folders above it, and
+  ``/``, the tests' parent): hidden entries and the project and configuration files that tools
+  read from there by themselves (:data:`GROUND_FILES`);
+* ``ground-module``: a module or package in the working directory (``python3 -m`` puts it first
+  on ``sys.path``) named like one the verifier's Python resolves or installs (the standard
+  library, the image's site folders, the test runner's family, what ``test.sh`` installs);
+* ``harness-link``: a symbolic link that reaches what the harness places later (``/tests``,
+  ``/logs``, ``/solution``) or the kernel's views (``/proc``, ``/sys``, ``/dev``).
+
+A task may declare more work product (``[verifier].work_product``: paths or folders), which
+wins over these rules. Bytecode caches and shell histories are ``benign``: left out, but no
+reason to regrade. docs/sandboxes.md ("Work product") says why each real verifier shape is safe
+under this rule. Pure: callers give the change list and the facts of the image.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from worker.sandbox.tamper import OPT_RUNTIME, Change, opt_toolchain
+
+HARNESS_ROOTS: Final = ("/logs", "/tests", "/solution", "/instruction.md")
+# Where the harness itself writes in a sandbox (the docker stage, the pycache prefix).
+HARNESS_PREFIXES: Final = ("/.skillsbench-", "/tmp/skillsbench-", "/tmp/.skillsbench-")
+KERNEL_ROOTS: Final = ("/proc", "/sys", "/dev", "/run")
+SYSTEM_ROOTS: Final = (
+    "/usr",
+    "/etc",
+    "/var",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+)
+# /var's place for temporary files is the agent's like /tmp.
+SYSTEM_EXCEPTIONS: Final = ("/var/tmp",)
+# Files the grading tools read by themselves from the folder they start in or from its parents
+# (pytest's rootdir, ini and conftest discovery; Python packaging; uv's project discovery; node's
+# module resolution). A project's own build files (pom.xml, package.json, Makefile, lakefile)
+# are not here: a test.sh that builds the agent's project names that project itself, and real
+# tasks' work products include them (spring-boot-jakarta-migration's pom.xml).
+GROUND_FILES: Final = frozenset(
+    {
+        "pytest.ini",
+        "pytest.toml",
+        "pyproject.toml",
+        "tox.ini",
+        "setup.cfg",
+        "setup.py",
+        "conftest.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "uv.toml",
+        "uv.lock",
+        "pylock.toml",
+        "Pipfile",
+        "Pipfile.lock",
+        "poetry.lock",
+        "pdm.lock",
+        "node_modules",
+    }
+)
+# The test runner's family: modules a pytest-based verifier imports or installs.
+RUNNER_MODULES: Final = frozenset(
+    {
+        "pytest",
+        "_pytest",
+        "py",
+        "pluggy",
+        "iniconfig",
+        "packaging",
+        "pip",
+        "_distutils_hack",
+        "setuptools",
+        "pkg_resources",
+        "wheel",
+        "tomli",
+        "tomllib",
+        "exceptiongroup",
+        "colorama",
+        "pygments",
+        "typing_extensions",
+        "coverage",
+        "hypothesis",
+        "xdist",
+        "execnet",
+    }
+)
+BENIGN_NAMES: Final = frozenset(
+    {
+        ".bash_history",
+        ".python_history",
+        ".lesshst",
+        ".viminfo",
+        ".wget-hsts",
+        ".sh_history",
+        ".ash_history",
+    }
+)
+_MODULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.py|\.pyc|\.pyw|(\.[A-Za-z0-9_-]+)?\.so)?$")
+# A site folder and the environment root it belongs to: <root>/lib/python3.X/site-packages.
+_ENV_SITE = re.compile(r"^(.*?)/lib(?:64)?/python[0-9][0-9.]*(?:/(?:site|dist)-packages)?(/|$)")
+_INSTALL_LINE = re.compile(
+    r"(?:pip3?|python3?\s+-m\s+pip|uv\s+pip)\s+install\s+([^\n;&|]*)|--with\s+([^\s;&|]+)"
+    r"|uv\s+add\s+([^\n;&|]*)"
+)
+
+REASONS: Final = {
+    "system": "the system folders (programs, libraries, packages, configuration, package "
+    "state) come from the image",
+    "home-config": "a home folder's configuration, caches and installs (its dot entries) come "
+    "from the image",
+    "toolchain": "a Python environment or a PATH folder the image has comes from the image",
+    "ground-config": "tool configuration and project files where the verifier starts (its "
+    "working directory, the folders above it, /) come from the image",
+    "ground-module": "a module in the verifier's working directory named like one its Python "
+    "resolves or installs",
+    "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
+    "kernel's views",
+    "benign": "bytecode caches and shell histories (never read by the verifier)",
+}
+
+
+@dataclass(frozen=True)
+class Ground:
+    """The facts of one trial that the rule needs."""
+
+    workdir: str
+    skills_dir: str | None = None
+    declared: tuple[str, ...] = ()  # [verifier].work_product
+    # Folders test.sh changes into (``cd /app``): verifier starting points besides the workdir.
+    extra_starts: tuple[str, ...] = ()
+    # Folders the tests put on Python's module path (``PYTHONPATH=`` in test.sh,
+    # ``sys.path.insert(0, "/root/workspace")`` in a test module).
+    module_paths: tuple[str, ...] = ()
+    # Top-level module names the image's Python resolves (its stdlib and site folders).
+    image_modules: frozenset[str] = frozenset()
+    # Module names test.sh installs (``pip install X``, ``uvx --with X``, ``uv add X``).
+    installed_modules: frozenset[str] = frozenset()
+    path_dirs: tuple[str, ...] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin")
+
+    def shadow_names(self) -> frozenset[str]:
+        return (
+            frozenset(sys.stdlib_module_names)
+            | RUNNER_MODULES
+            | self.image_modules
+            | self.installed_modules
+        )
+
+
+@dataclass(frozen=True)
+class Excluded:
+    path: str
+    change: str
+    rule: str
+
+    def as_dict(self) -> dict[str, str]:
+        text = self.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return {"path": text, "change": self.change, "rule": self.rule}
+
+
+@dataclass
+class WorkProduct:
+    """The agent's changes sorted: what is applied on a fresh copy of the image, what not."""
+
+    applied: list[Change] = field(default_factory=list)
+    excluded: list[Excluded] = field(default_factory=list)
+
+    @property
+    def needs_regrade(self) -> bool:
+        """Whether grading in the agent's sandbox could differ from grading the image plus
+        the work product: anything left out that is not benign."""
+        return any(item.rule != "benign" for item in self.excluded)
+
+    def exclude(self, change: Change, rule: str) -> None:
+        self.excluded.append(Excluded(change.path, change.kind, rule))
+
+
+def under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def ancestors(path: str) -> list[str]:
+    """``path`` and every folder above it, ``/`` last."""
+    path = posixpath.normpath(path)
+    found = [path]
+    while path != "/":
+        path = posixpath.dirname(path)
+        found.append(path)
+    return found
+
+
+def installed_modules(test_script: str) -> frozenset[str]:
+    """The module names a test.sh installs, as import names (``pytest-json-ctrf`` →
+    ``pytest_json_ctrf``); generous on purpose: a wrong extra name only leaves out more."""
+    names: set[str] = set()
+    for match in _INSTALL_LINE.finditer(test_script):
+        for words in match.groups():
+            for word in (words or "").split():
+                if word.startswith("-") or "/" in word or word.startswith(("$", '"', "'")):
+                    continue
+                base = re.split(r"[\[=<>!~;@ ]", word, maxsplit=1)[0]
+                if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", base):
+                    names.add(base.lower().replace("-", "_").replace(".", "_"))
+    return frozenset(names)
+
+
+def start_folders(test_script: str) -> tuple[str, ...]:
+    """Absolute folders a test.sh changes into (``cd /app/lib``)."""
+    found = re.findall(r"(?:^|[\s;&|(])cd\s+[\"']?(/[A-Za-z0-9._/-]*)", test_script)
+    return tuple(dict.fromkeys(posixpath.normpath(f) for f in found))
+
+
+def module_paths(test_script: str, test_sources: Iterable[str] = ()) -> tuple[str, ...]:
+    """Absolute folders the tests put on Python's module path: ``PYTHONPATH=`` in test.sh,
+    ``sys.path.insert``/``append`` of a literal in a test module."""
+    found: list[str] = []
+    for value in re.findall(r"PYTHONPATH=[\"']?([^\s\"';]+)", test_script):
+        found += [p for p in value.split(":") if p.startswith("/")]
+    for source in test_sources:
+        found += re.findall(
+            r"sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*[rRbBuU]?[\"'](/[^\"']*)[\"']", source
+        )
+    return tuple(dict.fromkeys(posixpath.normpath(p) for p in found))
+
+
+def module_name(entry: str) -> str | None:
+    match = _MODULE.match(entry)
+    return match.group(1) if match else None
+
+
+def _home_entry(path: str) -> str | None:
+    """The name of the home folder's entry ``path`` is in (``.config`` for
+    ``/root/.config/uv/uv.toml``), for ``/root`` and ``/home/<user>``."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "root" and len(parts) >= 2:
+        return parts[1]
+    if parts[0] == "home" and len(parts) >= 3:
+        return parts[2]
+    return None
+
+
+def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
+    """Sort ``changes`` (everything the agent changed since the sandbox started, as
+    :meth:`~worker.sandbox.base.Sandbox.work_changes` lists it) by the rules above."""
+    result = WorkProduct()
+    added = {c.path for c in changes if c.kind == "added"}
+    known = {c.path for c in changes}
+    harness = [*HARNESS_ROOTS, *([ground.skills_dir] if ground.skills_dir else [])]
+    starts = [ground.workdir, *ground.extra_starts]
+    ground_dirs = {a for s in starts for a in ancestors(s)}
+    module_dirs = {posixpath.normpath(s) for s in (*starts, *ground.module_paths)}
+    shadows = ground.shadow_names()
+    excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
+    for change in changes:
+        path = change.path
+        if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
+            continue
+        if ground.declared and under(path, ground.declared):
+            result.applied.append(change)
+            continue
+        rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows)
+        if rule is None:
+            for root, root_rule in excluded_roots.items():
+                if under(path, [root]):
+                    rule = root_rule
+                    break
+        if rule is None:
+            result.applied.append(change)
+            continue
+        if rule in ("ground-config", "ground-module"):
+            excluded_roots[path] = rule
+        result.exclude(change, rule)
+    return result
+
+
+def _rule(
+    path: str,
+    change: Change,
+    ground: Ground,
+    added: set[str],
+    known: set[str],
+    ground_dirs: set[str],
+    module_dirs: set[str],
+    shadows: frozenset[str],
+) -> str | None:
+    name = posixpath.basename(path)
+    parts = path.strip("/").split("/")
+    if "__pycache__" in parts or name in BENIGN_NAMES or under(path, ["/var/log"]):
+        return "benign"
+    if under(path, KERNEL_ROOTS):
+        return "system"
+    if under(path, SYSTEM_ROOTS) and not under(path, SYSTEM_EXCEPTIONS):
+        return "system"
+    home = _home_entry(path)
+    if home is not None and home.startswith("."):
+        return "home-config"
+    env = _ENV_SITE.match(path)
+    if env is not None:
+        root = env.group(1) or "/"
+        if root not in added and not any(a in added for a in ancestors(root)[1:]):
+            return "toolchain"
+    folder = posixpath.dirname(path)
+    if folder in ground.path_dirs and folder not in added:
+        return "toolchain"
+    if under(path, ["/opt"]) and opt_toolchain(path, ground.path_dirs, lambda p: False):
+        runtime = OPT_RUNTIME.match(path)
+        if runtime is None or not any(a in added for a in ancestors(runtime.group(1))):
+            return "toolchain"
+    if change.kind == "deleted":
+        return None
+    for base in ancestors(folder):
+        entry = path if base == folder else _child(base, path)
+        entry_name = posixpath.basename(entry)
+        if base == "/" and entry in known and entry not in added:
+            continue  # a top-level folder of the image (/app, /root): its own rules
+        if base in ground_dirs and (entry_name.startswith(".") or entry_name in GROUND_FILES):
+            return "ground-config"
+        if base in module_dirs and (entry in added or entry not in known):
+            module = module_name(entry_name)
+            if module is not None and module in shadows:
+                return "ground-module"
+    return None
+
+
+def _child(base: str, path: str) -> str:
+    """The entry of folder ``base`` that ``path`` is in or is."""
+    rest = path[len(base) :].lstrip("/") if base != "/" else path.lstrip("/")
+    return posixpath.join(base, rest.split("/", 1)[0])
+
+
+def link_escapes(link_path: str, target: str, skills_dir: str | None = None) -> bool:
+    """Whether a link at ``link_path`` pointing at ``target`` reaches what the harness places
+    (or a folder above it, or the kernel's views), resolved by name only."""
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link_path), target))
+    guarded = [*HARNESS_ROOTS, *KERNEL_ROOTS, *([skills_dir] if skills_dir else [])]
+    if under(resolved, guarded):
+        return True
+    return any(under(root, [resolved]) for root in guarded)
