@@ -69,7 +69,13 @@ from worker.verifier import (
     survivors,
     verdict_seen,
 )
-from worker.work_product import Ground, installed_modules, module_paths, start_folders
+from worker.work_product import (
+    Ground,
+    installed_modules,
+    module_paths,
+    pycache_isolated,
+    start_folders,
+)
 
 log = logging.getLogger(__name__)
 
@@ -425,6 +431,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         declared=tuple(plan.task.config.verifier.work_product),
         extra_starts=start_folders(script),
         module_paths=module_paths(script, sources),
+        pycache_isolated=pycache_isolated(script, plan.task.config.verifier.env),
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=installed_modules(script),

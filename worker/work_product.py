@@ -34,7 +34,7 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -162,6 +162,10 @@ class Ground:
     # Module names test.sh installs (``pip install X``, ``uvx --with X``, ``uv add X``).
     installed_modules: frozenset[str] = frozenset()
     path_dirs: tuple[str, ...] = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin")
+    # Whether the verifier's Python keeps its bytecode under the trial's fresh
+    # PYTHONPYCACHEPREFIX (no -I/-E in test.sh, no task override): then no __pycache__ folder
+    # is ever read, and the agent's are left out without a regrade.
+    pycache_isolated: bool = True
 
     def shadow_names(self) -> frozenset[str]:
         return (
@@ -227,6 +231,14 @@ def installed_modules(test_script: str) -> frozenset[str]:
                 if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", base):
                     names.add(base.lower().replace("-", "_").replace(".", "_"))
     return frozenset(names)
+
+
+def pycache_isolated(test_script: str, verifier_env: Mapping[str, str]) -> bool:
+    """Whether nothing in test.sh or the task's verifier environment makes Python read the
+    ``__pycache__`` folders beside modules (see :attr:`Ground.pycache_isolated`)."""
+    if "PYTHONPYCACHEPREFIX" in verifier_env or "PYTHONPYCACHEPREFIX" in test_script:
+        return False
+    return re.search(r"python[0-9.]*\s+-[A-Za-z]*[IE]", test_script) is None
 
 
 def start_folders(test_script: str) -> tuple[str, ...]:
@@ -309,9 +321,22 @@ def _rule(
     shadows: frozenset[str],
 ) -> str | None:
     name = posixpath.basename(path)
-    parts = path.strip("/").split("/")
-    if "__pycache__" in parts or name in BENIGN_NAMES or under(path, ["/var/log"]):
+    if name in BENIGN_NAMES or under(path, ["/var/log"]):
         return "benign"
+    bytecode = "__pycache__" in path.strip("/").split("/")
+    if bytecode and ground.pycache_isolated:
+        return "benign"
+    rule = _environment_rule(path, change, ground, added)
+    if rule is not None:
+        # Bytecode caches included where the verifier may read them (Python run with -I or
+        # -E ignores the fresh PYTHONPYCACHEPREFIX and reads the __pycache__ beside a module).
+        return rule
+    if bytecode:
+        return "benign"
+    return _ground_rule(path, change, added, known, ground_dirs, module_dirs, shadows)
+
+
+def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]) -> str | None:
     if under(path, KERNEL_ROOTS):
         return "system"
     if under(path, SYSTEM_ROOTS) and not under(path, SYSTEM_EXCEPTIONS):
@@ -331,6 +356,19 @@ def _rule(
         runtime = OPT_RUNTIME.match(path)
         if runtime is None or not any(a in added for a in ancestors(runtime.group(1))):
             return "toolchain"
+    return None
+
+
+def _ground_rule(
+    path: str,
+    change: Change,
+    added: set[str],
+    known: set[str],
+    ground_dirs: set[str],
+    module_dirs: set[str],
+    shadows: frozenset[str],
+) -> str | None:
+    folder = posixpath.dirname(path)
     if change.kind == "deleted":
         return None
     for base in ancestors(folder):

@@ -13,6 +13,7 @@ from worker.work_product import (
     installed_modules,
     link_escapes,
     module_paths,
+    pycache_isolated,
     start_folders,
 )
 
@@ -220,6 +221,19 @@ def test_test_sh_facts() -> None:
     assert {"pytest", "pytest_json_ctrf", "numpy", "pandas", "scipy"} <= installed_modules(script)
     assert "curl" not in installed_modules(script)
     assert start_folders(script) == ("/app",)
+
+
+def test_stale_bytecode_python_rewrote_needs_no_regrade_unless_the_verifier_reads_it() -> None:
+    # lake-warming-attribution: Python rewrote a stale .pyc under /usr while the agent ran.
+    changes = [Change("/usr/lib/python3/dist-packages/x/__pycache__/y.cpython-312.pyc", "modified")]
+    assert not classify(changes, ROOT).needs_regrade
+    # A verifier that runs python3 -I reads the __pycache__ beside the module: then it is the
+    # image's, and a pass is graded again without the agent's.
+    strict = Ground(workdir="/root", pycache_isolated=False)
+    assert classify(changes, strict).needs_regrade
+    assert not pycache_isolated("python3 -I /tests/test_outputs.py", {})
+    assert not pycache_isolated("python3 /tests/t.py", {"PYTHONPYCACHEPREFIX": "/x"})
+    assert pycache_isolated("uvx --with pytest==8.4.1 pytest /tests -rA", {})
 
 
 def test_benign_changes_are_left_out_without_a_regrade() -> None:
