@@ -22,7 +22,7 @@ from worker.cli import (
     resource_options,
     resource_settings,
 )
-from worker.environment import base_image_map_option
+from worker.sandbox.settings import base_image_map_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -162,7 +162,7 @@ def run(
         )
     except ExecutorError as exc:
         raise click.ClickException(str(exc)) from None
-    from worker.progress import resources_lines, summary_table
+    from skillsbench_agentbeats.progress import resources_lines, summary_table
 
     click.echo(summary_table(rows, reasons))
     from worker.usage.summary import cost_line, load_results
@@ -240,12 +240,12 @@ async def _run_local(
     where: tuple[str, dict[str, str]] = ("inprocess", {}),
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
+    from skillsbench_agentbeats.progress import ProgressView
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
     from worker.engine import Engine, EngineSettings
-    from worker.progress import ProgressView
 
     assert isinstance(request, RunRequest)
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
     engine = Engine(
         EngineSettings(

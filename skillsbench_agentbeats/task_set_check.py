@@ -32,7 +32,7 @@ import click
 
 from task_sets.cli import task_set
 from worker.cli import environment_option
-from worker.environment import base_image_map_option
+from worker.sandbox.settings import base_image_map_option
 
 REPORT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set_check.v1"
 AGENTS: Final = ("oracle", "nop")
@@ -178,10 +178,10 @@ async def _run(
     base_image_map: dict[str, str] | None = None,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The oracle's and nop's rows (with their reasons), by agent, then by task id."""
+    from skillsbench_agentbeats.progress import ProgressView
     from worker.api import EVENT_END, EVENT_ROW, RunRequest, RunTask
     from worker.engine import Engine, EngineSettings
-    from worker.environment import PrebuiltImages
-    from worker.progress import ProgressView
+    from worker.sandbox.settings import PrebuiltImages
 
     engine = Engine(
         EngineSettings(

@@ -44,10 +44,10 @@ from worker.api import (
     RunTask,
 )
 from worker.catalog import TaskCatalog
-from worker.environment import ParticipantProxies, PrebuiltImages, build_refusal
+from worker.core.failures import FailureKind, RetryPolicy
+from worker.core.limits import OutputCaps
+from worker.core.trajectory import utc_now
 from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
-from worker.failures import FailureKind, RetryPolicy
-from worker.limits import OutputCaps
 from worker.meta import ProofSettings, worker_meta
 from worker.proof import write_proof
 from worker.public_rows import build_row, new_trial_id, trial_id_suffixes
@@ -59,10 +59,10 @@ from worker.records import (
     trial_key,
 )
 from worker.sandbox.base import DEFAULT_BACKEND, SandboxError, sandbox_class
+from worker.sandbox.failures import FirstStarts
 from worker.sandbox.resources import ResourceSettings, unenforced_line
-from worker.sandbox_failures import FirstStarts
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
 from worker.store import RunStore
-from worker.trajectory import utc_now
 from worker.trial import TrialOutcome, TrialPlan
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class EngineSettings:
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
     prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
-    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
+    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/core/limits.py
     # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
     resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
     # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})

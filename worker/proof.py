@@ -22,11 +22,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Final
 
-from worker.json_text import encode_document
+from worker.core.files import write_atomic
+from worker.core.json_text import encode_document
+from worker.core.trajectory import utc_now
 from worker.meta import ProofSettings, manifest_of
 from worker.records import AttemptRecord, RunRecord, TrialRecord
-from worker.store import write_atomic
-from worker.trajectory import utc_now
 
 PROOF_SCHEMA_VERSION: Final = "skillsbench.agentbeats.private_proof.v1"
 INFRA_FAILURE_SCHEMA_VERSION: Final = "skillsbench.agentbeats.infra_failure.v1"

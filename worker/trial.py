@@ -24,10 +24,11 @@ from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.benchflow_result import benchflow_fields
-from worker.capped import CopyBudget
-from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import FailureKind, plain_text, sandbox_ended, semantics
-from worker.limits import OutputCaps
+from worker.core.capped import CopyBudget
+from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
+from worker.core.files import write_atomic
+from worker.core.limits import OutputCaps
+from worker.core.trajectory import TrajectoryRecorder, utc_now
 from worker.public_rows import build_row
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
@@ -43,10 +44,9 @@ from worker.sandbox.base import (
     limit_exceeded,
     sandbox_class,
 )
+from worker.sandbox.failures import FirstStarts, failure_kind_of
 from worker.sandbox.resources import ResourceSettings, fit
-from worker.sandbox_failures import FirstStarts, failure_kind_of
-from worker.store import write_atomic
-from worker.trajectory import TrajectoryRecorder, utc_now
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,

@@ -13,8 +13,8 @@ import pytest
 from worker_helpers import make_task, run_payload, script
 
 from worker.app import create_app
+from worker.core.json_text import encode_document
 from worker.engine import Engine, EngineSettings
-from worker.json_text import encode_document
 from worker.meta import ProofSettings
 
 TASKS = 20

@@ -21,8 +21,8 @@ from worker_helpers import make_task, run_payload, script, serve, submit_and_fol
 
 from task_sets.task import load_task
 from worker.app import create_app
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 from worker.sandbox.base import Sandbox, SandboxTampered, sandbox_class
 from worker.verifier import snapshot_plantables

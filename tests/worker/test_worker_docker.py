@@ -17,8 +17,8 @@ from worker_helpers import make_task, run_payload, script, serve, submit_and_fol
 
 from worker.api import RunRequest
 from worker.app import create_app
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

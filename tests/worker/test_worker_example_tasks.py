@@ -8,8 +8,8 @@ import pytest
 
 from task_sets.task import discover_tasks
 from worker.api import RunRequest, RunTask
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"

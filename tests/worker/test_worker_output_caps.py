@@ -14,9 +14,9 @@ import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
 from worker.app import create_app
+from worker.core.failures import RetryPolicy
+from worker.core.limits import OutputCaps
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.limits import OutputCaps
 from worker.meta import ProofSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -24,8 +24,8 @@ import pytest
 from worker_helpers import make_task, run_payload, script
 
 from worker.api import RunRequest
+from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import FAILURE_TABLE, FailureKind, RetryPolicy
 from worker.meta import ProofSettings
 from worker.sandbox.base import sandbox_class
 from worker.sandbox.resources import ResourceSettings

@@ -13,8 +13,9 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
 from worker.agents.registry import resolve_agent, resolver_added
 from worker.api import RunRequest, RunTask
+from worker.core.files import write_atomic
 from worker.records import RunRecord, TrialRecord
-from worker.store import RunStore, write_atomic
+from worker.store import RunStore
 
 
 def _record(run_id: str) -> RunRecord:

@@ -26,8 +26,8 @@ import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
 from worker.app import create_app
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 from worker.trials_cli import summary
 

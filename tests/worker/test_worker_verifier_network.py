@@ -18,8 +18,8 @@ import pytest
 from worker_helpers import make_task, run_payload
 
 from worker.api import RunRequest
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
 TEST_SH = """\

@@ -14,8 +14,8 @@ from typing import Any
 from testsupport import make_task
 
 from worker.api import RunRequest, RunTask, UsageSettings
+from worker.core.failures import RetryPolicy
 from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
 from worker.meta import ProofSettings
 
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling test agents

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from worker.bridge.protocol import PROTOCOL
-from worker.capped import CappedFile, CappedJsonl
-from worker.limits import OutputCaps
+from worker.core.capped import CappedFile, CappedJsonl
+from worker.core.limits import OutputCaps
 
 _LINE_CHARS = 2000
 

@@ -24,6 +24,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from task_sets.task import Task
+from worker.core.failures import FailureKind, plain_text
+from worker.core.files import write_atomic
+from worker.core.trajectory import utc_now
 from worker.executors._ray_node import (
     ARCHIVE_MAX_BYTES,
     ARCHIVE_MAX_BYTES_VAR,
@@ -42,11 +45,8 @@ from worker.executors._ray_node import (
     unpack_archive,
 )
 from worker.executors.base import Executor, ExecutorError, executor
-from worker.failures import FailureKind, plain_text
 from worker.public_rows import build_row
 from worker.sandbox.resources import HostCapacity, fit
-from worker.store import write_atomic
-from worker.trajectory import utc_now
 from worker.trial import RESULT_SCHEMA_VERSION, TrialOutcome, TrialPlan
 
 log = logging.getLogger(__name__)
@@ -531,6 +531,6 @@ def _removed(answers: list[Any], what: str) -> int:
 
 
 def _default_prebuilt() -> Any:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
     return PrebuiltImages()

@@ -26,9 +26,9 @@ from typing import Any
 
 from task_sets.task import Task, load_task
 from worker.api import RunRequest, RunTask
-from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.limits import OutputCaps
+from worker.core.limits import OutputCaps
 from worker.sandbox.resources import ResourceSettings
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 from worker.trial import TrialOutcome
 
 # The custom resource that marks nodes able to run sandboxes (`ray start --resources`).

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from task_sets.task import Task
-from worker.capped import CopyBudget
-from worker.failures import SandboxEnd
+from worker.core.capped import CopyBudget
+from worker.core.failures import SandboxEnd
 from worker.sandbox.resources import DEFAULT_PIDS_LIMIT, LIMITS, HostCapacity
 
 if TYPE_CHECKING:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
 # Where things live inside every sandbox, whatever the backend.
 LOGS_DIR = "/logs"

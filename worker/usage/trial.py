@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, sandbox_class
 from worker.usage import forward, otel, participant
 from worker.usage.proxy import ModelProxy, shared_proxy
