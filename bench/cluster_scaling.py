@@ -31,8 +31,8 @@ from testsupport import make_task  # noqa: E402
 
 from worker.api import RunRequest, RunTask  # noqa: E402
 from worker.core.failures import RetryPolicy  # noqa: E402
-from worker.engine import Engine, EngineSettings  # noqa: E402
-from worker.meta import ProofSettings  # noqa: E402
+from worker.runs.engine import Engine, EngineSettings  # noqa: E402
+from worker.runs.meta import ProofSettings  # noqa: E402
 
 
 def _request(task_id: str, agent: str, n: int) -> RunRequest:

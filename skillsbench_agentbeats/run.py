@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from worker.cli import (
+from worker.sandbox.settings import base_image_map_option
+from worker.service.cli import (
     concurrency_or_cores,
     environment_option,
     executor_option,
@@ -22,7 +23,6 @@ from worker.cli import (
     resource_options,
     resource_settings,
 )
-from worker.sandbox.settings import base_image_map_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -111,7 +111,7 @@ def run(
     override_memory_mb: int | None,
 ) -> None:
     from worker.api import RunRequest, RunTask, UsageSettings
-    from worker.catalog import resolve_tasks_dir, selected_manifest
+    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
@@ -242,7 +242,7 @@ async def _run_local(
     """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
     from skillsbench_agentbeats.progress import ProgressView
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
-    from worker.engine import Engine, EngineSettings
+    from worker.runs.engine import Engine, EngineSettings
 
     assert isinstance(request, RunRequest)
     from worker.sandbox.settings import PrebuiltImages

@@ -20,11 +20,11 @@ import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
 from task_sets.task import load_task
-from worker.app import create_app
 from worker.core.failures import RetryPolicy
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 from worker.sandbox.base import Sandbox, SandboxTampered, sandbox_class
+from worker.service.app import create_app
 from worker.verifier import snapshot_plantables
 
 PLANTED = (

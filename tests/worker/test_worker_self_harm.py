@@ -18,10 +18,10 @@ import httpx
 import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
-from worker.app import create_app
 from worker.core.failures import FailureKind, RetryPolicy, semantics
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 MEMORY_MB = 64
 SELF_HARM = {

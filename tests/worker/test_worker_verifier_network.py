@@ -19,8 +19,8 @@ from worker_helpers import make_task, run_payload
 
 from worker.api import RunRequest
 from worker.core.failures import RetryPolicy
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 TEST_SH = """\
 #!/bin/sh

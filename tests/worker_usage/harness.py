@@ -15,8 +15,8 @@ from testsupport import make_task
 
 from worker.api import RunRequest, RunTask, UsageSettings
 from worker.core.failures import RetryPolicy
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling test agents
 ENVIRONMENT = "local"  # the worker's bubblewrap sandbox

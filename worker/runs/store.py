@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from worker.core.files import append_line, write_atomic
-from worker.records import RunRecord, TrialRecord
+from worker.runs.records import RunRecord, TrialRecord
 
 RUNS_DIRNAME = "runs"
 RUN_FILENAME = "run.json"

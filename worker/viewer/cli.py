@@ -14,11 +14,11 @@ from typing import Any
 
 import click
 
-from worker import trial_lookup, trial_records
 from worker.bridge.protocol import find_usage
-from worker.trial_lookup import DEFAULT_JOBS_DIR
 from worker.usage import participant
 from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
+from worker.viewer import lookup, trial_folder
+from worker.viewer.lookup import DEFAULT_JOBS_DIR
 
 REQUEST_COLUMNS = (
     "trial",
@@ -36,7 +36,7 @@ REQUEST_COLUMNS = (
 REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
 A2A_TRAJECTORY_FILE = "trajectory/a2a_trajectory.jsonl"
 SHOWN_ACTIONS = 50
-PROOF_FOLDER = "private-proof"  # worker.meta's default proof folder under a jobs dir
+PROOF_FOLDER = "private-proof"  # worker.runs.meta's default proof folder under a jobs dir
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -196,11 +196,11 @@ def reported_rows(folder: Path) -> list[tuple[str, ...]]:
 
 
 def summary(folder: Path) -> str:
-    result = trial_records.read_json(folder / "result.json")
+    result = trial_folder.read_json(folder / "result.json")
     if not result:
         raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
-    timing = trial_records.read_json(folder / "timing.json")
-    config = trial_records.read_json(folder / "config.json")
+    timing = trial_folder.read_json(folder / "timing.json")
+    config = trial_folder.read_json(folder / "config.json")
     agent_result = result.get("agent_result") or {}
     tracking = result.get("usage_tracking") or {}
     lines = [
@@ -271,7 +271,7 @@ def summary(folder: Path) -> str:
             f"Agent:     {timing['provider_wait']:.1f}s waiting for the model, "
             f"{timing['agent_without_provider_wait']:.1f}s doing anything else"
         )
-    transcript = trial_records.load(folder)
+    transcript = trial_folder.load(folder)
     actions = transcript.actions
     lines.append(f"Tools:     {len(actions)} tool call(s)")
     for action in actions[:SHOWN_ACTIONS]:
@@ -281,7 +281,7 @@ def summary(folder: Path) -> str:
         lines.append(
             f"  - [{action.status or '?'}] {_clip(title)}" + (f" ({ended})" if ended else "")
         )
-        lines += [f"      | {line}" for line in trial_records.tail(action.output).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(action.output).splitlines()]
     if len(actions) > SHOWN_ACTIONS:
         lines.append(f"  … {len(actions) - SHOWN_ACTIONS} more (trials view shows every one)")
     calls_model = tracking.get("model_access") != "none"
@@ -310,10 +310,10 @@ def summary(folder: Path) -> str:
     final = transcript.final_message
     lines.append("Message:   " + ("-" if final is None else "(the agent's final message)"))
     if final is not None:
-        lines += [f"      | {line}" for line in trial_records.tail(final, 6, 600).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(final, 6, 600).splitlines()]
     for name, text in transcript.verifier_output.items():
         lines.append(f"Verifier:  {name} (last lines)")
-        lines += [f"      | {line}" for line in trial_records.tail(text, 8, 800).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(text, 8, 800).splitlines()]
     if not transcript.verifier_output:
         lines.append("Verifier:  no output recorded")
     lines.append(f"Folder:    {folder}")
@@ -340,7 +340,7 @@ def _trial_folder(trial: str, jobs_dir: Path) -> Path:
         return path
     if "/" in trial:
         raise ValueError(f"{trial}: no such trial folder")
-    return trial_lookup.find_trial(jobs_dir, trial).folder
+    return lookup.find_trial(jobs_dir, trial).folder
 
 
 @trials.command(
@@ -368,9 +368,9 @@ def show(trial: str, jobs_dir: Path) -> None:
     help="The HTML file (default: TRIAL_ID.html here).",
 )
 def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
-    from worker.trial_html import render
+    from worker.viewer.html import render
 
-    transcript = trial_records.load(_trial_folder(trial, jobs_dir))
+    transcript = trial_folder.load(_trial_folder(trial, jobs_dir))
     output = output or Path(f"{transcript.result.get('trial_id') or 'trial'}.html")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render(transcript), encoding="utf-8")
@@ -381,7 +381,7 @@ def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
 @click.argument("jobs", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_JOBS_DIR)
 @click.option("--runs", "n_runs", type=click.IntRange(min=1), default=10, show_default=True)
 def list_trials(jobs: Path, n_runs: int) -> None:
-    found = trial_lookup.runs(jobs)
+    found = lookup.runs(jobs)
     if not found:
         click.echo(f"no runs under {jobs}")
         return

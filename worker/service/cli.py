@@ -204,12 +204,12 @@ def worker(
     import uvicorn
 
     from worker.api import is_loopback_host
-    from worker.app import TOKEN_VAR, create_app
-    from worker.catalog import resolve_tasks_dir
-    from worker.engine import Engine, EngineSettings
     from worker.executors.base import ExecutorError
-    from worker.meta import ProofSettings
+    from worker.runs.catalog import resolve_tasks_dir
+    from worker.runs.engine import Engine, EngineSettings
+    from worker.runs.meta import ProofSettings
     from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+    from worker.service.app import TOKEN_VAR, create_app
 
     host = listen_host(host, port)
     token = os.environ.get(TOKEN_VAR) or None

@@ -82,7 +82,7 @@ class RunRecord(BaseModel):
     error: str | None = None
     private_proof_refs: list[dict[str, Any]] | None = None
     private_proof_manifest: str | None = None
-    # The last line of the run's journal this document includes (worker/store.py).
+    # The last line of the run's journal this document includes (worker/runs/store.py).
     journal_seq: int = 0
 
     @property

@@ -25,8 +25,8 @@ from typing import Any, Final
 from worker.core.files import write_atomic
 from worker.core.json_text import encode_document
 from worker.core.trajectory import utc_now
-from worker.meta import ProofSettings, manifest_of
-from worker.records import AttemptRecord, RunRecord, TrialRecord
+from worker.runs.meta import ProofSettings, manifest_of
+from worker.runs.records import AttemptRecord, RunRecord, TrialRecord
 
 PROOF_SCHEMA_VERSION: Final = "skillsbench.agentbeats.private_proof.v1"
 INFRA_FAILURE_SCHEMA_VERSION: Final = "skillsbench.agentbeats.infra_failure.v1"
