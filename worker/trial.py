@@ -23,13 +23,11 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
-from worker.benchflow_result import benchflow_fields
 from worker.core.capped import CopyBudget
 from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
 from worker.core.files import write_atomic
 from worker.core.limits import OutputCaps
 from worker.core.trajectory import TrajectoryRecorder, utc_now
-from worker.public_rows import build_row
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
@@ -47,6 +45,8 @@ from worker.sandbox.base import (
 from worker.sandbox.failures import FirstStarts, failure_kind_of
 from worker.sandbox.resources import ResourceSettings, fit
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+from worker.trial_record.benchflow import benchflow_fields
+from worker.trial_record.public_row import build_row
 from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,

@@ -9,8 +9,8 @@ import pytest
 from leaderboard.rows import ROW_KEYS, PublicRow
 from worker.api import RunRequest, RunTask
 from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
-from worker.public_rows import build_row, new_trial_id
 from worker.runs.meta import ProofSettings, check_durable_prefix, manifest_digest, worker_meta
+from worker.trial_record.public_row import build_row, new_trial_id
 
 DIGEST = "sha256:" + "ab" * 32
 

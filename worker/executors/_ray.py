@@ -45,9 +45,9 @@ from worker.executors._ray_node import (
     unpack_archive,
 )
 from worker.executors.base import Executor, ExecutorError, executor
-from worker.public_rows import build_row
 from worker.sandbox.resources import HostCapacity, fit
 from worker.trial import RESULT_SCHEMA_VERSION, TrialOutcome, TrialPlan
+from worker.trial_record.public_row import build_row
 
 log = logging.getLogger(__name__)
 

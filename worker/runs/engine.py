@@ -46,7 +46,6 @@ from worker.core.failures import FailureKind, RetryPolicy
 from worker.core.limits import OutputCaps
 from worker.core.trajectory import utc_now
 from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
-from worker.public_rows import build_row, new_trial_id, trial_id_suffixes
 from worker.runs.admission import Rejected, check_request
 from worker.runs.catalog import TaskCatalog
 from worker.runs.meta import ProofSettings, worker_meta
@@ -64,6 +63,7 @@ from worker.sandbox.failures import FirstStarts
 from worker.sandbox.resources import ResourceSettings, unenforced_line
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
 
 log = logging.getLogger(__name__)
 
