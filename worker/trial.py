@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
@@ -27,7 +27,6 @@ from worker.core.capped import CopyBudget
 from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
 from worker.core.files import write_atomic
 from worker.core.limits import OutputCaps
-from worker.core.trajectory import TrajectoryRecorder, utc_now
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
@@ -46,7 +45,10 @@ from worker.sandbox.failures import FirstStarts, failure_kind_of
 from worker.sandbox.resources import ResourceSettings, fit
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 from worker.trial_record.benchflow import benchflow_fields
+from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE, VERIFIER_STDOUT_FILE
 from worker.trial_record.public_row import build_row
+from worker.trial_record.result import TrialResult
+from worker.trial_record.trajectory import TrajectoryRecorder, utc_now
 from worker.usage.trial import TrialUsage
 from worker.verifier import (
     TEST_COMMAND,
@@ -60,7 +62,6 @@ from worker.verifier import (
 
 log = logging.getLogger(__name__)
 
-RESULT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.trial_result.v1"
 AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
 STOP_TIMEOUT_SEC = 60.0
 ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
@@ -186,7 +187,7 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
     usage = TrialUsage(plan.agent, plan.request.usage, plan.trial_id, plan.environment)
     state = _TrialState(started_at=utc_now(), skills_dir=skills_dir, usage=usage)
     _write_json(
-        trial_dir / "config.json",
+        trial_dir / CONFIG_FILE,
         {**_config_doc(plan, skills_dir, state.started_at), **usage.config_fields()},
     )
     body = asyncio.create_task(_trial_body(plan, state), name=f"trial body {plan.trial_id}")
@@ -587,48 +588,51 @@ def _finish(
     )
     meaning = semantics(failure) if failure is not None else None
     reason = None if row["passed"] else _reason(plan, state, failure, error)
-    result: dict[str, Any] = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "run_id": plan.run_id,
-        "task_id": plan.task.task_id,
-        "trial_id": plan.trial_id,
-        "trial_key": plan.key,
-        "instance": plan.instance,
-        "attempt": plan.attempt,
-        "agent": plan.agent.spec,
-        "agent_kind": plan.agent.kind,
-        "environment": plan.environment,
-        "condition": plan.request.condition,
-        "reward": row["reward"],
-        "verifier_reward": reward,
-        "reward_source": reward_source,
-        "passed": row["passed"],
-        "score_eligible": row["score_eligible"],
-        "failure": failure.value if failure else None,
-        "retried": meaning.retried if meaning else False,
-        "infra_failure_type": row["infra_failure_type"],
-        "error": error,
-        "reason": reason,
-        "agent_result": None
-        if agent_outcome is None
-        else {
-            "status": agent_outcome.status,
-            "message": agent_outcome.message,
-            "n_tool_calls": agent_outcome.n_tool_calls,
-            "details": agent_outcome.details,
-        },
-        "usage_tracking": usage.usage_tracking(),
-        "verifier": {**state.verifier, "removed_files": state.removed_files},
-        "time_used": time_used,
-        "timing": timing_doc,
-        "output_caps": _caps_report(plan, state),
-        "resources": state.resources,
-        "started_at": state.started_at,
-        "finished_at": utc_now(),
+    agent_result = {
+        **(
+            {}
+            if agent_outcome is None
+            else {
+                "status": agent_outcome.status,
+                "message": agent_outcome.message,
+                "n_tool_calls": agent_outcome.n_tool_calls,
+                "details": agent_outcome.details,
+            }
+        ),
+        **usage_result,
     }
-    result["agent_result"] = {**(result["agent_result"] or {}), **usage_result}
-    result.update(  # BenchFlow's keys, so its tools read our jobs folder (worker/benchflow_result)
-        benchflow_fields(
+    result = TrialResult(
+        run_id=plan.run_id,
+        task_id=plan.task.task_id,
+        trial_id=plan.trial_id,
+        trial_key=plan.key,
+        instance=plan.instance,
+        attempt=plan.attempt,
+        agent=plan.agent.spec,
+        agent_kind=plan.agent.kind,
+        environment=plan.environment,
+        condition=plan.request.condition,
+        reward=row["reward"],
+        verifier_reward=reward,
+        reward_source=reward_source,
+        passed=row["passed"],
+        score_eligible=row["score_eligible"],
+        failure=failure.value if failure else None,
+        retried=meaning.retried if meaning else False,
+        infra_failure_type=row["infra_failure_type"],
+        error=error,
+        reason=reason,
+        agent_result=agent_result,
+        usage_tracking=usage.usage_tracking(),
+        verifier={**state.verifier, "removed_files": state.removed_files},
+        time_used=time_used,
+        timing=timing_doc,
+        output_caps=_caps_report(plan, state),
+        resources=state.resources,
+        started_at=state.started_at,
+        finished_at=utc_now(),
+        # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
+        **benchflow_fields(
             task_id=plan.task.task_id,
             trial_id=plan.trial_id,
             agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
@@ -637,13 +641,13 @@ def _finish(
             row=row,
             failure=failure,
             error=error,
-            agent_result=result["agent_result"],
+            agent_result=agent_result,
             agent_started=agent_outcome is not None,
-        )
+        ),
     )
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
-    _write_json(plan.trial_dir / "timing.json", timing_doc)
-    _write_json(plan.trial_dir / "result.json", result)
+    _write_json(plan.trial_dir / TIMING_FILE, timing_doc)
+    result.write(plan.trial_dir / RESULT_FILE)
     return TrialOutcome(
         failure=failure,
         error=error,
@@ -676,7 +680,7 @@ def _reason(
         parts.append(agent)
     if "exit_code" in state.verifier:
         parts.append(f"verifier exit {state.verifier['exit_code']}")
-        tail = _last_lines(plan.trial_dir / "verifier" / "test-stdout.txt")
+        tail = _last_lines(plan.trial_dir / VERIFIER_STDOUT_FILE)
         if tail:
             parts.append(tail)
     return _one_line("; ".join(parts) or "reward below 1")

@@ -45,7 +45,7 @@ def test_jsonl_shortens_events_and_stops_at_its_cap_with_a_counting_marker(
 
 def test_the_worker_s_own_events_survive_a_flood(tmp_path: Path) -> None:
     """``prompt_end`` carries the usage the worker reads back: a flood cannot push it out."""
-    from worker.core.trajectory import TrajectoryRecorder
+    from worker.trial_record.trajectory import TrajectoryRecorder
 
     caps = OutputCaps(trajectory_event_bytes=8 * KIB, trajectory_bytes=128 * KIB)
     record = TrajectoryRecorder(tmp_path, caps)

@@ -33,8 +33,8 @@ from worker.acp import sandbox_fs
 from worker.acp.extensions import ENCODING_KEY, STREAMS_KEY, WITHIN_KEY
 from worker.acp.terminals import Terminals
 from worker.acp.trajectory import update_event
-from worker.core.trajectory import Recorder
 from worker.sandbox.base import Sandbox
+from worker.trial_record.trajectory import Recorder
 
 _PERMISSION_PREFERENCE = ("bypassPermissions", "allow_always", "allow_once")
 

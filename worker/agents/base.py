@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 from task_sets.task import Task
 from worker.core.failures import FailureKind
 from worker.core.limits import OutputCaps
-from worker.core.trajectory import Recorder
 from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
+from worker.trial_record.trajectory import Recorder
 
 
 @dataclass

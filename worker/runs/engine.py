@@ -44,7 +44,6 @@ from worker.api import (
 )
 from worker.core.failures import FailureKind, RetryPolicy
 from worker.core.limits import OutputCaps
-from worker.core.trajectory import utc_now
 from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
 from worker.runs.admission import Rejected, check_request
 from worker.runs.catalog import TaskCatalog
@@ -63,7 +62,9 @@ from worker.sandbox.failures import FirstStarts
 from worker.sandbox.resources import ResourceSettings, unenforced_line
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
+from worker.trial_record.trajectory import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -542,7 +543,7 @@ class Engine:
         trial.failure = outcome.failure.value if outcome.failure else None
         assert trial.current is not None
         trial.current.outcome = "finished"
-        trial.result_path = f"{trial.current.trial_dir}/result.json"
+        trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
         await self.store.save_trial(run, trial)
         self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))

@@ -15,8 +15,17 @@ from typing import Any
 import click
 
 from worker.bridge.protocol import find_usage
+from worker.trial_record.paths import (
+    A2A_TRAJECTORY_FILE,
+    CONFIG_FILE,
+    LLM_TRAJECTORY_FILE,
+    RESULT_FILE,
+    TIMING_FILE,
+    TRAJECTORY_DIR,
+)
+from worker.trial_record.result import TrialResult
 from worker.usage import participant
-from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
+from worker.usage.records import cost_summary
 from worker.viewer import lookup, trial_folder
 from worker.viewer.lookup import DEFAULT_JOBS_DIR
 
@@ -34,7 +43,6 @@ REQUEST_COLUMNS = (
     "finish",
 )
 REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
-A2A_TRAJECTORY_FILE = "trajectory/a2a_trajectory.jsonl"
 SHOWN_ACTIONS = 50
 PROOF_FOLDER = "private-proof"  # worker.runs.meta's default proof folder under a jobs dir
 
@@ -134,10 +142,10 @@ def table(rows: list[tuple[str, ...]], headers: tuple[str, ...]) -> str:
 
 def trial_folders(root: Path) -> list[Path]:
     """Trial folders under ``root`` (a jobs dir, a run, or a trial), in a stable order."""
-    if (root / "result.json").exists() or (root / LLM_TRAJECTORY_FILE).exists():
+    if (root / RESULT_FILE).exists() or (root / LLM_TRAJECTORY_FILE).exists():
         return [root]
     found = {p.parent.parent for p in root.rglob(LLM_TRAJECTORY_FILE)}
-    found |= {p.parent for p in root.rglob("result.json") if (p.parent / "trajectory").is_dir()}
+    found |= {p.parent for p in root.rglob(RESULT_FILE) if (p.parent / TRAJECTORY_DIR).is_dir()}
     # The private proof keeps a copy of each trial: count every trial once.
     return sorted(p for p in found if PROOF_FOLDER not in p.relative_to(root).parts)
 
@@ -196,24 +204,23 @@ def reported_rows(folder: Path) -> list[tuple[str, ...]]:
 
 
 def summary(folder: Path) -> str:
-    result = trial_folder.read_json(folder / "result.json")
-    if not result:
-        raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
-    timing = trial_folder.read_json(folder / "timing.json")
-    config = trial_folder.read_json(folder / "config.json")
-    agent_result = result.get("agent_result") or {}
-    tracking = result.get("usage_tracking") or {}
+    result = TrialResult.read(folder / RESULT_FILE)
+    if result is None:
+        raise ValueError(f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)")
+    timing = trial_folder.read_json(folder / TIMING_FILE)
+    config = trial_folder.read_json(folder / CONFIG_FILE)
+    agent_result = result.agent_result or {}
+    tracking = result.usage_tracking or {}
     lines = [
-        f"Trial:     {result.get('trial_id')} (task {result.get('task_id')}, attempt "
-        f"{result.get('attempt')})",
-        f"Agent:     {result.get('agent')}"
+        f"Trial:     {result.trial_id} (task {result.task_id}, attempt {result.attempt})",
+        f"Agent:     {result.agent}"
         + (f", model {config.get('model')}" if config.get("model") else ""),
-        f"Reward:    {_show(result.get('reward'))} ("
-        + ("passed" if result.get("passed") else "not passed")
-        + (f"; {result.get('failure')}: {result.get('error')}" if result.get("failure") else "")
+        f"Reward:    {_show(result.reward)} ("
+        + ("passed" if result.passed else "not passed")
+        + (f"; {result.failure}: {result.error}" if result.failure else "")
         + ")",
     ]
-    verifier = result.get("verifier") or {}
+    verifier = result.verifier or {}
     tampering = verifier.get("tampering") or []
     if tampering:
         lines.append(
@@ -226,7 +233,7 @@ def summary(folder: Path) -> str:
         ]
         if len(tampering) > 20:
             lines.append(f"  … {len(tampering) - 20} more in result.json")
-    resources = result.get("resources") or {}
+    resources = result.resources or {}
     given = resources.get("given") or {}
     if given:
         line = (

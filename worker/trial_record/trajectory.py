@@ -17,8 +17,8 @@ from typing import Any
 
 from worker.core.capped import CappedJsonl
 from worker.core.limits import OutputCaps
+from worker.trial_record.paths import ACP_TRAJECTORY_FILE
 
-TRAJECTORY_FILE = "trajectory/acp_trajectory.jsonl"
 # Events the worker writes itself and reads back (usage from prompt_end): kept past the cap.
 ESSENTIAL_TYPES = frozenset({"prompt_end", "cancel_sent", "agent_timeout"})
 
@@ -35,7 +35,7 @@ class TrajectoryRecorder:
 
     def __init__(self, trial_dir: Path, caps: OutputCaps | None = None) -> None:
         caps = caps or OutputCaps()
-        self.path = trial_dir / TRAJECTORY_FILE
+        self.path = trial_dir / ACP_TRAJECTORY_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch()
         self.file = CappedJsonl(self.path, caps.trajectory_bytes, caps.trajectory_event_bytes)
