@@ -39,6 +39,7 @@ from task_sets.task import load_task  # noqa: E402
 from worker.agents.a2a import A2AAgent  # noqa: E402
 from worker.agents.base import AgentContext  # noqa: E402
 from worker.sandbox.base import Sandbox, sandbox_class  # noqa: E402
+from worker.trial_record.paths import A2A_TRAJECTORY_FILE  # noqa: E402
 
 TASK = REPO / "tests" / "worker_acp" / "tasks" / "write-answer"
 
@@ -64,8 +65,7 @@ async def through_bridge(url: str, sandbox: Sandbox, trial_dir: Path, actions: i
     outcome = await agent.run(ctx)
     assert outcome.failure is None, outcome.message
     events = [
-        json.loads(line)
-        for line in (trial_dir / "trajectory" / "a2a_trajectory.jsonl").read_text().splitlines()
+        json.loads(line) for line in (trial_dir / A2A_TRAJECTORY_FILE).read_text().splitlines()
     ]
     starts = [e["timestamp"] for e in events if e["type"] == "a2a_request"]
     return [b - a for a, b in itertools.pairwise(starts[1:])]  # skip turn 1 (warm-up)

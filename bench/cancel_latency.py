@@ -28,10 +28,10 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 import httpx  # noqa: E402
 from testsupport import make_task  # noqa: E402
 
-from worker.app import create_app  # noqa: E402
-from worker.engine import Engine, EngineSettings  # noqa: E402
-from worker.meta import ProofSettings  # noqa: E402
-from worker.store import TRIALS_PER_STEP  # noqa: E402
+from worker.runs.engine import Engine, EngineSettings  # noqa: E402
+from worker.runs.meta import ProofSettings  # noqa: E402
+from worker.runs.store import TRIALS_PER_STEP  # noqa: E402
+from worker.service.app import create_app  # noqa: E402
 
 INSTANCES = 100
 TICK_SEC = 0.005

@@ -30,9 +30,9 @@ from ray_cluster import local_cluster  # noqa: E402  (before anything imports ra
 from testsupport import make_task  # noqa: E402
 
 from worker.api import RunRequest, RunTask  # noqa: E402
-from worker.engine import Engine, EngineSettings  # noqa: E402
-from worker.failures import RetryPolicy  # noqa: E402
-from worker.meta import ProofSettings  # noqa: E402
+from worker.core.failures import RetryPolicy  # noqa: E402
+from worker.runs.engine import Engine, EngineSettings  # noqa: E402
+from worker.runs.meta import ProofSettings  # noqa: E402
 
 
 def _request(task_id: str, agent: str, n: int) -> RunRequest:

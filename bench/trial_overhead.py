@@ -25,9 +25,9 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from task_sets.task import load_task  # noqa: E402
 from worker.api import RunRequest, RunTask  # noqa: E402
-from worker.engine import Engine, EngineSettings  # noqa: E402
-from worker.failures import RetryPolicy  # noqa: E402
-from worker.meta import ProofSettings  # noqa: E402
+from worker.core.failures import RetryPolicy  # noqa: E402
+from worker.runs.engine import Engine, EngineSettings  # noqa: E402
+from worker.runs.meta import ProofSettings  # noqa: E402
 from worker.sandbox.base import sandbox_class  # noqa: E402
 
 TASK_TOML = """\

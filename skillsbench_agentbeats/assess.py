@@ -23,7 +23,7 @@ import click
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from skillsbench_agentbeats.in_process import local_green, local_worker
-from worker.cli import environment_option
+from worker.service.cli import environment_option
 
 
 def _load_config(value: str) -> dict[str, Any]:

@@ -24,14 +24,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Build, digest, verify, shard and check task-set manifests.",
     ),
     "config": ("task_sets.cli", "config", "Validate an assessment config."),
-    "worker": ("worker.cli", "worker", "Run the worker HTTP service."),
+    "worker": ("worker.service.cli", "worker", "Run the worker HTTP service."),
     "run": (
         "skillsbench_agentbeats.run",
         "run",
         "Run a task set locally through the worker engine.",
     ),
     "agents": ("worker.acp.cli", "agents", "List manifest agents, or show one."),
-    "trials": ("worker.trials_cli", "trials", "Inspect trials of a jobs directory."),
+    "trials": ("worker.viewer.cli", "trials", "Inspect trials of a jobs directory."),
     "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
     "assess": (
         "skillsbench_agentbeats.assess",

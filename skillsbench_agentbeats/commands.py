@@ -13,7 +13,7 @@ import click
 from integrations.agentbeats.cli import assemble, evidence, manifests_group
 from leaderboard.readiness_cli import validate
 from skillsbench_agentbeats.manifest_code import check_code_agreement
-from worker.sandbox.prebuilt_cli import build_tasks
+from worker.service.prebuilt_cli import build_tasks
 
 readiness = click.Group(
     "readiness",

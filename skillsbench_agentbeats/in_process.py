@@ -60,9 +60,9 @@ async def local_worker(
 ) -> AsyncIterator[str]:
     """The real worker service in this process; yields its base URL (no trailing slash).
     ``script_dir``: the folder ``script:`` agents may come from (none: no script agents)."""
-    from worker.app import create_app
-    from worker.catalog import default_tasks_dir
-    from worker.engine import Engine, EngineSettings
+    from worker.runs.catalog import default_tasks_dir
+    from worker.runs.engine import Engine, EngineSettings
+    from worker.service.app import create_app
 
     settings = EngineSettings(
         jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment

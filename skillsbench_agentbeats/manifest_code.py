@@ -44,10 +44,11 @@ def variables_read(service: str) -> set[str]:
 
         return set(variables())
     if service == "worker":
-        from worker import environment, meta
         from worker.api import SCRIPT_DIR_VAR
-        from worker.app import TOKEN_VAR
-        from worker.catalog import TASKS_DIR_VAR
+        from worker.runs import meta
+        from worker.runs.catalog import TASKS_DIR_VAR
+        from worker.sandbox import settings as environment
+        from worker.service.app import TOKEN_VAR
 
         return {
             *meta.REVISION_VARS,

@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from leaderboard.rows import BUILTIN_AGENT_TRANSPORTS
-from worker.cli import (
+from worker.sandbox.settings import base_image_map_option
+from worker.service.cli import (
     concurrency_or_cores,
     environment_option,
     executor_option,
@@ -23,7 +24,6 @@ from worker.cli import (
     resource_options,
     resource_settings,
 )
-from worker.environment import base_image_map_option
 
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
@@ -112,7 +112,7 @@ def run(
     override_memory_mb: int | None,
 ) -> None:
     from worker.api import RunRequest, RunTask, UsageSettings
-    from worker.catalog import resolve_tasks_dir, selected_manifest
+    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
@@ -163,7 +163,7 @@ def run(
         )
     except ExecutorError as exc:
         raise click.ClickException(str(exc)) from None
-    from worker.progress import resources_lines, summary_table
+    from skillsbench_agentbeats.progress import resources_lines, summary_table
 
     click.echo(summary_table(rows, reasons))
     from worker.usage.summary import cost_line, load_results
@@ -248,12 +248,12 @@ async def _run_local(
     where: tuple[str, dict[str, str]] = ("inprocess", {}),
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
+    from skillsbench_agentbeats.progress import ProgressView
     from worker.api import EVENT_END, EVENT_ROW, RunRequest
-    from worker.engine import Engine, EngineSettings
-    from worker.progress import ProgressView
+    from worker.runs.engine import Engine, EngineSettings
 
     assert isinstance(request, RunRequest)
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
     engine = Engine(
         EngineSettings(

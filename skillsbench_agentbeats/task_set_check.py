@@ -31,8 +31,8 @@ from typing import Any, Final
 import click
 
 from task_sets.cli import task_set
-from worker.cli import environment_option
-from worker.environment import base_image_map_option
+from worker.sandbox.settings import base_image_map_option
+from worker.service.cli import environment_option
 
 REPORT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set_check.v1"
 AGENTS: Final = ("oracle", "nop")
@@ -89,8 +89,8 @@ def check(
 ) -> None:
     """Run the oracle and nop on every task of TASKS_DIR (or a task set): exit 1 unless every
     task loads, builds, passes with the oracle and fails with nop."""
-    from worker.catalog import resolve_tasks_dir
-    from worker.cli import concurrency_or_cores
+    from worker.runs.catalog import resolve_tasks_dir
+    from worker.service.cli import concurrency_or_cores
 
     folder = resolve_tasks_dir(tasks_dir)
     checks, manifest = _load(folder, task_set_name, task_ids)
@@ -135,7 +135,7 @@ def _load(
     from task_sets.excluded import excluded_reason
     from task_sets.manifest import build_manifest, missing_metadata
     from task_sets.task import TaskError, discover_tasks, load_task
-    from worker.catalog import selected_manifest
+    from worker.runs.catalog import selected_manifest
 
     found = discover_tasks(folder)
     if task_set_name is not None:
@@ -178,10 +178,10 @@ async def _run(
     base_image_map: dict[str, str] | None = None,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The oracle's and nop's rows (with their reasons), by agent, then by task id."""
+    from skillsbench_agentbeats.progress import ProgressView
     from worker.api import EVENT_END, EVENT_ROW, RunRequest, RunTask
-    from worker.engine import Engine, EngineSettings
-    from worker.environment import PrebuiltImages
-    from worker.progress import ProgressView
+    from worker.runs.engine import Engine, EngineSettings
+    from worker.sandbox.settings import PrebuiltImages
 
     engine = Engine(
         EngineSettings(

@@ -241,7 +241,7 @@ def _prebuild_task_image(client: Any) -> str:
     """The task's image, built directly on the engine under the tag the worker computes."""
     from docker_images import ensure_test_image
 
-    from worker.catalog import TaskCatalog
+    from worker.runs.catalog import TaskCatalog
     from worker.sandbox._docker import images
 
     ensure_test_image(client, "python")  # tags python:3.11-slim (no registry here)

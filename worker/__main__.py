@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from worker.cli import worker
+from worker.service.cli import worker
 
 
 def main(argv: list[str] | None = None) -> int:

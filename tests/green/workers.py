@@ -1,4 +1,4 @@
-"""The worker behind the green agent in the adapter tests: the fake one or the real ``worker.app``.
+"""The worker behind the green agent in the adapter tests: the fake one or the real ``worker.service.app``.
 
 Tests that hold for any worker speaking the worker HTTP API take the ``worker_kind`` fixture
 (parametrized ``fake`` and ``real``) and start ``worker_under_test(kind, ...)``, so the fake
@@ -42,7 +42,7 @@ class WorkerUnderTest:
         if self.fake is not None:
             runs = sorted(self.fake.runs(), key=lambda run: run["created"])
             return [run["request"] for run in runs]
-        from worker.store import RunStore
+        from worker.runs.store import RunStore
 
         runs, problems = RunStore(self.jobs).load_all()
         assert problems == []
@@ -54,7 +54,7 @@ class WorkerUnderTest:
         if self.fake is not None:
             runs = sorted(self.fake.runs(), key=lambda run: run["created"])
             return [run["cancelled_at"] is not None for run in runs]
-        from worker.store import RunStore
+        from worker.runs.store import RunStore
 
         records, _ = RunStore(self.jobs).load_all()
         records.sort(key=lambda run: run.created_at)
@@ -110,9 +110,9 @@ async def worker_under_test(
             return
         from testsupport import make_task
 
-        from worker.app import create_app
-        from worker.engine import Engine, EngineSettings
-        from worker.meta import ProofSettings
+        from worker.runs.engine import Engine, EngineSettings
+        from worker.runs.meta import ProofSettings
+        from worker.service.app import create_app
 
         tasks = root / "tasks"
         tasks.mkdir(parents=True)

@@ -18,7 +18,11 @@ UNREACHABLE = "registry.example/ubuntu:24.04"
 
 
 def test_map_items_env_and_files(tmp_path: Path) -> None:
-    from worker.environment import PrebuiltImages, base_image_map_from_env, parse_base_image_map
+    from worker.sandbox.settings import (
+        PrebuiltImages,
+        base_image_map_from_env,
+        parse_base_image_map,
+    )
 
     mapping = tmp_path / "bases.json"
     mapping.write_text(json.dumps({"b.example/x:1": "local/x:1"}))
@@ -45,7 +49,7 @@ def test_map_items_env_and_files(tmp_path: Path) -> None:
     ],
 )
 def test_bad_map_items_are_named(items: list[str], message: str) -> None:
-    from worker.environment import parse_base_image_map
+    from worker.sandbox.settings import parse_base_image_map
 
     with pytest.raises(ValueError, match=message):
         parse_base_image_map(items, "--base-image-map")

@@ -12,8 +12,8 @@ import pytest
 from cli_runner import run_cli
 from loopback_server import serve
 
-from worker.environment import PrebuiltImages
 from worker.sandbox._docker import DockerSandbox
+from worker.sandbox.settings import PrebuiltImages
 
 from .push_registry import PushRegistry
 

@@ -141,7 +141,7 @@ JOBS_IN_HEAD = "/jobs/run"
 
 
 def owner_of(jobs_dir: str) -> str:
-    """The worker's owner label for its sandboxes (worker/engine.py: a hash of its jobs folder)."""
+    """The worker's owner label for its sandboxes (worker/runs/engine.py: a hash of its jobs folder)."""
     return hashlib.sha256(jobs_dir.encode()).hexdigest()[:16]
 
 

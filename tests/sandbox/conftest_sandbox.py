@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from task_sets.task import Task, load_task
-from worker.environment import PrebuiltImages
 from worker.sandbox import Sandbox, SandboxSpec, sandbox_class
+from worker.sandbox.settings import PrebuiltImages
 
 DOCKERFILE = """\
 FROM python:3.11-slim

@@ -275,7 +275,7 @@ async def test_a_worker_start_reaps_what_it_left_and_nothing_of_other_workers(
 ) -> None:
     """The reaper runs at worker start (the backend's ``reap`` hook) and only over what carries
     this worker's owner label: another worker's sandboxes on the same engine live on."""
-    from worker.engine import Engine, EngineSettings
+    from worker.runs.engine import Engine, EngineSettings
 
     engine = Engine(
         EngineSettings(jobs_dir=tmp_path / "jobs", tasks_dir=tmp_path, environment="docker")

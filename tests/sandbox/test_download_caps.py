@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.capped import CopyBudget
+from worker.core.capped import CopyBudget
 from worker.sandbox import Sandbox
 
 

@@ -421,7 +421,7 @@ async def test_the_storage_watchdog_kills_a_sandbox_past_its_cap_and_ignores_spa
 
 
 def test_the_storage_mode_setting_is_checked() -> None:
-    from worker.limits import OutputCaps, storage_mode
+    from worker.core.limits import OutputCaps, storage_mode
 
     assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "watchdog"}) == "watchdog"
     assert storage_mode({"SKILLSBENCH_SANDBOX_STORAGE": "TMPFS"}) == "tmpfs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from worker.acp.sandbox_fs import RESOLVE
 from worker.sandbox._docker import sandbox as docker_sandbox
-from worker.verifier import NO_CHECKSUM, TEST_COMMAND, harden_command, snapshot_command
+from worker.trial.verifier import NO_CHECKSUM, TEST_COMMAND, harden_command, snapshot_command
 
 
 def test_the_markers_python_reads_are_the_ones_the_scripts_print() -> None:

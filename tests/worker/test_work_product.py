@@ -1,4 +1,4 @@
-"""The work product rule (worker/work_product.py) on change lists: what the verifier's toolchain
+"""The work product rule (worker/trial/work_product.py) on change lists: what the verifier's toolchain
 reads by itself comes from the image; the places real SkillsBench oracles write stay the
 agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from worker.sandbox.tamper import Change
-from worker.work_product import (
+from worker.trial.work_product import (
     Ground,
     classify,
     installed_modules,

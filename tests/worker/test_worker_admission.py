@@ -18,15 +18,15 @@ import pytest
 from worker_helpers import make_task, run_payload, serve
 
 from task_sets.config import MAX_NUM_INSTANCES
-from worker.admission import SCRIPT_NOT_ALLOWED, field_path
 from worker.api import RunRequest, is_loopback_host
-from worker.app import create_app
-from worker.cli import listen_host
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
-from worker.public_rows import MAX_TASK_ID_LENGTH
-from worker.records import RunRecord, TrialRecord, trial_key
-from worker.store import RunStore
+from worker.runs.admission import SCRIPT_NOT_ALLOWED, field_path
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.runs.records import RunRecord, TrialRecord, trial_key
+from worker.runs.store import RunStore
+from worker.service.app import create_app
+from worker.service.cli import listen_host
+from worker.trial_record.public_row import MAX_TASK_ID_LENGTH
 
 TASK = "answer-42"
 

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from worker_helpers import make_task, run_payload, script
 
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.json_text import encode_document
-from worker.meta import ProofSettings
+from worker.core.json_text import encode_document
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 TASKS = 20
 INSTANCES = 100

@@ -1,4 +1,4 @@
-"""The capped writers and the caps' settings (worker/capped.py, worker/limits.py)."""
+"""The capped writers and the caps' settings (worker/core/capped.py, worker/core/limits.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY, CappedFile, CappedJsonl
-from worker.limits import ESSENTIAL_RESERVE, KIB, MIB, OutputCaps
+from worker.core.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY, CappedFile, CappedJsonl
+from worker.core.limits import ESSENTIAL_RESERVE, KIB, MIB, OutputCaps
 
 
 def read(path: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -45,7 +45,7 @@ def test_jsonl_shortens_events_and_stops_at_its_cap_with_a_counting_marker(
 
 def test_the_worker_s_own_events_survive_a_flood(tmp_path: Path) -> None:
     """``prompt_end`` carries the usage the worker reads back: a flood cannot push it out."""
-    from worker.trajectory import TrajectoryRecorder
+    from worker.trial_record.trajectory import TrajectoryRecorder
 
     caps = OutputCaps(trajectory_event_bytes=8 * KIB, trajectory_bytes=128 * KIB)
     record = TrajectoryRecorder(tmp_path, caps)
@@ -98,7 +98,7 @@ def test_the_bridge_outcome_clips_what_the_participant_said() -> None:
     """A failed participant task's detail reaches result.json, the run document and the proof."""
     from worker.acp.extensions import OUTCOME_KEY
     from worker.bridge.config import Outcome
-    from worker.limits import MESSAGE_BYTES
+    from worker.core.limits import MESSAGE_BYTES
 
     outcome = Outcome(
         "participant_failure",

@@ -20,12 +20,12 @@ import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
 from task_sets.task import load_task
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 from worker.sandbox.base import Sandbox, SandboxTampered, sandbox_class
-from worker.verifier import snapshot_plantables
+from worker.service.app import create_app
+from worker.trial.verifier import snapshot_plantables
 
 PLANTED = (
     "/conftest.py /root/conftest.py /tmp/conftest.py /root/sitecustomize.py /pytest.ini "
@@ -184,7 +184,7 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
 ) -> None:
     """Both backends report the same removals (docker replaces /tests in one exec, local
     merges and the hardening script cleans up)."""
-    from worker.verifier import harden, snapshot_plantables
+    from worker.trial.verifier import harden, snapshot_plantables
 
     async with started_sandbox(
         backend, tasks_dir / "secret-answer", tmp_path / "sandbox", f"keep-{backend}", request
@@ -223,7 +223,7 @@ async def test_hardening_keeps_what_was_there_and_removes_what_was_planted(
 async def test_plantable_scan_fails_closed_without_a_checksum_tool(tmp_path: Path) -> None:
     """Without cksum/sha256sum/md5sum every signature would be empty and hardening would
     silently find nothing planted: the scan stops with a clear error instead."""
-    from worker.verifier import NO_CHECKSUM, harden_command, snapshot_command
+    from worker.trial.verifier import NO_CHECKSUM, harden_command, snapshot_command
 
     for argv in (snapshot_command("/root", None), harden_command("/root", None)):
         # Only the shell's builtins are left (and no busybox applets to fall back on).
@@ -258,7 +258,7 @@ async def test_an_agent_cannot_make_the_verifier_fail_to_run(
     """A verifier that cannot start is an infrastructure failure (retried, then unscored), not
     a failed task: nothing the agent can do to its sandbox may cause one."""
     from worker.sandbox.base import VERIFIER_LOGS_DIR
-    from worker.verifier import TEST_COMMAND, harden, harden_and_test, read_reward
+    from worker.trial.verifier import TEST_COMMAND, harden, harden_and_test, read_reward
 
     if backend == "local" and not root_verifier:
         pytest.skip("the local sandbox runs everything as root")
@@ -294,7 +294,7 @@ async def test_plantables_with_newlines_or_backslashes_in_their_names_are_remove
 ) -> None:
     """A name with a newline splits in the line-based signature list (and sha256sum escapes
     backslashes), yet Python loads such a .pth: hardening removes them outright."""
-    from worker.verifier import harden, snapshot_plantables
+    from worker.trial.verifier import harden, snapshot_plantables
 
     site = "/usr/local/lib/python3.11/site-packages"
     async with started_sandbox(

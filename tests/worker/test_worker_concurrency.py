@@ -21,9 +21,9 @@ from worker_helpers import make_task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.registry import resolver_added
 from worker.api import RunRequest, RunTask
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 SPEC = "concurrency-gate-agent"
 HANG_GUARD_SEC = 300

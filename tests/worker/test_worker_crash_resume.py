@@ -19,7 +19,7 @@ import pytest
 from testsupport import wait_for_http
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
-from worker.store import read_run_document
+from worker.runs.store import read_run_document
 
 
 def stored(run_file: Path) -> dict[str, Any]:

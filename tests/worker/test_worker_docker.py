@@ -16,10 +16,10 @@ from test_worker_cheat_probes import PROBE_TEST, PROBES
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
 from worker.api import RunRequest
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from docker_images import ensure_test_image

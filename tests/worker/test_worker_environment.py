@@ -13,10 +13,10 @@ import pytest
 from worker_helpers import make_task, run_payload
 
 from worker.api import RunRequest
-from worker.engine import Engine, EngineSettings
-from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 
 PINNED = "ghcr.io/org/task-env@sha256:" + "a" * 64
 

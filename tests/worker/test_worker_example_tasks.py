@@ -8,9 +8,9 @@ import pytest
 
 from task_sets.task import discover_tasks
 from worker.api import RunRequest, RunTask
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 EXAMPLES = list(discover_tasks(TASKS_DIR)) if TASKS_DIR.is_dir() else []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from worker.core.failures import FAILURE_TABLE, FailureKind
 from worker.executors import ExecutorError, executor_names, make_executor
 from worker.executors._ray_node import (
     NodeLostDuringTrial,
@@ -19,7 +20,6 @@ from worker.executors._ray_node import (
     unpack_archive,
 )
 from worker.executors.inprocess import InProcessExecutor
-from worker.failures import FAILURE_TABLE, FailureKind
 
 
 def test_the_registry_knows_both_executors_and_names_an_unknown_one() -> None:

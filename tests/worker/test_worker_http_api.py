@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from worker_helpers import make_task, run_payload, serve
 
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 TOKEN = "s3cret-token"
 
@@ -86,7 +86,7 @@ async def test_not_json_gets_400(client: httpx.AsyncClient) -> None:
 
 
 async def test_an_oversized_body_gets_413(client: httpx.AsyncClient) -> None:
-    from worker.app import MAX_BODY_BYTES
+    from worker.service.app import MAX_BODY_BYTES
 
     async def chunks() -> AsyncIterator[bytes]:  # streamed: no Content-Length to trust
         for _ in range(MAX_BODY_BYTES // (1 << 20) + 2):

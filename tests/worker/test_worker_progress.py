@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from worker.progress import ProgressView, summary_table
+from skillsbench_agentbeats.progress import ProgressView, summary_table
 
 
 def _row(task_id: str, reward: float, failure: str | None = None) -> dict[str, object]:

@@ -23,11 +23,11 @@ from tests.ray_cluster import LocalCluster, descendants, local_cluster, ray_miss
 from tests.testsupport import make_task
 from tests.worker.worker_helpers import process_cmdlines_containing
 from worker.api import RunRequest, RunTask
-from worker.engine import Engine, EngineSettings
+from worker.core.failures import RetryPolicy
 from worker.executors._ray_node import SANDBOX_RESOURCE
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
-from worker.records import RunRecord
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.runs.records import RunRecord
 
 pytestmark = [
     pytest.mark.slow,

@@ -24,12 +24,12 @@ import pytest
 from worker_helpers import make_task, run_payload, script
 
 from worker.api import RunRequest
-from worker.engine import Engine, EngineSettings
-from worker.failures import FAILURE_TABLE, FailureKind, RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 from worker.sandbox.base import sandbox_class
 from worker.sandbox.resources import ResourceSettings
-from worker.trials_cli import summary
+from worker.viewer.cli import summary
 
 ALLOCATE_1G = """\
 python3 -c '

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.verifier import RewardError, read_reward
+from worker.trial.verifier import RewardError, read_reward
 
 
 def _write(folder: Path, **files: str) -> Path:

@@ -8,9 +8,9 @@ import pytest
 
 from leaderboard.rows import ROW_KEYS, PublicRow
 from worker.api import RunRequest, RunTask
-from worker.failures import FAILURE_TABLE, FailureKind, RetryPolicy
-from worker.meta import ProofSettings, check_durable_prefix, manifest_digest, worker_meta
-from worker.public_rows import build_row, new_trial_id
+from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
+from worker.runs.meta import ProofSettings, check_durable_prefix, manifest_digest, worker_meta
+from worker.trial_record.public_row import build_row, new_trial_id
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -157,7 +157,7 @@ def test_required_durable_proof_is_checked_at_startup(tmp_path: object) -> None:
 
 
 def test_error_texts_are_plain_and_bounded() -> None:
-    from worker.failures import ERROR_TEXT_CHARS, plain_text
+    from worker.core.failures import ERROR_TEXT_CHARS, plain_text
 
     builder = "\x1b[91mE: Unable to locate package nope\x1b[0m\r\n\x1b]0;title\x07done\x00"
     assert plain_text(builder) == "E: Unable to locate package nope \ndone"
@@ -170,7 +170,7 @@ def test_error_texts_are_plain_and_bounded() -> None:
 def test_deterministic_sandbox_failures_end_after_one_try() -> None:
     from worker.sandbox.base import SandboxError, SandboxUnsupported
     from worker.sandbox.errors import ImageBuildFailed, SandboxConfigRefused
-    from worker.sandbox_failures import failure_kind_of
+    from worker.sandbox.failures import failure_kind_of
 
     policy = RetryPolicy(max_attempts=3)
     kinds = {
@@ -190,7 +190,7 @@ def test_deterministic_sandbox_failures_end_after_one_try() -> None:
 async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
     from worker.sandbox.base import SandboxError
     from worker.sandbox.errors import ImageBuildFailed
-    from worker.sandbox_failures import FirstStarts
+    from worker.sandbox.failures import FirstStarts
 
     starts: list[str] = []
 

@@ -23,12 +23,12 @@ from worker_helpers import (
 
 from leaderboard.rows import ROW_KEYS, PublicRow
 from worker.api import RunRequest
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 from worker.sandbox._bubblewrap import BubblewrapSandbox
 from worker.sandbox.base import SandboxError, sandbox_backend, unregister_backend
+from worker.service.app import create_app
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ import httpx
 import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.failures import FailureKind, RetryPolicy, semantics
-from worker.meta import ProofSettings
+from worker.core.failures import FailureKind, RetryPolicy, semantics
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 MEMORY_MB = 64
 SELF_HARM = {
@@ -118,7 +118,7 @@ async def test_a_container_removed_from_outside_is_an_infra_failure(
 
 
 def test_one_rule_for_a_sandbox_that_ended() -> None:
-    from worker.failures import sandbox_ended
+    from worker.core.failures import sandbox_ended
     from worker.sandbox.base import SandboxEnd
 
     for infra in (FailureKind.SANDBOX_LOST, FailureKind.VERIFIER_INFRA, FailureKind.AGENT_LAUNCH):

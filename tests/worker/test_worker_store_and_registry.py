@@ -13,8 +13,9 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
 from worker.agents.registry import resolve_agent, resolver_added
 from worker.api import RunRequest, RunTask
-from worker.records import RunRecord, TrialRecord
-from worker.store import RunStore, write_atomic
+from worker.core.files import write_atomic
+from worker.runs.records import RunRecord, TrialRecord
+from worker.runs.store import RunStore
 
 
 def _record(run_id: str) -> RunRecord:
@@ -114,7 +115,7 @@ async def test_lines_journaled_during_a_full_save_are_kept(tmp_path: Path) -> No
 
 
 async def test_a_long_journal_is_compacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("worker.store.JOURNAL_COMPACT_MIN_LINES", 3)
+    monkeypatch.setattr("worker.runs.store.JOURNAL_COMPACT_MIN_LINES", 3)
     store = RunStore(tmp_path)
     run = _record("run-long")
     await store.save(run)

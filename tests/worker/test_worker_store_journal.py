@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from worker_helpers import make_task, run_payload, script
 
-import worker.store
+import worker.runs.store
 from worker.api import RunRequest
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
-from worker.store import JOURNAL_FILENAME, RUN_FILENAME, read_run_document
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.runs.store import JOURNAL_FILENAME, RUN_FILENAME, read_run_document
 
 
 async def test_run_document_is_not_rewritten_per_trial(
@@ -26,7 +26,7 @@ async def test_run_document_is_not_rewritten_per_trial(
         make_task(tasks, task_id)
     documents: list[Path] = []
     lines: list[bytes] = []
-    write_atomic, append_line = worker.store.write_atomic, worker.store.append_line
+    write_atomic, append_line = worker.runs.store.write_atomic, worker.runs.store.append_line
 
     def counted_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         if path.name == RUN_FILENAME:
@@ -38,8 +38,8 @@ async def test_run_document_is_not_rewritten_per_trial(
         lines.append(line)
         append_line(path, line)
 
-    monkeypatch.setattr(worker.store, "write_atomic", counted_write)
-    monkeypatch.setattr(worker.store, "append_line", counted_append)
+    monkeypatch.setattr(worker.runs.store, "write_atomic", counted_write)
+    monkeypatch.setattr(worker.runs.store, "append_line", counted_append)
     engine = Engine(
         EngineSettings(
             jobs_dir=jobs, tasks_dir=tasks, concurrency=2, proof=ProofSettings.from_env(jobs, {})

@@ -26,11 +26,11 @@ import httpx
 import pytest
 from worker_helpers import make_task, run_payload, script, serve, submit_and_follow
 
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
-from worker.trials_cli import summary
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
+from worker.viewer.cli import summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from docker_images import ensure_test_image

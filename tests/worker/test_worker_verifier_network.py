@@ -18,9 +18,9 @@ import pytest
 from worker_helpers import make_task, run_payload
 
 from worker.api import RunRequest
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 TEST_SH = """\
 #!/bin/sh

@@ -13,7 +13,7 @@ from testsupport import free_port
 
 from task_sets.task import load_task
 from worker.agents.a2a import A2AAgent
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import Sandbox
 from worker_acp.harness import run_trial
 from worker_acp.purple_server import purple_server, served

@@ -12,7 +12,7 @@ import pytest
 
 from worker.acp.agent_manifest import find
 from worker.agents.acp import ManifestAgent
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker_acp.harness import run_trial
 from worker_acp.test_manifest_agent import AGENTS_DIR, agent_python
 

@@ -15,7 +15,7 @@ import pytest
 
 from worker.acp.agent_manifest import AgentManifestError, discover, find, load_agent_manifest
 from worker.agents.acp import ManifestAgent
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import Sandbox
 from worker_acp.harness import run_trial
 

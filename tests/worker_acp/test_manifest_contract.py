@@ -14,9 +14,9 @@ from cli_runner import run_cli
 from testsupport import make_task, serve
 
 from worker.acp.agent_manifest import AgentManifestError, discover, find, load_agent_manifest
-from worker.app import create_app
-from worker.engine import Engine, EngineSettings
-from worker.meta import ProofSettings
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
+from worker.service.app import create_app
 
 DIGEST = "sha256:" + "0" * 64
 

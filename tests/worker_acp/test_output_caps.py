@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from worker.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY
-from worker.limits import OutputCaps
+from worker.core.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY
+from worker.core.limits import OutputCaps
 from worker_acp.purple_server import purple_server
 from worker_acp.test_worker_run_e2e import OUR_TASKS, run_cli, trial_file
 

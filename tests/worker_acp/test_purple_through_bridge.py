@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from purple_agent.agent_under_test import create_app, make_agent
 from purple_agent.config import AgentConfig
 from worker.agents.a2a import A2AAgent
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker_acp.harness import run_trial
 
 KEY = "sk-test-bridge-0123456789abcdef"

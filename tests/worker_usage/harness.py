@@ -14,9 +14,9 @@ from typing import Any
 from testsupport import make_task
 
 from worker.api import RunRequest, RunTask, UsageSettings
-from worker.engine import Engine, EngineSettings
-from worker.failures import RetryPolicy
-from worker.meta import ProofSettings
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling test agents
 ENVIRONMENT = "local"  # the worker's bubblewrap sandbox

@@ -18,8 +18,8 @@ from starlette.routing import Route
 from testsupport import serve
 
 from worker.api import UsageSettings
-from worker.trials_cli import REQUEST_COLUMNS, trials
 from worker.usage.pricing import load_litellm
+from worker.viewer.cli import REQUEST_COLUMNS, trials
 from worker_usage.fake_provider import FakeProvider, Script
 from worker_usage.harness import AGENTS_DIR, REAL_KEY, agent_env, run_one
 

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from worker.trials_cli import trials
 from worker.usage import otel
 from worker.usage.pricing import price_usd
 from worker.usage.records import (
@@ -25,6 +24,7 @@ from worker.usage.records import (
     redact,
 )
 from worker.usage.summary import cost_line
+from worker.viewer.cli import trials
 
 
 def test_anthropic_and_openai_usage_count_the_prompt_the_same_way() -> None:

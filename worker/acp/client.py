@@ -34,7 +34,7 @@ from worker.acp.extensions import ENCODING_KEY, STREAMS_KEY, WITHIN_KEY
 from worker.acp.terminals import Terminals
 from worker.acp.trajectory import update_event
 from worker.sandbox.base import Sandbox
-from worker.trajectory import Recorder
+from worker.trial_record.trajectory import Recorder
 
 _PERMISSION_PREFERENCE = ("bypassPermissions", "allow_always", "allow_once")
 

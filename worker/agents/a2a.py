@@ -24,7 +24,7 @@ from worker.agents.base import (
     agent_user_problem,
 )
 from worker.bridge.config import CAPS as BRIDGE_CAPS
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 
 BACKSTOP_SEC = 3.0  # the trial's own backstop (10 s) must not fire first
 # Host variables the bridge may need to reach the participant; nothing else is inherited.

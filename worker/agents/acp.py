@@ -17,7 +17,7 @@ from worker.acp.session import SessionConfig
 from worker.agents.acp_session import outcome_of, run_process_session
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
 from worker.agents.registry import add_resolver
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, SandboxUnsupported
 
 AGENT_SRC_DIR = "/tmp/skillsbench-agents"

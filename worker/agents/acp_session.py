@@ -15,8 +15,8 @@ from typing import Any
 from worker.acp.client import SandboxClient
 from worker.acp.session import SessionConfig, SessionResult, run_session
 from worker.agents.base import AgentContext, AgentOutcome
-from worker.capped import CappedFile
-from worker.failures import FailureKind
+from worker.core.capped import CappedFile
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxProcess
 
 EXIT_GRACE_SEC = 2.0

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from task_sets.task import Task
-from worker.failures import FailureKind
-from worker.limits import OutputCaps
+from worker.core.failures import FailureKind
+from worker.core.limits import OutputCaps
 from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
-from worker.trajectory import Recorder
+from worker.trial_record.trajectory import Recorder
 
 
 @dataclass

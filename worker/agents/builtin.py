@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SOLUTION_DIR, SandboxError, SandboxUnsupported
 
 OUTPUT_TAIL_CHARS = 4000

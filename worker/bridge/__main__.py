@@ -15,11 +15,11 @@ from acp import run_agent
 
 from worker.bridge.agent import BridgeAgent
 from worker.bridge.config import CAPS, BridgeConfig
-from worker.limits import OutputCaps
+from worker.core.limits import OutputCaps
 
 
 def _cap_options(command: Any) -> Any:
-    """``--cap-<name>`` for every output cap the worker hands the bridge (worker/limits.py)."""
+    """``--cap-<name>`` for every output cap the worker hands the bridge (worker/core/limits.py)."""
     for name in reversed(CAPS):
         command = click.option(f"--cap-{name.replace('_', '-')}", f"cap_{name}", type=int)(command)
     return command

@@ -26,7 +26,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 
 from worker.bridge.rpc_check import checked_client
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 
 CONNECT_TIMEOUT_SEC = 10.0
 POLL_INTERVAL_SEC = 0.25  # at most this late to notice a finished turn

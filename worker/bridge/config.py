@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from worker.acp.extensions import OUTCOME_KEY
-from worker.capped import clip_text
-from worker.failures import FailureKind
-from worker.limits import MESSAGE_BYTES, OutputCaps
+from worker.core.capped import clip_text
+from worker.core.failures import FailureKind
+from worker.core.limits import MESSAGE_BYTES, OutputCaps
 
-# The caps (worker.limits.OutputCaps fields) the bridge applies to its own logs; the worker passes
+# The caps (worker.core.limits.OutputCaps fields) the bridge applies to its own logs; the worker passes
 # its values as ``--cap-<name>`` flags.
 CAPS = ("trajectory_event_bytes", "trajectory_bytes", "agent_log_bytes")
 _PATH_BYTES = 1024  # a participant's path, as the outcome reports it

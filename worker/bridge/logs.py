@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from worker.bridge.protocol import PROTOCOL
-from worker.capped import CappedFile, CappedJsonl
-from worker.limits import OutputCaps
+from worker.core.capped import CappedFile, CappedJsonl
+from worker.core.limits import OutputCaps
+from worker.trial_record.paths import A2A_TRAJECTORY_FILE
 
 _LINE_CHARS = 2000
 
@@ -23,7 +24,7 @@ class BridgeLog:
         self, trial_dir: Path, task_id: str, participant: str, caps: OutputCaps | None = None
     ) -> None:
         caps = caps or OutputCaps()
-        self.jsonl = trial_dir / "trajectory" / "a2a_trajectory.jsonl"
+        self.jsonl = trial_dir / A2A_TRAJECTORY_FILE
         self.text = trial_dir / "agent" / "agentbeats_a2a.txt"
         self.trajectory = CappedJsonl(
             self.jsonl, caps.trajectory_bytes, caps.trajectory_event_bytes

@@ -23,7 +23,7 @@ from worker.bridge.protocol import (
     find_usage,
     result_data,
 )
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 
 _PARTICIPANT_ENDED = ("finished", "plain_reply")  # any other end cancels the purple task
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import sys
@@ -24,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from task_sets.task import Task
+from worker.core.failures import FailureKind, plain_text
 from worker.executors._ray_node import (
     ARCHIVE_MAX_BYTES,
     ARCHIVE_MAX_BYTES_VAR,
@@ -42,12 +42,12 @@ from worker.executors._ray_node import (
     unpack_archive,
 )
 from worker.executors.base import Executor, ExecutorError, executor
-from worker.failures import FailureKind, plain_text
-from worker.public_rows import build_row
 from worker.sandbox.resources import HostCapacity, fit
-from worker.store import write_atomic
-from worker.trajectory import utc_now
-from worker.trial import RESULT_SCHEMA_VERSION, TrialOutcome, TrialPlan
+from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record.paths import RESULT_FILE
+from worker.trial_record.public_row import build_row
+from worker.trial_record.result import TrialResult
+from worker.trial_record.trajectory import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -322,10 +322,12 @@ class RayExecutor(Executor):
     def _write_back(self, plan: TrialPlan, result: NodeResult) -> None:
         """The node's trial folder into the run's folder, result.json telling which node."""
         unpack_archive(result.archive, plan.trial_dir, self.archive_max_bytes)
-        path = plan.trial_dir / "result.json"
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["executor"] = {"name": "ray", "node": result.node, "archive": result.report}
-        write_atomic(path, json.dumps(doc, indent=2, default=str).encode(), durable=False)
+        path = plan.trial_dir / RESULT_FILE
+        record = TrialResult.read(path)
+        if record is None:
+            raise FileNotFoundError(f"{path}: the node brought no result.json back")
+        record.executor = {"name": "ray", "node": result.node, "archive": result.report}
+        record.write(path)
 
     def _cleanup_run(self, run_id: str, environment: str) -> None:
         """Once per cancelled run: the run's leftovers removed on every sandbox node."""
@@ -379,29 +381,23 @@ class RayExecutor(Executor):
         *,
         row: dict[str, Any] | None = None,
     ) -> None:
-        doc = {
-            "schema_version": RESULT_SCHEMA_VERSION,
-            "run_id": plan.run_id,
-            "task_id": plan.task.task_id,
-            "trial_id": plan.trial_id,
-            "trial_key": plan.key,
-            "instance": plan.instance,
-            "attempt": plan.attempt,
-            "agent": plan.agent.spec,
-            "environment": plan.environment,
-            "reward": None if row is None else row["reward"],
-            "passed": False,
-            "failure": kind.value,
-            "error": plain_text(message),
-            "executor": {"name": "ray", "node": node},
-            "finished_at": utc_now(),
-        }
         plan.trial_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(
-            plan.trial_dir / "result.json",
-            json.dumps(doc, indent=2, default=str).encode(),
-            durable=False,
-        )
+        TrialResult(
+            run_id=plan.run_id,
+            task_id=plan.task.task_id,
+            trial_id=plan.trial_id,
+            trial_key=plan.key,
+            instance=plan.instance,
+            attempt=plan.attempt,
+            agent=plan.agent.spec,
+            environment=plan.environment,
+            reward=None if row is None else row["reward"],
+            passed=False,
+            failure=kind.value,
+            error=plain_text(message),
+            finished_at=utc_now(),
+            executor={"name": "ray", "node": node},
+        ).write(plan.trial_dir / RESULT_FILE)
 
 
 _REMOTES: dict[Any, Any] = {}
@@ -531,6 +527,6 @@ def _removed(answers: list[Any], what: str) -> int:
 
 
 def _default_prebuilt() -> Any:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
     return PrebuiltImages()

@@ -26,10 +26,11 @@ from typing import Any
 
 from task_sets.task import Task, load_task
 from worker.api import RunRequest, RunTask
-from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.limits import OutputCaps
+from worker.core.limits import OutputCaps
 from worker.sandbox.resources import ResourceSettings
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 from worker.trial import TrialOutcome
+from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE
 
 # The custom resource that marks nodes able to run sandboxes (`ray start --resources`).
 SANDBOX_RESOURCE = "skillsbench_sandbox"
@@ -40,7 +41,7 @@ TASK_ARCHIVE_MAX_BYTES = 512 * 1024 * 1024  # a task folder, compressed
 # Not sent back: the sandbox's own state (a layer, sockets) and the staged inputs.
 NOT_ARCHIVED = frozenset({"sandbox", "sandbox-input"})
 # The trial's documents go first, so a cut archive still carries them.
-FIRST = ("result.json", "config.json", "timing.json")
+FIRST = (RESULT_FILE, CONFIG_FILE, TIMING_FILE)
 PACKAGES = ("worker", "task_sets", "leaderboard")  # the code a node runs; hashed for the check
 
 

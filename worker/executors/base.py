@@ -4,7 +4,7 @@ The engine owns a run (store, events, retries, rows, cancellation, crash-safe re
 each attempt, as a :class:`~worker.trial.TrialPlan`, to one executor. An executor runs the attempt
 somewhere and leaves its trial folder at ``plan.trial_dir`` (``result.json`` included) before it
 returns the outcome; a failure of the executor's own machinery is a
-:class:`~worker.failures.FailureKind` in that outcome (the failure table decides what it means),
+:class:`~worker.core.failures.FailureKind` in that outcome (the failure table decides what it means),
 never an exception. Cancelling the awaiting task cancels the attempt wherever it runs.
 
 Executors register under a name (``--executor``) with :func:`executor`; :func:`make_executor`

@@ -30,15 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from task_sets.task import Task
-from worker.capped import CopyBudget
-from worker.failures import SandboxEnd
+from worker.core.capped import CopyBudget
+from worker.core.failures import SandboxEnd
 from worker.sandbox.archive import ExportReport
 from worker.sandbox.resources import DEFAULT_PIDS_LIMIT, LIMITS, HostCapacity
 from worker.sandbox.scripts import shell_script
 from worker.sandbox.tamper import Change
 
 if TYPE_CHECKING:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
 # Where things live inside every sandbox, whatever the backend.
 LOGS_DIR = "/logs"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError
 
 

@@ -4,7 +4,7 @@
 own build path (same context preparation, same content tag), so a worker on the same engine finds
 them already built. With a registry the images are pushed and the map holds
 `registry/repository@sha256:<manifest digest>`: what `SKILLSBENCH_WORKER_PREBUILT_IMAGES`
-(worker.environment.PrebuiltImages) and the deploy bundle consume. Without one there is no
+(worker.sandbox.settings.PrebuiltImages) and the deploy bundle consume. Without one there is no
 manifest digest yet: the map holds the local image ids (`sha256:…`), a record of what was built
 (the worker on this engine reuses the images through their content tags, no map needed).
 """

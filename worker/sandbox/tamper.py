@@ -9,7 +9,7 @@ backend owns the two calls, this module owns the rules.
 
 What the agent may do and keep its reward: add a program or a module under a name that is new
 (nothing of that name is found later on the same search path), write anywhere outside the
-system folders (its workspace, ``/tmp``, its home: the hardening of :mod:`worker.verifier` looks
+system folders (its workspace, ``/tmp``, its home: the hardening of :mod:`worker.trial.verifier` looks
 after the Python hooks there).
 """
 

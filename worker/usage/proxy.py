@@ -30,9 +30,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from worker.trial_record.paths import LLM_TRAJECTORY_FILE
 from worker.usage.call_record import CallRecord
 from worker.usage.pricing import load_litellm
-from worker.usage.records import LLM_TRAJECTORY_FILE, redact
+from worker.usage.records import redact
 from worker.usage.session import ModelRoute, ProxySession, UsageCaps
 from worker.usage.upstream import FORWARDERS, error_response
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-LLM_TRAJECTORY_FILE: Final = "trajectory/llm_trajectory.jsonl"
 # participant_reported: what a remote participant said about its own calls (worker/usage/
 # participant.py); never trusted, never added to what the worker measured.
 UsageSource = Literal[

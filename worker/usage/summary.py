@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from worker.trial_record.paths import RESULT_FILE
+from worker.trial_record.result import TrialResult
 from worker.usage.participant import PARTICIPANT_REPORTED
 from worker.usage.records import TRUSTED_SOURCES, cost_summary
 
@@ -14,8 +15,10 @@ from worker.usage.records import TRUSTED_SOURCES, cost_summary
 def load_results(jobs_dir: Path, trial_ids: Iterable[str]) -> list[dict[str, Any]]:
     results = []
     for trial_id in trial_ids:
-        for path in sorted(jobs_dir.glob(f"runs/*/trials/{trial_id}/result.json")):
-            results.append(json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(jobs_dir.glob(f"runs/*/trials/{trial_id}/{RESULT_FILE}")):
+            record = TrialResult.read(path)
+            if record is not None:
+                results.append(record.document())
     return results
 
 

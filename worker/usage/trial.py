@@ -21,8 +21,9 @@ from typing import Any, Final, Literal
 
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, sandbox_class
+from worker.trial_record.paths import ACP_TRAJECTORY_FILE
 from worker.usage import forward, otel, participant
 from worker.usage.proxy import ModelProxy, shared_proxy
 from worker.usage.records import (
@@ -216,7 +217,7 @@ class TrialUsage:
 
     def read_native(self, trial_dir: Path) -> None:
         """Usage the agent reported over ACP (``PromptResponse.usage``), summed over turns."""
-        path = trial_dir / "trajectory" / "acp_trajectory.jsonl"
+        path = trial_dir / ACP_TRAJECTORY_FILE
         total: TokenUsage | None = None
         for event in _events(path):
             if event.get("type") == "prompt_end" and isinstance(event.get("usage"), dict):
@@ -341,7 +342,7 @@ class TrialUsage:
                         error=call.error,
                     )
                 )
-        spans += _tool_spans(trial_dir / "trajectory" / "acp_trajectory.jsonl", parent, end)
+        spans += _tool_spans(trial_dir / ACP_TRAJECTORY_FILE, parent, end)
         resource = {
             "service.name": "skillsbench-agentbeats-worker",
             "skillsbench.trial_id": self.trial_id,

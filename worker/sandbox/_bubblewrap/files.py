@@ -10,7 +10,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from worker.capped import CopyBudget
+from worker.core.capped import CopyBudget
 from worker.sandbox.base import SandboxError
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from task_sets.task import Task
-from worker.capped import CopyBudget
-from worker.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps, storage_mode
+from worker.core.capped import CopyBudget
+from worker.core.limits import SANDBOX_VERIFIER_RESERVE, OutputCaps, storage_mode
 from worker.sandbox._bubblewrap import limits
 from worker.sandbox._bubblewrap.files import copy_in, copy_out, inside, normalize, remove_tree, top
 from worker.sandbox._bubblewrap.host import (
@@ -104,7 +104,7 @@ from worker.sandbox.resources import HostCapacity
 from worker.sandbox.tamper import Change, PathStat, find_tampering
 
 if TYPE_CHECKING:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
 log = logging.getLogger(__name__)
 

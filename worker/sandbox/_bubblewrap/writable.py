@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.limits import STORAGE_MODE_VAR
+from worker.core.limits import STORAGE_MODE_VAR
 from worker.sandbox.tamper import Change, ChangeKind, PathStat
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from task_sets.task import Task
-from worker.capped import CopyBudget
+from worker.core.capped import CopyBudget
 from worker.sandbox._docker import changes, containers, exec_stream, images, layer, transfer
 from worker.sandbox._docker.client import (
     LABEL_BUILT,
@@ -57,7 +57,7 @@ from worker.sandbox.scripts import shell_script
 from worker.sandbox.tamper import Change, Tampering
 
 if TYPE_CHECKING:
-    from worker.environment import PrebuiltImages
+    from worker.sandbox.settings import PrebuiltImages
 
 _SCRIPTS = "worker.sandbox._docker.scripts"
 # What stage.sh prints on stderr (exit 125) when it cannot place the upload.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from worker.capped import ChunkReader, CopyBudget, StreamTooLong
+from worker.core.capped import ChunkReader, CopyBudget, StreamTooLong
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.archive import ExportReport
 from worker.sandbox.base import SandboxError

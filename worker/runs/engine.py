@@ -8,7 +8,7 @@ is tried again after a backoff, with a fresh trial id and folder. A run ends ``c
 every trial has its row (failed trials included), or ``cancelled``.
 
 Crash safety: every state change is stored before the engine goes on: a trial's with one journal
-line (O(1), worker/store.py), a run's (submit, end, resume) by rewriting the run document, which
+line (O(1), worker/runs/store.py), a run's (submit, end, resume) by rewriting the run document, which
 also compacts the journal. On start, runs that were not
 finished are resumed: finished trials keep their rows, trials that were running are re-run.
 What the crashed attempts left is removed first: the host processes they recorded (killed only
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
-from worker.admission import Rejected, check_request
 from worker.agents.base import Agent
 from worker.agents.registry import load_plugins, resolve_agent
 from worker.api import (
@@ -43,27 +42,29 @@ from worker.api import (
     RunStatus,
     RunTask,
 )
-from worker.catalog import TaskCatalog
-from worker.environment import ParticipantProxies, PrebuiltImages, build_refusal
+from worker.core.failures import FailureKind, RetryPolicy
+from worker.core.limits import OutputCaps
 from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
-from worker.failures import FailureKind, RetryPolicy
-from worker.limits import OutputCaps
-from worker.meta import ProofSettings, worker_meta
-from worker.proof import write_proof
-from worker.public_rows import build_row, new_trial_id, trial_id_suffixes
-from worker.records import (
+from worker.runs.admission import Rejected, check_request
+from worker.runs.catalog import TaskCatalog
+from worker.runs.meta import ProofSettings, worker_meta
+from worker.runs.proof import write_proof
+from worker.runs.records import (
     AttemptRecord,
     HostProcessRecord,
     RunRecord,
     TrialRecord,
     trial_key,
 )
+from worker.runs.store import RunStore
 from worker.sandbox.base import DEFAULT_BACKEND, SandboxError, sandbox_class
+from worker.sandbox.failures import FirstStarts
 from worker.sandbox.resources import ResourceSettings, unenforced_line
-from worker.sandbox_failures import FirstStarts
-from worker.store import RunStore
-from worker.trajectory import utc_now
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record.paths import RESULT_FILE
+from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
+from worker.trial_record.trajectory import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class EngineSettings:
     env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
     prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
     proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
-    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/limits.py
+    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/core/limits.py
     # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
     resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
     # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})
@@ -231,7 +232,7 @@ class Engine:
 
     def prepare(self, request: RunRequest) -> Agent:
         """Check a request before accepting it: UnknownTask, or ValueError naming the problem
-        (:class:`~worker.admission.Rejected` with its field for the rules its rows will meet)."""
+        (:class:`~worker.runs.admission.Rejected` with its field for the rules its rows will meet)."""
         check_request(request)
         for task in request.tasks:
             self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
@@ -542,7 +543,7 @@ class Engine:
         trial.failure = outcome.failure.value if outcome.failure else None
         assert trial.current is not None
         trial.current.outcome = "finished"
-        trial.result_path = f"{trial.current.trial_dir}/result.json"
+        trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
         await self.store.save_trial(run, trial)
         self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))

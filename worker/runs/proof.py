@@ -22,24 +22,31 @@ import shutil
 from pathlib import Path
 from typing import Any, Final
 
-from worker.json_text import encode_document
-from worker.meta import ProofSettings, manifest_of
-from worker.records import AttemptRecord, RunRecord, TrialRecord
-from worker.store import write_atomic
-from worker.trajectory import utc_now
+from worker.core.files import write_atomic
+from worker.core.json_text import encode_document
+from worker.runs.meta import ProofSettings, manifest_of
+from worker.runs.records import AttemptRecord, RunRecord, TrialRecord
+from worker.trial_record.paths import (
+    A2A_TRAJECTORY_FILE,
+    ACP_TRAJECTORY_FILE,
+    CONFIG_FILE,
+    RESULT_FILE,
+    TIMING_FILE,
+)
+from worker.trial_record.trajectory import utc_now
 
 PROOF_SCHEMA_VERSION: Final = "skillsbench.agentbeats.private_proof.v1"
 INFRA_FAILURE_SCHEMA_VERSION: Final = "skillsbench.agentbeats.infra_failure.v1"
 # The trial's result.json is kept as trial_result.json: a tool that walks a jobs folder for
 # result.json files (BenchFlow's `bench eval metrics`, its artifact validator, our `trials`)
 # must not take a proof copy for another trial. Every other file keeps its trial-relative path.
-PROOF_NAMES: Final = {"result.json": "trial_result.json"}
+PROOF_NAMES: Final = {RESULT_FILE: "trial_result.json"}
 COPIED_FILES: Final = (
-    "result.json",
-    "config.json",
-    "timing.json",
-    "trajectory/acp_trajectory.jsonl",
-    "trajectory/a2a_trajectory.jsonl",
+    RESULT_FILE,
+    CONFIG_FILE,
+    TIMING_FILE,
+    ACP_TRAJECTORY_FILE,
+    A2A_TRAJECTORY_FILE,
     "agent/agentbeats_a2a.txt",
     "verifier/reward.txt",
     "verifier/reward.json",

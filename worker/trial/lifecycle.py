@@ -23,21 +23,10 @@ from typing import Any, Final
 from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
-from worker.benchflow_result import benchflow_fields
-from worker.capped import CopyBudget
-from worker.environment import ParticipantProxies, PrebuiltImages
-from worker.failures import FailureKind, plain_text, sandbox_ended, semantics
-from worker.limits import OutputCaps
-from worker.public_rows import build_row
-from worker.regrade import (
-    IMAGE_MODULES_SCRIPT,
-    Capture,
-    ImageFacts,
-    apply,
-    capture,
-    fresh_sandbox,
-    image_facts,
-)
+from worker.core.capped import CopyBudget
+from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
+from worker.core.files import write_atomic
+from worker.core.limits import OutputCaps
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
@@ -53,12 +42,19 @@ from worker.sandbox.base import (
     limit_exceeded,
     sandbox_class,
 )
+from worker.sandbox.failures import FirstStarts, failure_kind_of
 from worker.sandbox.resources import ResourceSettings, fit
-from worker.sandbox_failures import FirstStarts, failure_kind_of
-from worker.store import write_atomic
-from worker.trajectory import TrajectoryRecorder, utc_now
-from worker.usage.trial import TrialUsage
-from worker.verifier import (
+from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+from worker.trial.regrade import (
+    IMAGE_MODULES_SCRIPT,
+    Capture,
+    ImageFacts,
+    apply,
+    capture,
+    fresh_sandbox,
+    image_facts,
+)
+from worker.trial.verifier import (
     TEST_COMMAND,
     RewardError,
     harden,
@@ -69,17 +65,22 @@ from worker.verifier import (
     survivors,
     verdict_seen,
 )
-from worker.work_product import (
+from worker.trial.work_product import (
     Ground,
     installed_modules,
     module_paths,
     pycache_isolated,
     start_folders,
 )
+from worker.trial_record.benchflow import benchflow_fields
+from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE, VERIFIER_STDOUT_FILE
+from worker.trial_record.public_row import build_row
+from worker.trial_record.result import TrialResult
+from worker.trial_record.trajectory import TrajectoryRecorder, utc_now
+from worker.usage.trial import TrialUsage
 
 log = logging.getLogger(__name__)
 
-RESULT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.trial_result.v1"
 AGENT_GRACE_SEC = 10.0  # backstop over the agent's own timeout handling
 STOP_TIMEOUT_SEC = 60.0
 ABORT_WAIT_SEC = 15.0  # how long an aborted body or agent may take to unwind
@@ -121,7 +122,7 @@ class TrialPlan:
             + cfg.verifier.timeout_sec
             + cfg.environment.build_timeout_sec
             + SETUP_BUDGET_SEC
-            # a pass graded again on a fresh sandbox (worker/regrade.py)
+            # a pass graded again on a fresh sandbox (worker/trial/regrade.py)
             + cfg.verifier.timeout_sec
             + REGRADE_SETUP_SEC
         )
@@ -194,7 +195,7 @@ class _TrialState:
     resources: dict[str, Any] = field(default_factory=dict)
     spec: SandboxSpec | None = None  # the sandbox's, for a fresh one to grade a pass again
     image: ImageFacts = field(default_factory=ImageFacts)
-    capture: Capture | None = None  # the agent's work product (worker/regrade.py)
+    capture: Capture | None = None  # the agent's work product (worker/trial/regrade.py)
     verifier_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -213,7 +214,7 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
     usage = TrialUsage(plan.agent, plan.request.usage, plan.trial_id, plan.environment)
     state = _TrialState(started_at=utc_now(), skills_dir=skills_dir, usage=usage)
     _write_json(
-        trial_dir / "config.json",
+        trial_dir / CONFIG_FILE,
         {**_config_doc(plan, skills_dir, state.started_at), **usage.config_fields()},
     )
     body = asyncio.create_task(_trial_body(plan, state), name=f"trial body {plan.trial_id}")
@@ -396,7 +397,7 @@ async def _snapshot(plan: TrialPlan, sandbox: Sandbox, skills_dir: str | None) -
     return _SNAPSHOTS[key]
 
 
-# The image's PATH and Python module names (worker/work_product.py's rules), once per task.
+# The image's PATH and Python module names (worker/trial/work_product.py's rules), once per task.
 _IMAGE_FACTS: dict[tuple[str, str], ImageFacts] = {}
 
 
@@ -416,7 +417,7 @@ async def _image_facts(plan: TrialPlan, sandbox: Sandbox) -> ImageFacts:
 
 
 def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
-    """What the work product rule needs to know of this trial (worker/work_product.py)."""
+    """What the work product rule needs to know of this trial (worker/trial/work_product.py)."""
     script = ""
     with contextlib.suppress(OSError):
         script = (plan.task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
@@ -657,7 +658,7 @@ async def _regrade(
     first: float,
 ) -> float:
     """Grade the pass again on a fresh sandbox of the image with only the work product laid on
-    it (worker/regrade.py); the lower reward counts, the difference is recorded."""
+    it (worker/trial/regrade.py); the lower reward counts, the difference is recorded."""
     found = state.capture
     assert found is not None and state.spec is not None
     doc: dict[str, Any] = {"reward_in_agent_sandbox": first}
@@ -786,48 +787,51 @@ def _finish(
     )
     meaning = semantics(failure) if failure is not None else None
     reason = None if row["passed"] else _reason(plan, state, failure, error)
-    result: dict[str, Any] = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "run_id": plan.run_id,
-        "task_id": plan.task.task_id,
-        "trial_id": plan.trial_id,
-        "trial_key": plan.key,
-        "instance": plan.instance,
-        "attempt": plan.attempt,
-        "agent": plan.agent.spec,
-        "agent_kind": plan.agent.kind,
-        "environment": plan.environment,
-        "condition": plan.request.condition,
-        "reward": row["reward"],
-        "verifier_reward": reward,
-        "reward_source": reward_source,
-        "passed": row["passed"],
-        "score_eligible": row["score_eligible"],
-        "failure": failure.value if failure else None,
-        "retried": meaning.retried if meaning else False,
-        "infra_failure_type": row["infra_failure_type"],
-        "error": error,
-        "reason": reason,
-        "agent_result": None
-        if agent_outcome is None
-        else {
-            "status": agent_outcome.status,
-            "message": agent_outcome.message,
-            "n_tool_calls": agent_outcome.n_tool_calls,
-            "details": agent_outcome.details,
-        },
-        "usage_tracking": usage.usage_tracking(),
-        "verifier": {**state.verifier, "removed_files": state.removed_files},
-        "time_used": time_used,
-        "timing": timing_doc,
-        "output_caps": _caps_report(plan, state),
-        "resources": state.resources,
-        "started_at": state.started_at,
-        "finished_at": utc_now(),
+    agent_result = {
+        **(
+            {}
+            if agent_outcome is None
+            else {
+                "status": agent_outcome.status,
+                "message": agent_outcome.message,
+                "n_tool_calls": agent_outcome.n_tool_calls,
+                "details": agent_outcome.details,
+            }
+        ),
+        **usage_result,
     }
-    result["agent_result"] = {**(result["agent_result"] or {}), **usage_result}
-    result.update(  # BenchFlow's keys, so its tools read our jobs folder (worker/benchflow_result)
-        benchflow_fields(
+    result = TrialResult(
+        run_id=plan.run_id,
+        task_id=plan.task.task_id,
+        trial_id=plan.trial_id,
+        trial_key=plan.key,
+        instance=plan.instance,
+        attempt=plan.attempt,
+        agent=plan.agent.spec,
+        agent_kind=plan.agent.kind,
+        environment=plan.environment,
+        condition=plan.request.condition,
+        reward=row["reward"],
+        verifier_reward=reward,
+        reward_source=reward_source,
+        passed=row["passed"],
+        score_eligible=row["score_eligible"],
+        failure=failure.value if failure else None,
+        retried=meaning.retried if meaning else False,
+        infra_failure_type=row["infra_failure_type"],
+        error=error,
+        reason=reason,
+        agent_result=agent_result,
+        usage_tracking=usage.usage_tracking(),
+        verifier={**state.verifier, "removed_files": state.removed_files},
+        time_used=time_used,
+        timing=timing_doc,
+        output_caps=_caps_report(plan, state),
+        resources=state.resources,
+        started_at=state.started_at,
+        finished_at=utc_now(),
+        # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
+        **benchflow_fields(
             task_id=plan.task.task_id,
             trial_id=plan.trial_id,
             agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
@@ -836,13 +840,13 @@ def _finish(
             row=row,
             failure=failure,
             error=error,
-            agent_result=result["agent_result"],
+            agent_result=agent_result,
             agent_started=agent_outcome is not None,
-        )
+        ),
     )
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)
-    _write_json(plan.trial_dir / "timing.json", timing_doc)
-    _write_json(plan.trial_dir / "result.json", result)
+    _write_json(plan.trial_dir / TIMING_FILE, timing_doc)
+    result.write(plan.trial_dir / RESULT_FILE)
     return TrialOutcome(
         failure=failure,
         error=error,
@@ -888,7 +892,7 @@ def _reason(
         )
     if "exit_code" in state.verifier:
         parts.append(f"verifier exit {state.verifier['exit_code']}")
-        tail = _last_lines(plan.trial_dir / "verifier" / "test-stdout.txt")
+        tail = _last_lines(plan.trial_dir / VERIFIER_STDOUT_FILE)
         if tail:
             parts.append(tail)
     return _one_line("; ".join(parts) or "reward below 1")

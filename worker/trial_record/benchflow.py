@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 
 _VERIFIER_FAILURES: Final = frozenset(
     {FailureKind.VERIFIER_INFRA, FailureKind.VERIFIER_TIMEOUT, FailureKind.VERIFIER_NO_REWARD}

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from leaderboard.rows import is_safe_label
 from task_sets.config import MAX_NUM_INSTANCES
 from worker.api import SCRIPT_DIR_VAR, RunRequest
-from worker.failures import FailureKind
-from worker.public_rows import MAX_TASK_ID_LENGTH, build_row, new_trial_id
+from worker.core.failures import FailureKind
+from worker.trial_record.public_row import MAX_TASK_ID_LENGTH, build_row, new_trial_id
 
 # Deepest JSON nesting a request may have (the deepest legitimate one, config.participant_ids
 # .agent or tasks[i].tags[j], is 3 below the body).

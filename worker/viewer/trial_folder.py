@@ -14,12 +14,18 @@ from pathlib import Path
 from typing import Any, Final
 
 from worker.bridge.protocol import find_usage
-from worker.usage.records import LLM_TRAJECTORY_FILE
+from worker.trial_record.paths import (
+    A2A_TRAJECTORY_FILE,
+    ACP_TRAJECTORY_FILE,
+    LLM_TRAJECTORY_FILE,
+    RESULT_FILE,
+    VERIFIER_DIR,
+    VERIFIER_STDOUT_FILE,
+)
+from worker.trial_record.result import TrialResult
 
-ACP_TRAJECTORY_FILE: Final = "trajectory/acp_trajectory.jsonl"
-A2A_TRAJECTORY_FILE: Final = "trajectory/a2a_trajectory.jsonl"
 INSTRUCTION_FILE: Final = "sandbox-input/instruction.md"
-VERIFIER_FILES: Final = ("verifier/test-stdout.txt", "verifier/test-stderr.txt")
+VERIFIER_FILES: Final = (VERIFIER_STDOUT_FILE, f"{VERIFIER_DIR}/test-stderr.txt")
 MAX_TEXT_CHARS: Final = 200_000  # per file read for a transcript
 MAX_AGENT_LOGS: Final = 20  # files of agent/ shown
 
@@ -182,9 +188,10 @@ def reported_usage(folder: Path) -> list[dict[str, Any]]:
 
 
 def load(folder: Path) -> Transcript:
-    result = read_json(folder / "result.json")
-    if not result:
-        raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
+    record = TrialResult.read(folder / RESULT_FILE)
+    if record is None:
+        raise ValueError(f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)")
+    result = record.document()
     verifier = {}
     for name in VERIFIER_FILES:
         text = read_text(folder / name)

@@ -8,7 +8,7 @@ from typing import Any
 
 from leaderboard.rows import USAGE_SOURCES, PublicRow, usage_cost, usage_count
 from worker.api import RunRequest, RunTask
-from worker.failures import FailureKind, semantics
+from worker.core.failures import FailureKind, semantics
 
 TRIAL_ID_INFIX = "__agentbeats__"
 _TRIAL_ID_SUFFIX_HEX = 8

@@ -14,11 +14,20 @@ from typing import Any
 
 import click
 
-from worker import trial_lookup, trial_records
 from worker.bridge.protocol import find_usage
-from worker.trial_lookup import DEFAULT_JOBS_DIR
+from worker.trial_record.paths import (
+    A2A_TRAJECTORY_FILE,
+    CONFIG_FILE,
+    LLM_TRAJECTORY_FILE,
+    RESULT_FILE,
+    TIMING_FILE,
+    TRAJECTORY_DIR,
+)
+from worker.trial_record.result import TrialResult
 from worker.usage import participant
-from worker.usage.records import LLM_TRAJECTORY_FILE, cost_summary
+from worker.usage.records import cost_summary
+from worker.viewer import lookup, trial_folder
+from worker.viewer.lookup import DEFAULT_JOBS_DIR
 
 REQUEST_COLUMNS = (
     "trial",
@@ -34,9 +43,8 @@ REQUEST_COLUMNS = (
     "finish",
 )
 REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
-A2A_TRAJECTORY_FILE = "trajectory/a2a_trajectory.jsonl"
 SHOWN_ACTIONS = 50
-PROOF_FOLDER = "private-proof"  # worker.meta's default proof folder under a jobs dir
+PROOF_FOLDER = "private-proof"  # worker.runs.meta's default proof folder under a jobs dir
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -134,10 +142,10 @@ def table(rows: list[tuple[str, ...]], headers: tuple[str, ...]) -> str:
 
 def trial_folders(root: Path) -> list[Path]:
     """Trial folders under ``root`` (a jobs dir, a run, or a trial), in a stable order."""
-    if (root / "result.json").exists() or (root / LLM_TRAJECTORY_FILE).exists():
+    if (root / RESULT_FILE).exists() or (root / LLM_TRAJECTORY_FILE).exists():
         return [root]
     found = {p.parent.parent for p in root.rglob(LLM_TRAJECTORY_FILE)}
-    found |= {p.parent for p in root.rglob("result.json") if (p.parent / "trajectory").is_dir()}
+    found |= {p.parent for p in root.rglob(RESULT_FILE) if (p.parent / TRAJECTORY_DIR).is_dir()}
     # The private proof keeps a copy of each trial: count every trial once.
     return sorted(p for p in found if PROOF_FOLDER not in p.relative_to(root).parts)
 
@@ -196,24 +204,23 @@ def reported_rows(folder: Path) -> list[tuple[str, ...]]:
 
 
 def summary(folder: Path) -> str:
-    result = trial_records.read_json(folder / "result.json")
-    if not result:
-        raise ValueError(f"{folder}: no result.json (not a trial folder, or it has not finished)")
-    timing = trial_records.read_json(folder / "timing.json")
-    config = trial_records.read_json(folder / "config.json")
-    agent_result = result.get("agent_result") or {}
-    tracking = result.get("usage_tracking") or {}
+    result = TrialResult.read(folder / RESULT_FILE)
+    if result is None:
+        raise ValueError(f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)")
+    timing = trial_folder.read_json(folder / TIMING_FILE)
+    config = trial_folder.read_json(folder / CONFIG_FILE)
+    agent_result = result.agent_result or {}
+    tracking = result.usage_tracking or {}
     lines = [
-        f"Trial:     {result.get('trial_id')} (task {result.get('task_id')}, attempt "
-        f"{result.get('attempt')})",
-        f"Agent:     {result.get('agent')}"
+        f"Trial:     {result.trial_id} (task {result.task_id}, attempt {result.attempt})",
+        f"Agent:     {result.agent}"
         + (f", model {config.get('model')}" if config.get("model") else ""),
-        f"Reward:    {_show(result.get('reward'))} ("
-        + ("passed" if result.get("passed") else "not passed")
-        + (f"; {result.get('failure')}: {result.get('error')}" if result.get("failure") else "")
+        f"Reward:    {_show(result.reward)} ("
+        + ("passed" if result.passed else "not passed")
+        + (f"; {result.failure}: {result.error}" if result.failure else "")
         + ")",
     ]
-    verifier = result.get("verifier") or {}
+    verifier = result.verifier or {}
     tampering = verifier.get("tampering") or []
     if tampering:
         lines.append(
@@ -226,7 +233,7 @@ def summary(folder: Path) -> str:
         ]
         if len(tampering) > 20:
             lines.append(f"  … {len(tampering) - 20} more in result.json")
-    resources = result.get("resources") or {}
+    resources = result.resources or {}
     given = resources.get("given") or {}
     if given:
         line = (
@@ -271,7 +278,7 @@ def summary(folder: Path) -> str:
             f"Agent:     {timing['provider_wait']:.1f}s waiting for the model, "
             f"{timing['agent_without_provider_wait']:.1f}s doing anything else"
         )
-    transcript = trial_records.load(folder)
+    transcript = trial_folder.load(folder)
     actions = transcript.actions
     lines.append(f"Tools:     {len(actions)} tool call(s)")
     for action in actions[:SHOWN_ACTIONS]:
@@ -281,7 +288,7 @@ def summary(folder: Path) -> str:
         lines.append(
             f"  - [{action.status or '?'}] {_clip(title)}" + (f" ({ended})" if ended else "")
         )
-        lines += [f"      | {line}" for line in trial_records.tail(action.output).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(action.output).splitlines()]
     if len(actions) > SHOWN_ACTIONS:
         lines.append(f"  … {len(actions) - SHOWN_ACTIONS} more (trials view shows every one)")
     calls_model = tracking.get("model_access") != "none"
@@ -310,10 +317,10 @@ def summary(folder: Path) -> str:
     final = transcript.final_message
     lines.append("Message:   " + ("-" if final is None else "(the agent's final message)"))
     if final is not None:
-        lines += [f"      | {line}" for line in trial_records.tail(final, 6, 600).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(final, 6, 600).splitlines()]
     for name, text in transcript.verifier_output.items():
         lines.append(f"Verifier:  {name} (last lines)")
-        lines += [f"      | {line}" for line in trial_records.tail(text, 8, 800).splitlines()]
+        lines += [f"      | {line}" for line in trial_folder.tail(text, 8, 800).splitlines()]
     if not transcript.verifier_output:
         lines.append("Verifier:  no output recorded")
     lines.append(f"Folder:    {folder}")
@@ -340,7 +347,7 @@ def _trial_folder(trial: str, jobs_dir: Path) -> Path:
         return path
     if "/" in trial:
         raise ValueError(f"{trial}: no such trial folder")
-    return trial_lookup.find_trial(jobs_dir, trial).folder
+    return lookup.find_trial(jobs_dir, trial).folder
 
 
 @trials.command(
@@ -368,9 +375,9 @@ def show(trial: str, jobs_dir: Path) -> None:
     help="The HTML file (default: TRIAL_ID.html here).",
 )
 def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
-    from worker.trial_html import render
+    from worker.viewer.html import render
 
-    transcript = trial_records.load(_trial_folder(trial, jobs_dir))
+    transcript = trial_folder.load(_trial_folder(trial, jobs_dir))
     output = output or Path(f"{transcript.result.get('trial_id') or 'trial'}.html")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render(transcript), encoding="utf-8")
@@ -381,7 +388,7 @@ def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
 @click.argument("jobs", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_JOBS_DIR)
 @click.option("--runs", "n_runs", type=click.IntRange(min=1), default=10, show_default=True)
 def list_trials(jobs: Path, n_runs: int) -> None:
-    found = trial_lookup.runs(jobs)
+    found = lookup.runs(jobs)
     if not found:
         click.echo(f"no runs under {jobs}")
         return

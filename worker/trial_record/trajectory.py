@@ -3,7 +3,7 @@
 Event shapes follow BenchFlow's capture: ``user_message``, ``agent_message``, ``agent_thought``,
 ``tool_call`` / ``tool_call_update`` (``tool_call_id``, ``kind``, ``title``, ``status``, ...),
 ``agent_timeout``. Every event gets a ``timestamp``; tool calls are counted as they are recorded.
-The file is capped (:class:`worker.limits.OutputCaps`): an event past ``trajectory_event_bytes`` is
+The file is capped (:class:`worker.core.limits.OutputCaps`): an event past ``trajectory_event_bytes`` is
 shortened, events past ``trajectory_bytes`` are dropped and counted in a last
 ``trajectory_truncated`` event; tool calls are counted all the same.
 """
@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from worker.capped import CappedJsonl
-from worker.limits import OutputCaps
+from worker.core.capped import CappedJsonl
+from worker.core.limits import OutputCaps
+from worker.trial_record.paths import ACP_TRAJECTORY_FILE
 
-TRAJECTORY_FILE = "trajectory/acp_trajectory.jsonl"
 # Events the worker writes itself and reads back (usage from prompt_end): kept past the cap.
 ESSENTIAL_TYPES = frozenset({"prompt_end", "cancel_sent", "agent_timeout"})
 
@@ -35,7 +35,7 @@ class TrajectoryRecorder:
 
     def __init__(self, trial_dir: Path, caps: OutputCaps | None = None) -> None:
         caps = caps or OutputCaps()
-        self.path = trial_dir / TRAJECTORY_FILE
+        self.path = trial_dir / ACP_TRAJECTORY_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch()
         self.file = CappedJsonl(self.path, caps.trajectory_bytes, caps.trajectory_event_bytes)

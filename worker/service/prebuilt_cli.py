@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from worker.environment import base_image_map_option
+from worker.sandbox.settings import base_image_map_option
 
 
 @click.command("build-tasks")
@@ -42,10 +42,10 @@ def build_tasks(
     if registry and not push:
         raise click.UsageError("--registry is only used with --push")
     from task_sets.task import load_task
-    from worker.catalog import resolve_tasks_dir, selected_manifest
-    from worker.environment import base_image_map_from_env
+    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
     from worker.sandbox._docker.client import docker_client
     from worker.sandbox.prebuilt import build_task_images, prebuilt_map
+    from worker.sandbox.settings import base_image_map_from_env
 
     root = resolve_tasks_dir(tasks_dir)
     document = selected_manifest(root, task_set, task_ids)

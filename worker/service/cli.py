@@ -18,8 +18,7 @@ import click
 
 from serving.listen import bind_host, listening_socket
 from worker.api import SCRIPT_DIR_VAR
-from worker.environment import base_image_map_option
-from worker.failures import RetryPolicy
+from worker.core.failures import RetryPolicy
 from worker.sandbox.base import DEFAULT_BACKEND, backend_names
 from worker.sandbox.resources import (
     DEFAULT_PIDS_LIMIT,
@@ -28,6 +27,7 @@ from worker.sandbox.resources import (
     PIDS_LIMIT_VAR,
     ResourceSettings,
 )
+from worker.sandbox.settings import base_image_map_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -204,12 +204,12 @@ def worker(
     import uvicorn
 
     from worker.api import is_loopback_host
-    from worker.app import TOKEN_VAR, create_app
-    from worker.catalog import resolve_tasks_dir
-    from worker.engine import Engine, EngineSettings
-    from worker.environment import ParticipantProxies, PrebuiltImages
     from worker.executors.base import ExecutorError
-    from worker.meta import ProofSettings
+    from worker.runs.catalog import resolve_tasks_dir
+    from worker.runs.engine import Engine, EngineSettings
+    from worker.runs.meta import ProofSettings
+    from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+    from worker.service.app import TOKEN_VAR, create_app
 
     host = listen_host(host, port)
     token = os.environ.get(TOKEN_VAR) or None

@@ -24,11 +24,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from worker import json_text
-from worker.admission import Rejected, check_script_agent, parse_request
 from worker.api import EVENT_END, RunCreated
-from worker.catalog import UnknownTask
-from worker.engine import KEEPALIVE, Engine, RunNotFound
+from worker.core import json_text
+from worker.runs.admission import Rejected, check_script_agent, parse_request
+from worker.runs.catalog import UnknownTask
+from worker.runs.engine import KEEPALIVE, Engine, RunNotFound
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 At the verifier's start, once the agent's processes are dead and the tamper look passed
 (:meth:`~worker.sandbox.base.Sandbox.kill_upload_exec`'s ``after_gate``), :func:`capture` sorts
-the agent's changes (:mod:`worker.work_product`) and, when anything that could matter was left
+the agent's changes (:mod:`worker.trial.work_product`) and, when anything that could matter was left
 out, writes the work product to a tar from outside the sandbox. The verifier then grades the
 agent's sandbox as before. Only when that gives a reward above 0 does :func:`regrade` start a
 fresh sandbox of the same image, apply the work product, and run the same hardened verifier
@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from worker.sandbox.archive import ExportReport, remove_quietly
 from worker.sandbox.base import INSTRUCTION_PATH, Sandbox, SandboxSpec
-from worker.verifier import REWARD_FILES
-from worker.work_product import (
+from worker.trial.verifier import REWARD_FILES
+from worker.trial.work_product import (
     REASONS,
     Excluded,
     Ground,

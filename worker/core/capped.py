@@ -1,4 +1,4 @@
-"""Append-only files that never grow past their cap (see :mod:`worker.limits`).
+"""Append-only files that never grow past their cap (see :mod:`worker.core.limits`).
 
 Past the cap the file ends with one marker that counts what was dropped; the marker is rewritten
 in place on every later drop, so the counts are right even if the writer dies without closing.
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from worker.limits import ESSENTIAL_EVENT_BYTES, ESSENTIAL_RESERVE, MARKER_RESERVE, OutputCaps
+from worker.core.limits import ESSENTIAL_EVENT_BYTES, ESSENTIAL_RESERVE, MARKER_RESERVE, OutputCaps
 
 STREAM_SLACK: Final = 1 << 30  # seconds of a local docker stream (more under load)
 TRUNCATED_KEY: Final = "skillsbench_truncated"

@@ -7,9 +7,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from worker.trial_records import Action, Step, Transcript
 from worker.usage import participant
 from worker.usage.records import cost_summary
+from worker.viewer.trial_folder import Action, Step, Transcript
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#1b1b1f}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from worker.failures import FailureKind
+from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, SandboxUnsupported
 from worker.sandbox.errors import DeterministicSandboxError
 

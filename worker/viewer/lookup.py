@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.records import RunRecord
-from worker.store import RunStore
+from worker.runs.records import RunRecord
+from worker.runs.store import RunStore
 
 DEFAULT_JOBS_DIR: Final = Path("jobs/local")  # `run`'s default --jobs-dir
 _SHOWN_CANDIDATES: Final = 5

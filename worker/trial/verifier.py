@@ -32,7 +32,7 @@ from worker.sandbox.scripts import shell_script
 # dir); which files are plantable, and the site dirs and root-level config files looked at, is
 # the business of ``verifier_scripts/plantables.sh``.
 _SCAN_ROOTS = ("/root", "/home", "/tmp", "/var/tmp", "/app", "/logs")
-_SCRIPTS = "worker.verifier_scripts"
+_SCRIPTS = "worker.trial.verifier_scripts"
 
 NO_CHECKSUM = "skillsbench: the sandbox has none of cksum, sha256sum, md5sum"  # plantables.sh's
 

@@ -46,7 +46,7 @@ class AttemptRecord(BaseModel):
     failure: str | None = None  # FailureKind value
     error: str | None = None
     host_processes: list[HostProcessRecord] = Field(default_factory=list)
-    reason: str | None = None  # why it did not pass, one line (worker/trial.py)
+    reason: str | None = None  # why it did not pass, one line (worker/trial/lifecycle.py)
 
 
 class TrialRecord(BaseModel):
@@ -82,7 +82,7 @@ class RunRecord(BaseModel):
     error: str | None = None
     private_proof_refs: list[dict[str, Any]] | None = None
     private_proof_manifest: str | None = None
-    # The last line of the run's journal this document includes (worker/store.py).
+    # The last line of the run's journal this document includes (worker/runs/store.py).
     journal_seq: int = 0
 
     @property
