@@ -369,7 +369,8 @@ class TaskResult:
     nop_trial: str | None = None
 
 
-FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I | re.M)
+# Upper case only: a lower-case "from x import y" inside a RUN heredoc is not an instruction.
+FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M)
 
 
 def from_refs(task: Path) -> list[str]:
@@ -384,6 +385,8 @@ def missing_copies(task: Path) -> list[str]:
     text = (env / "Dockerfile").read_text(errors="replace")
     missing = []
     for m in re.finditer(r"^\s*(?:COPY|ADD)\s+(?!--from)(?:--\S+\s+)*(.+)$", text, re.I | re.M):
+        if any(ch in m.group(1) for ch in "\"'\\["):
+            continue  # quoted or JSON-form sources (names with spaces): not checked
         parts = m.group(1).split()
         for src in parts[:-1]:
             if "://" in src or "$" in src or any(ch in src for ch in "*?["):
