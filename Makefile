@@ -13,7 +13,7 @@ endif
 RUN := $(UV) run --frozen
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test test-ray bench-smoke lint typecheck sync host-packages clean
+.PHONY: demo test test-ray bench-smoke check-real lint typecheck sync host-packages clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -51,6 +51,14 @@ test-ray: sync
 # The docker modes run when a Docker engine answers and the test images can be built.
 bench-smoke: sync host-packages
 	$(RUN) python bench/smoke.py
+
+# The real SkillsBench tasks (a folder of them: TASKS=DIR) in Docker on offline stand-in bases:
+# oracle passes, nop fails (docs/task-sets.md). Needs root, debootstrap and a Docker Engine; not in `make test`.
+TASKS ?=
+CHECK_REAL_ARGS ?=
+check-real: sync
+	@test -n "$(TASKS)" || { echo "usage: make check-real TASKS=DIR [CHECK_REAL_ARGS='--only ID,... --json-report F']"; exit 2; }
+	$(RUN) python bench/check_real.py --tasks "$(TASKS)" $(CHECK_REAL_ARGS)
 
 # lint-imports: the "may import" rules of the component table (pyproject [tool.importlinter]).
 lint: sync
