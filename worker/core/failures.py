@@ -62,42 +62,61 @@ class FailureKind(StrEnum):
 
 @dataclass(frozen=True)
 class Semantics:
+    """Every fact of one failure kind, each decided in :data:`FAILURE_TABLE` (no defaults: a new
+    kind must say each)."""
+
     retried: bool
     score_eligible: bool
-    category: FailureCategory | None
+    category: FailureCategory | None  # the public row's infra_failure_type
+    # BenchFlow's ``error_category`` and ``verifier_error_category`` of result.json
+    # (benchflow/_utils/scoring.py; worker/trial_record/benchflow.py), None where it has none.
+    benchflow_error: str | None
+    benchflow_verifier_error: str | None
 
 
 FAILURE_TABLE: dict[FailureKind, Semantics] = {
-    FailureKind.SANDBOX_START: Semantics(
-        retried=True, score_eligible=False, category="sandbox_error"
-    ),
+    FailureKind.SANDBOX_START: Semantics(True, False, "sandbox_error", "sandbox_setup", None),
     # Deterministic: the same task fails the same way on a retry (and a build can take minutes).
-    FailureKind.SANDBOX_BUILD: Semantics(False, False, "sandbox_error"),
-    FailureKind.SANDBOX_CONFIG: Semantics(False, False, "sandbox_error"),
-    FailureKind.SANDBOX_UNSUPPORTED: Semantics(False, False, "sandbox_error"),
-    FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error"),
-    FailureKind.SANDBOX_ENDED_BY_AGENT: Semantics(False, True, None),  # the agent's own doing
-    FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error"),
-    FailureKind.AGENT_LAUNCH: Semantics(True, False, "worker_error"),
-    FailureKind.AGENT_PROTOCOL: Semantics(False, False, "worker_error"),
-    FailureKind.AGENT_TIMEOUT: Semantics(False, True, None),
-    FailureKind.PARTICIPANT_COMMUNICATION: Semantics(False, False, "participant_communication"),
-    FailureKind.PARTICIPANT_TIMEOUT: Semantics(False, False, "participant_timeout"),
-    FailureKind.PARTICIPANT_ERROR: Semantics(False, False, "participant_error"),
-    FailureKind.VERIFIER_INFRA: Semantics(True, False, "verifier_error"),
-    FailureKind.VERIFIER_TIMEOUT: Semantics(False, False, "verifier_error"),
-    FailureKind.VERIFIER_NO_REWARD: Semantics(False, False, "verifier_error"),
-    FailureKind.VERIFIER_TAMPERED: Semantics(False, True, None),  # the agent's failure: scored 0
+    FailureKind.SANDBOX_BUILD: Semantics(False, False, "sandbox_error", "sandbox_setup", None),
+    FailureKind.SANDBOX_CONFIG: Semantics(False, False, "sandbox_error", "sandbox_setup", None),
+    FailureKind.SANDBOX_UNSUPPORTED: Semantics(
+        False, False, "sandbox_error", "sandbox_setup", None
+    ),
+    FailureKind.SANDBOX_LOST: Semantics(True, False, "sandbox_error", "infra_failure", None),
+    FailureKind.SANDBOX_ENDED_BY_AGENT: Semantics(
+        False, True, None, None, None
+    ),  # the agent's own doing
+    FailureKind.AGENT_INSTALL: Semantics(True, False, "worker_error", "install_failure", None),
+    FailureKind.AGENT_LAUNCH: Semantics(True, False, "worker_error", "pipe_closed", None),
+    FailureKind.AGENT_PROTOCOL: Semantics(False, False, "worker_error", "acp_error", None),
+    FailureKind.AGENT_TIMEOUT: Semantics(False, True, None, "timeout", None),
+    FailureKind.PARTICIPANT_COMMUNICATION: Semantics(
+        False, False, "participant_communication", None, None
+    ),
+    FailureKind.PARTICIPANT_TIMEOUT: Semantics(False, False, "participant_timeout", None, None),
+    FailureKind.PARTICIPANT_ERROR: Semantics(False, False, "participant_error", None, None),
+    FailureKind.VERIFIER_INFRA: Semantics(True, False, "verifier_error", None, "verifier_infra"),
+    FailureKind.VERIFIER_TIMEOUT: Semantics(
+        False, False, "verifier_error", None, "verifier_timeout"
+    ),
+    FailureKind.VERIFIER_NO_REWARD: Semantics(
+        False, False, "verifier_error", None, "verifier_failure"
+    ),
+    FailureKind.VERIFIER_TAMPERED: Semantics(
+        False, True, None, None, None
+    ),  # the agent's failure: scored 0
     # The agent's failures too, like tampering: the verifier does not run, reward 0, no retry.
-    FailureKind.OOM: Semantics(False, True, None),
-    FailureKind.PIDS_LIMIT: Semantics(False, True, None),
-    FailureKind.STORAGE_LIMIT: Semantics(False, True, None),
-    FailureKind.NODE_LOST: Semantics(True, False, "worker_error"),
-    FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout"),
-    FailureKind.WORKER_CANCELLED: Semantics(False, False, "worker_cancelled"),
-    FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error"),
-    FailureKind.USAGE_LIMIT: Semantics(False, True, None),  # scored, like a timeout
-    FailureKind.USAGE_UNTRACKED: Semantics(False, False, "worker_error"),
+    FailureKind.OOM: Semantics(False, True, None, None, None),
+    FailureKind.PIDS_LIMIT: Semantics(False, True, None, None, None),
+    FailureKind.STORAGE_LIMIT: Semantics(False, True, None, None, None),
+    FailureKind.NODE_LOST: Semantics(True, False, "worker_error", None, None),
+    FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout", "infra_failure", None),
+    FailureKind.WORKER_CANCELLED: Semantics(
+        False, False, "worker_cancelled", "infra_failure", None
+    ),
+    FailureKind.WORKER_ERROR: Semantics(False, False, "worker_error", "infra_failure", None),
+    FailureKind.USAGE_LIMIT: Semantics(False, True, None, None, None),  # scored, like a timeout
+    FailureKind.USAGE_UNTRACKED: Semantics(False, False, "worker_error", None, None),
 }
 
 

@@ -19,33 +19,9 @@ BenchFlow's meaning (``rollout/_results.py::_build_rollout_result``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-from worker.core.failures import FailureKind
-
-_VERIFIER_FAILURES: Final = frozenset(
-    {FailureKind.VERIFIER_INFRA, FailureKind.VERIFIER_TIMEOUT, FailureKind.VERIFIER_NO_REWARD}
-)
-# Our failure kinds in BenchFlow's error categories (benchflow/_utils/scoring.py).
-_ERROR_CATEGORIES: Final = {
-    FailureKind.SANDBOX_START: "sandbox_setup",
-    FailureKind.SANDBOX_BUILD: "sandbox_setup",
-    FailureKind.SANDBOX_CONFIG: "sandbox_setup",
-    FailureKind.SANDBOX_UNSUPPORTED: "sandbox_setup",
-    FailureKind.SANDBOX_LOST: "infra_failure",
-    FailureKind.AGENT_INSTALL: "install_failure",
-    FailureKind.AGENT_LAUNCH: "pipe_closed",
-    FailureKind.AGENT_PROTOCOL: "acp_error",
-    FailureKind.AGENT_TIMEOUT: "timeout",
-    FailureKind.WORKER_TIMEOUT: "infra_failure",
-    FailureKind.WORKER_CANCELLED: "infra_failure",
-    FailureKind.WORKER_ERROR: "infra_failure",
-}
-_VERIFIER_CATEGORIES: Final = {
-    FailureKind.VERIFIER_INFRA: "verifier_infra",
-    FailureKind.VERIFIER_TIMEOUT: "verifier_timeout",
-    FailureKind.VERIFIER_NO_REWARD: "verifier_failure",
-}
+from worker.core.failures import FailureKind, semantics
 
 
 def benchflow_fields(
@@ -62,7 +38,8 @@ def benchflow_fields(
     agent_started: bool,
 ) -> dict[str, Any]:
     """The keys BenchFlow's ``result.json`` has and ours lacks, with BenchFlow's meaning."""
-    verifier_failure = failure in _VERIFIER_FAILURES
+    facts = semantics(failure) if failure is not None else None
+    verifier_failure = facts is not None and facts.benchflow_verifier_error is not None
     details = agent_result.get("details") or {}
     info = details.get("agent_info") if isinstance(details, Mapping) else None
     reported = info.get("name") if isinstance(info, Mapping) else None
@@ -83,8 +60,8 @@ def benchflow_fields(
             "total_cost_usd": agent_result.get("cost_usd"),
         },
         "verifier_error": error if verifier_failure else None,
-        "error_category": _ERROR_CATEGORIES.get(failure) if failure else None,
-        "verifier_error_category": _VERIFIER_CATEGORIES.get(failure) if failure else None,
+        "error_category": facts.benchflow_error if facts else None,
+        "verifier_error_category": facts.benchflow_verifier_error if facts else None,
         "trajectory_source": "acp",
         "partial_trajectory": False,
         "sandbox_id": None,
