@@ -16,7 +16,6 @@ from worker.acp.provision import ProvisionError, provision
 from worker.acp.session import SessionConfig
 from worker.agents.acp_session import outcome_of, run_process_session
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
-from worker.agents.registry import add_resolver
 from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, SandboxUnsupported
 
@@ -187,6 +186,3 @@ def resolve_manifest_name(spec: str) -> Agent | None:
         return None
     agents = discover()
     return ManifestAgent(spec, agents[spec]) if spec in agents else None
-
-
-add_resolver(resolve_manifest_name)

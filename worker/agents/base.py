@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from task_sets.task import Task
 from worker.core.failures import FailureKind
 from worker.core.limits import OutputCaps
+from worker.core.registry import Registry
 from worker.sandbox.base import Sandbox, SandboxError, SandboxUnsupported
 from worker.trial_record.trajectory import Recorder
 
@@ -99,20 +100,27 @@ class Agent(abc.ABC):
         """Work in the sandbox until done; must return (not hang) when cancelled."""
 
 
-_REGISTRY: dict[str, type[Agent]] = {}
 A = TypeVar("A", bound=type[Agent])
+# The built-in agent kinds (worker/core/registry.py): imported when first named.
+AGENT_KINDS: Registry[type[Agent]] = Registry(
+    "agent kind",
+    {
+        "nop": "worker.agents.builtin:NopAgent",
+        "oracle": "worker.agents.builtin:OracleAgent",
+        "script": "worker.agents.builtin:ScriptAgent",
+        "acp": "worker.agents.acp:ManifestAgent",
+        "a2a": "worker.agents.a2a:A2AAgent",
+    },
+)
 
 
 def agent_kind(kind: str) -> Callable[[A], A]:
-    """Register an agent class; ``spec`` strings ``kind`` or ``kind:<arg>`` resolve to it."""
+    """Register an agent class; ``spec`` strings ``kind`` or ``kind:<arg>`` resolve to it. A
+    kind is taken once (a built-in's own class finds its entry already there)."""
 
     def register(cls: A) -> A:
+        AGENT_KINDS.register(kind, cls)
         cls.kind = kind
-        _REGISTRY[kind] = cls
         return cls
 
     return register
-
-
-def registered_kinds() -> dict[str, type[Agent]]:
-    return dict(_REGISTRY)

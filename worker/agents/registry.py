@@ -1,11 +1,11 @@
 """``resolve_agent(spec)``: from an agent spec string to an :class:`Agent`.
 
 Specs are ``kind`` or ``kind:<arg>`` (``oracle``, ``nop``, ``script:<file>``, ``a2a:<url>``,
-``acp:<manifest>``). Kinds come from the registry in :mod:`worker.agents.base`; plug-in modules
-listed in ``PLUGIN_MODULES`` are imported on first use so they can register theirs. A spec whose
-kind is not registered (e.g. a bare manifest name such as ``claude-agent-acp``) is offered to the
-fallback resolvers added with :func:`add_resolver`, in order (:func:`resolver_added` for a
-registration that ends with a ``with`` block, e.g. in a test).
+``acp:<manifest>``). Kinds come from :data:`worker.agents.base.AGENT_KINDS` (a table of the
+built-ins, imported when first named). A spec whose kind is not registered (e.g. a bare manifest
+name such as ``claude-agent-acp``) is offered to the fallback resolvers: the built-in ones of
+:data:`BUILTIN_RESOLVERS`, then those added with :func:`add_resolver`, in order
+(:func:`resolver_added` for a registration that ends with a ``with`` block, e.g. in a test).
 """
 
 from __future__ import annotations
@@ -14,18 +14,12 @@ import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from worker.agents.base import Agent, registered_kinds
-
-# Modules that register agent kinds when imported; one that fails to import fails loudly.
-PLUGIN_MODULES: tuple[str, ...] = (
-    "worker.agents.builtin",
-    "worker.agents.acp",  # acp/manifest agents (kind "acp")
-    "worker.agents.a2a",  # the a2a bridge agent (kind "a2a")
-)
+from worker.agents.base import AGENT_KINDS, Agent
 
 Resolver = Callable[[str], Agent | None]
+# Built-in fallback resolvers ("module:function"), imported on the first spec that needs them.
+BUILTIN_RESOLVERS: tuple[str, ...] = ("worker.agents.acp:resolve_manifest_name",)
 _RESOLVERS: list[Resolver] = []
-_loaded = False
 
 
 def add_resolver(resolver: Resolver) -> None:
@@ -58,27 +52,31 @@ def resolver_added(resolver: Resolver) -> Iterator[Resolver]:
 
 
 def load_plugins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for module in PLUGIN_MODULES:
-        importlib.import_module(module)
-    _loaded = True
+    """Import every built-in kind and resolver now (the engine does it at start, off the event
+    loop: an import inside the first request held the loop for a second and more)."""
+    AGENT_KINDS.loaded()
+    _builtin_resolvers()
+
+
+def _builtin_resolvers() -> list[Resolver]:
+    found: list[Resolver] = []
+    for reference in BUILTIN_RESOLVERS:
+        module, _, name = reference.partition(":")
+        found.append(getattr(importlib.import_module(module), name))
+    return found
 
 
 def resolve_agent(spec: str) -> Agent:
     """The agent for ``spec``; ValueError naming the spec when nothing knows it."""
-    load_plugins()
     spec = spec.strip()
     if not spec:
         raise ValueError("agent spec is empty")
     kind = spec.split(":", 1)[0]
-    kinds = registered_kinds()
-    if kind in kinds:
-        return kinds[kind](spec)
-    for resolver in _RESOLVERS:
+    if kind in AGENT_KINDS:
+        return AGENT_KINDS.get(kind)(spec)
+    for resolver in [*_builtin_resolvers(), *_RESOLVERS]:
         agent = resolver(spec)
         if agent is not None:
             return agent
-    known = ", ".join(sorted(kinds))
+    known = ", ".join(AGENT_KINDS.names())
     raise ValueError(f"unknown agent {spec!r} (known kinds: {known}; script:<file>)")

@@ -14,9 +14,10 @@ Executors register under a name (``--executor``) with :func:`executor`; :func:`m
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
+from worker.core.registry import Registry
 from worker.trial import TrialOutcome, TrialPlan
 
 DEFAULT_EXECUTOR = "inprocess"
@@ -56,16 +57,23 @@ class Executor(abc.ABC):
 
 
 E = TypeVar("E", bound=type[Executor])
-Factory = Callable[[Mapping[str, str]], Executor]
-EXECUTORS: dict[str, Factory] = {}
+# The built-in executors (worker/core/registry.py): imported when first named (the ray one
+# imports no ray at import time).
+EXECUTORS: Registry[type[Executor]] = Registry(
+    "executor",
+    {
+        "inprocess": "worker.executors.inprocess:InProcessExecutor",
+        "ray": "worker.executors._ray:RayExecutor",
+    },
+)
 
 
 def executor(name: str) -> Callable[[E], E]:
     """Register an executor class under ``name``; it is built with the options mapping."""
 
     def register(cls: E) -> E:
+        EXECUTORS.register(name, cls)
         cls.name = name
-        EXECUTORS[name] = cls.from_options  # type: ignore[attr-defined]
         return cls
 
     return register

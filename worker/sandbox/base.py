@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 from task_sets.task import Task
 from worker.core.capped import CopyBudget
 from worker.core.failures import SandboxEnd
+from worker.core.registry import Registry
 from worker.sandbox.archive import ExportReport
 from worker.sandbox.resources import DEFAULT_PIDS_LIMIT, LIMITS, HostCapacity
 from worker.sandbox.scripts import shell_script
@@ -525,21 +526,25 @@ class Sandbox(abc.ABC):
         await self.stop()
 
 
-_REGISTRY: dict[str, type[Sandbox]] = {}
 DEFAULT_BACKEND = "local"  # the bubblewrap sandbox: needs no daemon
 S = TypeVar("S", bound=type[Sandbox])
-# The built-in backends, imported on first use of the registry.
-_BUILTIN = ("worker.sandbox._bubblewrap", "worker.sandbox._docker")
+# The built-in backends (worker/core/registry.py): imported when first named.
+BACKENDS: Registry[type[Sandbox]] = Registry(
+    "sandbox backend",
+    {
+        "local": "worker.sandbox._bubblewrap.sandbox:BubblewrapSandbox",
+        "docker": "worker.sandbox._docker.sandbox:DockerSandbox",
+    },
+)
 
 
 def sandbox_backend(name: str) -> Callable[[S], S]:
-    """Register a sandbox class under ``name`` (as used by ``--environment``)."""
+    """Register a sandbox class under ``name`` (as used by ``--environment``); a built-in's own
+    entry is already in :data:`BACKENDS`, another class under a taken name is refused."""
 
     def register(cls: S) -> S:
-        if _REGISTRY.get(name, cls) is not cls:
-            raise ValueError(f"a sandbox backend is already registered as {name!r}")
+        BACKENDS.register(name, cls)
         cls.name = name
-        _REGISTRY[name] = cls
         return cls
 
     return register
@@ -547,27 +552,19 @@ def sandbox_backend(name: str) -> Callable[[S], S]:
 
 def unregister_backend(name: str) -> None:
     """Drop ``name`` from the registry (for backends registered by tests)."""
-    _REGISTRY.pop(name, None)
+    BACKENDS.unregister(name)
 
 
 def sandbox_class(name: str) -> type[Sandbox]:
-    """The registered backend called ``name``; imports the built-in backends on first use."""
-    _load_builtin_backends()
+    """The backend called ``name``; a built-in's module is imported on first use."""
     try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise ValueError(f"unknown environment {name!r} (known: {known})") from None
+        return BACKENDS.get(name)
+    except ValueError:
+        raise ValueError(
+            f"unknown environment {name!r} (known: {', '.join(BACKENDS.names())})"
+        ) from None
 
 
 def backend_names() -> list[str]:
-    """Every registered backend (what ``--environment`` accepts), sorted."""
-    _load_builtin_backends()
-    return sorted(_REGISTRY)
-
-
-def _load_builtin_backends() -> None:
-    import importlib
-
-    for module in _BUILTIN:
-        importlib.import_module(module)
+    """Every backend (what ``--environment`` accepts), sorted."""
+    return BACKENDS.names()
