@@ -677,7 +677,14 @@ async def _regrade(
     notes: list[str] = []
     reward = 0.0
     try:
-        notes += await apply(fresh, found)
+        try:
+            notes += await apply(fresh, found)
+        except SandboxError as exc:
+            # The work product is the agent's (its size, its names): a fresh sandbox that
+            # started but would not take it gives no pass, never an unscored row.
+            notes.append(f"the work product could not be laid on a fresh sandbox: {exc}")
+            doc.update(reward=0.0, notes=notes)
+            return 0.0
         host_dir = plan.trial_dir / "regrade" / "verifier"
         kept_removed = state.removed_files
         try:

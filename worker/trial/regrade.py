@@ -99,10 +99,12 @@ async def capture(
     if changes is None:
         return None
     product = classify(changes, ground)
+    # The agent's files, wherever the rule puts them (the harness's own places are not among
+    # them: the verifier's folder is emptied before test.sh runs).
+    agents = [*(c.path for c in product.applied if c.kind != "deleted")]
+    agents += [e.path for e in product.excluded if e.change != "deleted"]
     names = frozenset(
-        posixpath.basename(c.path)
-        for c in changes
-        if c.kind != "deleted" and posixpath.basename(c.path) in REWARD_FILES
+        posixpath.basename(p) for p in agents if posixpath.basename(p) in REWARD_FILES
     )
     found = Capture(product, reward_names=names)
     kept = [c.path for c in product.applied if c.kind != "deleted"]
