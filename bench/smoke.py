@@ -32,6 +32,8 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("host_capacity.py", ["--environment", "docker"], True),
     ("sandbox_primitives.py", ["--backend", "docker"], True),
     ("trial_overhead.py", ["--environment", "local"], False),
+    ("trial_overhead.py", ["--environment", "local", "--agent", "oracle", "--regrade"], False),
+    ("trial_overhead.py", ["--environment", "docker", "--agent", "oracle", "--regrade"], True),
     ("host_capacity.py", ["--environment", "local"], False),
     ("leaderboard_queries.py", [], False),
     ("cancel_latency.py", [], False),

@@ -3,9 +3,13 @@
 With the ``nop`` agent and a trivial verifier, runs N trials through the worker engine
 (in-process) and, in the same run, N bare sandbox cycles (start, one exec, stop). Prints the
 median of each, their ratio (target: <= 2.0 local, <= 1.5 docker), and trials per second at
-concurrency 1 and 2.
+concurrency 1 and 2. ``--agent oracle`` measures a passing trial instead (its solution writes
+the answer), and with ``--regrade`` one whose solution also leaves a file in HOME's ``.cache``,
+which is not work product: the pass is graded again on a fresh sandbox (worker/trial/regrade.py),
+so the difference of the two is the regrade's cost.
 
     uv run --frozen python bench/trial_overhead.py --environment local|docker [--trials 20] [--smoke]
+        [--agent nop|oracle] [--regrade]
 """
 
 from __future__ import annotations
@@ -43,17 +47,29 @@ timeout_sec = 60
 allow_internet = false
 """
 TEST_SH = "#!/bin/sh\necho 0 > /logs/verifier/reward.txt\n"
+ORACLE_TEST_SH = (
+    "#!/bin/sh\n"
+    'if [ "$(cat /root/answer.txt 2>/dev/null)" = 42 ]; then r=1; else r=0; fi\n'
+    "echo $r > /logs/verifier/reward.txt\n"
+)
+SOLVE_SH = "#!/bin/sh\necho 42 > /root/answer.txt\n"
+# A cache of the solution's tools in HOME: not work product, so the pass is graded again.
+REGRADE_SOLVE_SH = SOLVE_SH + "mkdir -p /root/.cache/bench && echo x > /root/.cache/bench/x\n"
 
 
-def make_task(root: Path, dockerfile: str) -> Path:
+def make_task(root: Path, dockerfile: str, agent: str = "nop", regrade: bool = False) -> Path:
     folder = root / "trivial"
     (folder / "environment").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "task.toml").write_text(TASK_TOML)
     (folder / "instruction.md").write_text("Do nothing.\n")
     (folder / "environment" / "Dockerfile").write_text(dockerfile)
-    (folder / "tests" / "test.sh").write_text(TEST_SH)
+    (folder / "tests" / "test.sh").write_text(TEST_SH if agent == "nop" else ORACLE_TEST_SH)
     os.chmod(folder / "tests" / "test.sh", 0o755)
+    if agent == "oracle":
+        (folder / "solution").mkdir()
+        (folder / "solution" / "solve.sh").write_text(REGRADE_SOLVE_SH if regrade else SOLVE_SH)
+        os.chmod(folder / "solution" / "solve.sh", 0o755)
     return folder
 
 
@@ -75,18 +91,18 @@ async def bare_cycles(environment: str, folder: Path, state: Path, n: int) -> li
     return times
 
 
-def _request(n: int) -> RunRequest:
+def _request(n: int, agent: str) -> RunRequest:
     return RunRequest(
         config={"condition": "with_skills", "num_instances": n},
         task_set="bench",
         task_set_digest="sha256:" + "0" * 64,
         tasks=[RunTask(task_id="trivial")],
-        agent="nop",
+        agent=agent,
     )
 
 
 async def engine_run(
-    environment: str, tasks: Path, jobs: Path, n: int, concurrency: int
+    environment: str, tasks: Path, jobs: Path, n: int, concurrency: int, agent: str = "nop"
 ) -> tuple[list[float], float]:
     """Per-trial wall times (attempt start to finish, as the run store records them, so the
     worker's own bookkeeping is included) and the run's wall time."""
@@ -102,7 +118,7 @@ async def engine_run(
     )
     await engine.start(resume=False)
     start = time.perf_counter()
-    run = await engine.submit(_request(n))
+    run = await engine.submit(_request(n, agent))
     await engine.wait(run.run_id)
     wall = time.perf_counter() - start
     for trial in engine.get(run.run_id).trials.values():
@@ -110,6 +126,8 @@ async def engine_run(
             attempt = trial.current
             error = attempt.error if attempt else None
             raise SystemExit(f"a trial failed: {trial.row['infra_failure_type']}: {error}")
+        if agent == "oracle" and trial.row is not None and not trial.row["passed"]:
+            raise SystemExit(f"the oracle trial did not pass: {trial.row}")
     times = []
     for trial in engine.get(run.run_id).trials.values():
         attempt = trial.current
@@ -135,6 +153,12 @@ async def main() -> None:
         "the busybox test image for docker)",
     )
     parser.add_argument("--smoke", action="store_true", help="1 trial (make bench-smoke)")
+    parser.add_argument("--agent", choices=["nop", "oracle"], default="nop")
+    parser.add_argument(
+        "--regrade",
+        action="store_true",
+        help="with --agent oracle: the solution also leaves a cache in HOME (a regrade)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.trials = 1
@@ -146,20 +170,21 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trial-overhead-") as tmp:
         root = Path(tmp)
         tasks = root / "tasks"
-        folder = make_task(tasks, dockerfile)
+        folder = make_task(tasks, dockerfile, args.agent, args.regrade)
         n = args.trials
+        agent = args.agent
         # warm-up (image builds, caches), not measured
         await bare_cycles(args.environment, folder, root / "warm", 1)
-        await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1)
+        await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1, agent)
         # Alternating rounds (one bare cycle, one trial) so that the load of a shared machine
         # weighs on both sides alike.
         bare: list[float] = []
         trial: list[float] = []
         for i in range(n):
             bare += await bare_cycles(args.environment, folder, root / f"bare-{i}", 1)
-            trial += (await engine_run(args.environment, tasks, root / f"jobs-{i}", 1, 1))[0]
-        _, wall1 = await engine_run(args.environment, tasks, root / "jobs-c1", n, 1)
-        _, wall2 = await engine_run(args.environment, tasks, root / "jobs-c2", n, 2)
+            trial += (await engine_run(args.environment, tasks, root / f"jobs-{i}", 1, 1, agent))[0]
+        _, wall1 = await engine_run(args.environment, tasks, root / "jobs-c1", n, 1, agent)
+        _, wall2 = await engine_run(args.environment, tasks, root / "jobs-c2", n, 2, agent)
     bare_med = statistics.median(bare)
     trial_med = statistics.median(trial)
     target = 2.0 if args.environment == "local" else 1.5
@@ -167,7 +192,8 @@ async def main() -> None:
     print(f"environment                 {args.environment}")
     print(f"trials per measurement      {n}")
     print(f"bare start+exec+stop median {bare_med * 1000:8.1f} ms")
-    print(f"nop trial median            {trial_med * 1000:8.1f} ms")
+    label = f"{args.agent}{' (regraded)' if args.regrade else ''} trial median"
+    print(f"{label:<28}{trial_med * 1000:8.1f} ms")
     print(f"ratio                       {ratio:8.2f}   (target <= {target})")
     print(f"trials/s at concurrency 1   {n / wall1:8.2f}")
     print(f"trials/s at concurrency 2   {n / wall2:8.2f}")
