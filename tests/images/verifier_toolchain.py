@@ -89,16 +89,19 @@ def wheelhouse() -> Path:
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
+        command = [pip, "-m", "pip", "download", "--only-binary=:all:", "-d", str(partial)]
+        command += ["--python-version", "3.11", "--implementation", "cp"]
+        command += ["--platform", "manylinux2014_x86_64", *REQUIREMENTS]
         done = subprocess.run(
-            [pip, "-m", "pip", "download", "--only-binary=:all:", "--python-version", "3.11"]
-            + ["--implementation", "cp", "--platform", "manylinux2014_x86_64", "-d", str(partial)]
-            + list(REQUIREMENTS),
+            command,
             capture_output=True,
             text=True,
             timeout=300,
         )
         if done.returncode != 0:
-            raise ToolchainUnavailable(f"pip download of the wheelhouse failed: {done.stderr[-500:]}")
+            raise ToolchainUnavailable(
+                f"pip download of the wheelhouse failed: {done.stderr[-500:]}"
+            )
         (partial / ".complete").write_text("")
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)

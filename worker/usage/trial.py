@@ -23,6 +23,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import UsageSettings
 from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, sandbox_class
+from worker.trial_record.jsonl import json_lines
 from worker.trial_record.paths import ACP_TRAJECTORY_FILE
 from worker.usage import forward, otel, participant
 from worker.usage.proxy import ModelProxy, shared_proxy
@@ -219,7 +220,7 @@ class TrialUsage:
         """Usage the agent reported over ACP (``PromptResponse.usage``), summed over turns."""
         path = trial_dir / ACP_TRAJECTORY_FILE
         total: TokenUsage | None = None
-        for event in _events(path):
+        for event in json_lines(path, strict=False):
             if event.get("type") == "prompt_end" and isinstance(event.get("usage"), dict):
                 found = TokenUsage.from_acp(event["usage"])
                 if found is not None:
@@ -398,18 +399,6 @@ async def _forwarder(proxy: ModelProxy, ctx: AgentContext) -> tuple[str, list[st
     return f"http://127.0.0.1:{FORWARD_PORT}", prefix
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        with contextlib.suppress(ValueError):
-            event = json.loads(line)
-            if isinstance(event, dict):
-                out.append(event)
-    return out
-
-
 def _ns(timestamp: Any) -> int | None:
     if isinstance(timestamp, int | float):
         return int(timestamp * 1e9)
@@ -421,7 +410,7 @@ def _ns(timestamp: Any) -> int | None:
 
 def _tool_spans(path: Path, parent: str, end_ns: int) -> list[otel.Span]:
     spans: dict[str, otel.Span] = {}
-    for event in _events(path):
+    for event in json_lines(path, strict=False):
         call_id = event.get("tool_call_id")
         when = _ns(event.get("timestamp"))
         if not isinstance(call_id, str) or when is None:

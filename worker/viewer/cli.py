@@ -7,14 +7,13 @@ summarises one trial folder (phases, tool calls, tokens, cost, reward).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from worker.bridge.protocol import find_usage
+from worker.trial_record.jsonl import json_lines
 from worker.trial_record.paths import (
     A2A_TRAJECTORY_FILE,
     CONFIG_FILE,
@@ -45,18 +44,6 @@ REQUEST_COLUMNS = (
 REPORTED_COLUMNS = ("trial", "turn", "model", "calls", "input", "output", "cost_usd")
 SHOWN_ACTIONS = 50
 PROOF_FOLDER = "private-proof"  # worker.runs.meta's default proof folder under a jobs dir
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            raise ValueError(f"{path}:{n}: not a JSON line") from None
-        if isinstance(value, dict):
-            yield value
 
 
 def _show(value: Any) -> str:
@@ -165,7 +152,9 @@ def requests(jobdir: Path) -> None:
     for folder in trial_folders(jobdir):
         path = folder / LLM_TRAJECTORY_FILE
         if path.exists():
-            rows += [request_row(folder.name, n, line) for n, line in enumerate(_lines(path), 1)]
+            rows += [
+                request_row(folder.name, n, line) for n, line in enumerate(json_lines(path), 1)
+            ]
         reported += reported_rows(folder)
     if not rows and not reported:
         click.echo(f"no model calls recorded under {jobdir}")
@@ -188,7 +177,7 @@ def reported_rows(folder: Path) -> list[tuple[str, ...]]:
     if not path.exists():
         return []
     rows = []
-    for event in _lines(path):
+    for event in json_lines(path):
         payload = event.get("payload")
         if event.get("type") != "a2a_response" or not isinstance(payload, dict):
             continue

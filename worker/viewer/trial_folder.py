@@ -8,12 +8,12 @@ Everything here is read as untrusted text (the agent wrote much of it): callers 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from worker.bridge.protocol import find_usage
+from worker.trial_record.jsonl import json_lines
 from worker.trial_record.paths import (
     A2A_TRAJECTORY_FILE,
     ACP_TRAJECTORY_FILE,
@@ -38,21 +38,6 @@ def read_json(path: Path) -> dict[str, Any]:
     except ValueError:
         raise ValueError(f"{path}: not valid JSON") from None
     return value if isinstance(value, dict) else {}
-
-
-def json_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a ``.jsonl`` file; a line that is not JSON names the file and line."""
-    if not path.exists():
-        return
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            raise ValueError(f"{path}:{n}: not a JSON line") from None
-        if isinstance(value, dict):
-            yield value
 
 
 def read_text(path: Path) -> str | None:
