@@ -10,10 +10,12 @@ from worker.sandbox.tamper import Change
 from worker.trial.work_product import (
     Ground,
     classify,
+    exclude_test_time_shadows,
     installed_modules,
     link_escapes,
     module_paths,
     pycache_isolated,
+    shadow_candidates,
     start_folders,
 )
 
@@ -290,3 +292,111 @@ def test_a_declared_work_product_wins() -> None:
 )
 def test_links_to_what_the_harness_places_later(link: str, target: str, escapes: bool) -> None:
     assert link_escapes(link, target) is escapes
+
+
+def test_distribution_metadata_where_the_verifier_imports_is_a_plugin_registry() -> None:
+    # importlib.metadata reads every sys.path folder: a dist-info in the working directory
+    # registers a pytest11 plugin for `python3 -m pytest` (red team, a01).
+    rules = _rule(
+        ROOT,
+        Change("/root/rtplug-1.0.dist-info", "added"),
+        Change("/root/rtplug-1.0.dist-info/entry_points.txt", "added"),
+        Change("/root/rtplug.py", "added"),
+        Change("/root/evil.pth", "added"),
+        Change("/root/old.egg-info/PKG-INFO", "added"),
+    )
+    assert rules["/root/rtplug-1.0.dist-info"] == "ground-config"
+    assert rules["/root/rtplug-1.0.dist-info/entry_points.txt"] == "ground-config"
+    assert rules["/root/evil.pth"] == "ground-config"
+    assert rules["/root/old.egg-info/PKG-INFO"] == "ground-config"
+    assert rules["/root/rtplug.py"] is None  # alone a module nobody loads
+
+
+def test_a_package_installed_under_a_new_name_is_work_product_but_not_its_metadata() -> None:
+    # An agent's solution imports a library it pip-installed (red team, fp1).
+    site = "/usr/local/lib/python3.11/dist-packages"
+    changes = [
+        Change(site, "modified"),
+        Change(f"{site}/more_itertools", "added"),
+        Change(f"{site}/more_itertools/__init__.py", "added"),
+        Change(f"{site}/more_itertools-10.5.0.dist-info", "added"),
+        Change(f"{site}/more_itertools-10.5.0.dist-info/RECORD", "added"),
+        Change(f"{site}/pytest", "added"),  # the runner's name: never the agent's
+        Change(f"{site}/pytest/__init__.py", "added"),
+        Change(f"{site}/json", "added"),  # the standard library's
+        Change(f"{site}/zz.pth", "added"),
+        Change(f"{site}/sitecustomize.py", "added"),
+        Change(f"{site}/numpy/core/x.py", "modified"),  # the image's package changed
+        Change("/usr/local/bin/more-tool", "added"),  # programs stay the image's
+    ]
+    rules = _rule(Ground(workdir="/root", image_modules=frozenset({"numpy"})), *changes)
+    assert rules[f"{site}/more_itertools"] is None
+    assert rules[f"{site}/more_itertools/__init__.py"] is None
+    for path in (
+        f"{site}/more_itertools-10.5.0.dist-info",
+        f"{site}/more_itertools-10.5.0.dist-info/RECORD",
+        f"{site}/pytest",
+        f"{site}/pytest/__init__.py",
+        f"{site}/json",
+        f"{site}/zz.pth",
+        f"{site}/sitecustomize.py",
+        f"{site}/numpy/core/x.py",
+        "/usr/local/bin/more-tool",
+        site,
+    ):
+        assert rules[path] == "system", path
+
+
+def test_a_module_named_like_what_test_sh_installed_is_found_after_the_verifier() -> None:
+    # test.sh installs pyyaml (module yaml) and pandas (which brings dateutil): neither name
+    # is known before it runs (red team, a03 and a15).
+    changes = [
+        Change("/root/yaml", "added"),
+        Change("/root/yaml/__init__.py", "added"),
+        Change("/root/dateutil.py", "added"),
+        Change("/root/solution.py", "added"),
+        Change("/root/answer.txt", "added"),
+        Change("/usr/local/lib/python3.11/dist-packages/mylib", "added"),
+    ]
+    product = classify(changes, ROOT)
+    assert not product.needs_regrade
+    candidates = shadow_candidates(product, ROOT)
+    assert set(candidates) == {
+        "/root/yaml",
+        "/root/dateutil.py",
+        "/root/solution.py",
+        "/usr/local/lib/python3.11/dist-packages/mylib",
+    }
+    listing = [
+        "/usr/local/lib/python3.11/dist-packages\tyaml",
+        "/usr/local/lib/python3.11/dist-packages\tPyYAML-6.0.dist-info",
+        "/root/.cache/uv/archive-v0/x/lib/python3.11/site-packages\tdateutil",
+        "/usr/local/lib/python3.11/dist-packages\tmylib",  # itself: no shadow
+        "/usr/lib/python3.11\tjson",
+    ]
+    hit = exclude_test_time_shadows(product, candidates, listing)
+    assert sorted(hit) == ["/root/dateutil.py", "/root/yaml"]
+    assert product.needs_regrade
+    left_out = {e.path: e.rule for e in product.excluded}
+    assert left_out == {
+        "/root/yaml": "test-time-shadow",
+        "/root/yaml/__init__.py": "test-time-shadow",
+        "/root/dateutil.py": "test-time-shadow",
+    }
+    assert {c.path for c in product.applied} == {
+        "/root/solution.py",
+        "/root/answer.txt",
+        "/usr/local/lib/python3.11/dist-packages/mylib",
+    }
+
+
+def test_an_image_folder_of_the_working_directory_is_no_candidate() -> None:
+    # setup-fuzzing-py: /app/arrow is the image's; the agent's venv inside it installs arrow.
+    product = classify(
+        [Change("/app/arrow", "modified"), Change("/app/arrow/fuzz.py", "added")], APP
+    )
+    assert shadow_candidates(product, APP) == {}
+    new = classify([Change("/app/newlib", "added"), Change("/app/newlib/x.py", "added")], APP)
+    candidates = shadow_candidates(new, APP)
+    listing = ["/app/newlib/.venv/lib/python3.12/site-packages\tnewlib"]  # inside itself
+    assert exclude_test_time_shadows(new, candidates, listing) == []

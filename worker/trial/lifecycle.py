@@ -47,6 +47,7 @@ from worker.sandbox.resources import ResourceSettings, fit
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 from worker.trial.regrade import (
     IMAGE_MODULES_SCRIPT,
+    TEST_TIME_MODULES_SCRIPT,
     Capture,
     ImageFacts,
     apply,
@@ -67,6 +68,7 @@ from worker.trial.verifier import (
 )
 from worker.trial.work_product import (
     Ground,
+    exclude_test_time_shadows,
     installed_modules,
     module_paths,
     pycache_isolated,
@@ -331,6 +333,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
+        if reward and state.capture is not None and state.capture.candidates:
+            await _test_time_shadows(state)
         if reward and state.capture is not None and state.capture.product.needs_regrade:
             # Not part of the verifier's time (the row's time_used): the harness's own check.
             with phases.phase("regrade"):
@@ -649,6 +653,27 @@ async def _run_verifier(
         kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
         raise _Failed(kind, f"verifier could not run: {exc}") from None
     return result
+
+
+async def _test_time_shadows(state: _TrialState) -> None:
+    """A pass whose work product holds modules: which of them test.sh's installs made shadows
+    (a dependency of what it installed, under a name nothing knew before), looked at in the
+    agent's sandbox right after its verifier (every process of it killed)."""
+    found, sandbox = state.capture, state.sandbox
+    assert found is not None
+    if sandbox is None or state.stopped:
+        return
+    try:
+        result = await sandbox.exec(
+            ["/bin/sh", "-c", TEST_TIME_MODULES_SCRIPT], user="0:0", timeout_sec=300
+        )
+    except SandboxError as exc:
+        raise _Failed(
+            FailureKind.VERIFIER_INFRA, f"listing the verifier's modules: {exc}"
+        ) from None
+    hit = exclude_test_time_shadows(found.product, found.candidates, result.stdout.splitlines())
+    if hit:
+        state.verifier["work_product"] = found.evidence()
 
 
 async def _regrade(

@@ -31,6 +31,7 @@ from worker.trial.work_product import (
     classify,
     link_escapes,
     module_name,
+    shadow_candidates,
 )
 
 EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted)
@@ -45,12 +46,27 @@ IMAGE_MODULES_SCRIPT: Final = (
 )
 
 
+# Every folder the verifier's Python could import from once test.sh ran (its installs, uv's
+# tool environments in HOME's cache), one "folder<TAB>entry" line each; after the verifier, in
+# the agent's sandbox, for a pass whose work product holds modules (worker/trial/work_product.py,
+# shadow_candidates).
+TEST_TIME_MODULES_SCRIPT: Final = (
+    "{ find /usr /opt /root /home /app /srv /tmp /var /workspace -maxdepth 10 "
+    "\\( -name site-packages -o -name dist-packages -o -name lib-dynload \\) -type d -prune "
+    "2>/dev/null; ls -d /usr/lib/python3* /usr/local/lib/python3* 2>/dev/null; } | "
+    'while IFS= read -r d; do [ -d "$d" ] || continue; for e in "$d"/*; do '
+    '[ -e "$e" ] && printf \'%s\\t%s\\n\' "$d" "${e##*/}"; done; done; true'
+)
+
+
 @dataclass
 class Capture:
     """The agent's work product as the verifier's start found it."""
 
     product: WorkProduct
     reward_names: frozenset[str] = frozenset()  # reward file names its work product holds
+    # Its modules a name installed by test.sh could turn into shadows (checked after a pass).
+    candidates: dict[str, tuple[str, str]] = field(default_factory=dict)
     archive: Path | None = None
     deleted: list[str] = field(default_factory=list)
     report: ExportReport | None = None
@@ -106,7 +122,7 @@ async def capture(
     names = frozenset(
         posixpath.basename(p) for p in agents if posixpath.basename(p) in REWARD_FILES
     )
-    found = Capture(product, reward_names=names)
+    found = Capture(product, reward_names=names, candidates=shadow_candidates(product, ground))
     kept = [c.path for c in product.applied if c.kind != "deleted"]
     links = await sandbox.link_targets(kept) if kept else {}
     if links is not None:  # links that reach what the harness places later: left out
@@ -115,7 +131,7 @@ async def capture(
             product.applied.remove(change)
             product.exclude(change, "harness-link")
         kept = [p for p in kept if p not in escaping]
-    if not product.needs_regrade and links is not None:
+    if not product.needs_regrade and links is not None and not found.candidates:
         return found
 
     def link_ok(path: str, target: str) -> bool:

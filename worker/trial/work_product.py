@@ -31,6 +31,7 @@ under this rule. Pure: callers give the change list and the facts of the image.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import sys
@@ -121,6 +122,13 @@ BENIGN_NAMES: Final = frozenset(
         ".ash_history",
     }
 )
+# A distribution's metadata (entry points: pytest11 plugins), .pth and egg links: what Python
+# and importlib.metadata read from every folder of sys.path by themselves.
+DISTRIBUTION_METADATA: Final = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")
+# A system site folder's top-level entry: /usr[/local]/lib/python3.X/{site,dist}-packages/NAME.
+_SYSTEM_SITE_ENTRY = re.compile(
+    r"^(/usr(?:/local)?/lib/python3(?:\.[0-9]+)?/(?:site|dist)-packages)/([^/]+)(/|$)"
+)
 _MODULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.py|\.pyc|\.pyw|(\.[A-Za-z0-9_-]+)?\.so)?$")
 # A site folder and the environment root it belongs to: <root>/lib/python3.X/site-packages.
 _ENV_SITE = re.compile(r"^(.*?)/lib(?:64)?/python[0-9][0-9.]*(?:/(?:site|dist)-packages)?(/|$)")
@@ -139,6 +147,8 @@ REASONS: Final = {
     "working directory, the folders above it, /) come from the image",
     "ground-module": "a module in the verifier's working directory named like one its Python "
     "resolves or installs",
+    "test-time-shadow": "a module of the agent's named like one the verifier's Python found once "
+    "test.sh had installed its tools (a dependency of what it installs, say)",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "benign": "bytecode caches and shell histories (never read by the verifier)",
@@ -167,6 +177,7 @@ class Ground:
     # is ever read, and the agent's are left out without a regrade.
     pycache_isolated: bool = True
 
+    @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
         return (
             frozenset(sys.stdlib_module_names)
@@ -265,6 +276,25 @@ def module_name(entry: str) -> str | None:
     return match.group(1) if match else None
 
 
+def new_site_package(path: str, added: set[str], shadows: frozenset[str]) -> str | None:
+    """The top-level entry of a system site folder that ``path`` is in or is, when the agent
+    installed it anew (``pip install`` of a package the image lacks) under a module name that
+    none of ``shadows`` has; None otherwise. Its metadata (``.dist-info``: entry points, the
+    "already satisfied" of a later ``pip install``), ``.pth`` files and start-up hooks are
+    never such a package: they stay the image's."""
+    match = _SYSTEM_SITE_ENTRY.match(path)
+    if match is None:
+        return None
+    top = f"{match.group(1)}/{match.group(2)}"
+    name = match.group(2)
+    if top not in added or name.endswith(DISTRIBUTION_METADATA) or name == "__pycache__":
+        return None
+    module = module_name(name)
+    if module is None or module in shadows or module in ("sitecustomize", "usercustomize"):
+        return None
+    return top
+
+
 def _home_entry(path: str) -> str | None:
     """The name of the home folder's entry ``path`` is in (``.config`` for
     ``/root/.config/uv/uv.toml``), for ``/root`` and ``/home/<user>``."""
@@ -286,7 +316,7 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     starts = [ground.workdir, *ground.extra_starts]
     ground_dirs = {a for s in starts for a in ancestors(s)}
     module_dirs = {posixpath.normpath(s) for s in (*starts, *ground.module_paths)}
-    shadows = ground.shadow_names()
+    shadows = ground.shadow_names
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
     for change in changes:
         path = change.path
@@ -340,6 +370,8 @@ def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]
     if under(path, KERNEL_ROOTS):
         return "system"
     if under(path, SYSTEM_ROOTS) and not under(path, SYSTEM_EXCEPTIONS):
+        if new_site_package(path, added, ground.shadow_names) is not None:
+            return None  # a package the agent installed under a name nothing else has
         return "system"
     home = _home_entry(path)
     if home is not None and home.startswith("."):
@@ -378,6 +410,9 @@ def _ground_rule(
             continue  # a top-level folder of the image (/app, /root): its own rules
         if base in ground_dirs and (entry_name.startswith(".") or entry_name in GROUND_FILES):
             return "ground-config"
+        if base in module_dirs and entry_name.endswith(DISTRIBUTION_METADATA):
+            # importlib.metadata reads every sys.path folder: a plugin registry (pytest11).
+            return "ground-config"
         if base in module_dirs and (entry in added or entry not in known):
             module = module_name(entry_name)
             if module is not None and module in shadows:
@@ -399,3 +434,50 @@ def link_escapes(link_path: str, target: str, skills_dir: str | None = None) -> 
     if under(resolved, guarded):
         return True
     return any(under(root, [resolved]) for root in guarded)
+
+
+def shadow_candidates(product: WorkProduct, ground: Ground) -> dict[str, tuple[str, str]]:
+    """The agent's modules that a name only known once test.sh ran could make shadows: each
+    module or package it put in the verifier's module folders (working directory, the tests'
+    sys.path folders) and each package it installed anew into a system site folder, as
+    ``entry path -> (module name, its folder)``."""
+    added = {c.path for c in product.applied if c.kind == "added"}
+    module_dirs = {
+        posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts, *ground.module_paths)
+    }
+    found: dict[str, tuple[str, str]] = {}
+    for change in product.applied:
+        if change.kind == "deleted":
+            continue
+        folder, name = posixpath.split(change.path)
+        module = module_name(name)
+        if folder in module_dirs and module is not None and change.path in added:
+            found[change.path] = (module, folder)
+        top = new_site_package(change.path, added, ground.shadow_names)
+        if top == change.path and module is not None:
+            found[top] = (module, folder)
+    return found
+
+
+def exclude_test_time_shadows(
+    product: WorkProduct, candidates: Mapping[str, tuple[str, str]], found: Iterable[str]
+) -> list[str]:
+    """Move the candidates whose module name ``found`` lists (``"folder\tentry"`` lines: what the
+    verifier's Python could import once test.sh ran) from another folder into the excluded
+    ones, with everything below them; the entries moved."""
+    where: dict[str, set[str]] = {}
+    for line in found:
+        folder, _, entry = line.rstrip("\n").partition("\t")
+        module = module_name(entry)
+        if module is not None:
+            where.setdefault(module, set()).add(folder)
+    hit = [
+        entry
+        for entry, (name, folder) in candidates.items()
+        if any(f != folder and not under(f, [entry]) for f in where.get(name, ()))
+    ]
+    if hit:
+        for change in [c for c in product.applied if under(c.path, hit)]:
+            product.applied.remove(change)
+            product.exclude(change, "test-time-shadow")
+    return hit

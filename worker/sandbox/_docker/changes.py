@@ -7,10 +7,11 @@ the few new files that could shadow something."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import tarfile
-from typing import Any
+from typing import Any, Final
 
 from worker.sandbox._docker import layer
 from worker.sandbox._docker.client import errors as docker_errors
@@ -25,6 +26,11 @@ from worker.sandbox.tamper import (
     Tampering,
     find_tampering,
 )
+
+# A layer the agent made unlistable (a path past PATH_MAX, a loop of links): its doing, never
+# an infrastructure failure (the engine's own diff fails on it too, with a 500).
+UNLISTABLE_ERRNOS: Final = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
+UNLISTABLE_MESSAGES: Final = ("file name too long", "too many levels of symbolic links")
 
 # The engine's change kinds (``Kind`` of each entry).
 _KINDS: dict[int, ChangeKind] = {0: "modified", 1: "added", 2: "deleted"}
@@ -108,8 +114,9 @@ def container_changes(
     if layers is not None:
         try:
             return layer.layer_changes(layers)
-        except OSError:  # the layer went away or is not readable after all: ask the engine
-            pass
+        except OSError as exc:  # the layer went away or is not readable after all: ask the engine
+            if exc.errno in UNLISTABLE_ERRNOS:
+                raise  # the agent's paths themselves (nothing else would list them either)
     entries = client.api.diff(container) or []
     return [Change(str(e["Path"]), _KINDS.get(int(e["Kind"]), "modified")) for e in entries]
 
@@ -160,7 +167,7 @@ def tampering(
                 if trusted.get(item.path) != (item.change, probe.signature(item.path))
             ]
         return found
-    except docker_errors().DockerException as exc:
+    except (docker_errors().DockerException, OSError) as exc:
         raise SandboxError(f"cannot list the container's changes: {exc}") from None
 
 

@@ -64,6 +64,14 @@ _SCRIPTS = "worker.sandbox._docker.scripts"
 _STAGE_FAILED = "skillsbench-stage-failed:"
 
 
+def _unlistable(detail: str) -> dict[str, str]:
+    return {
+        "path": "(the container's files)",
+        "change": "added",
+        "reason": f"the agent left paths no tool can list or check ({detail})",
+    }
+
+
 def _init() -> str:
     """PID 1 of the container: nothing inside can end it, and it never exits by itself."""
     return shell_script(_SCRIPTS, "init.sh")
@@ -411,7 +419,14 @@ class DockerSandbox(Sandbox):
         layers = self._layer_folders(client)
         try:
             listed = changes.container_changes(client, container, layers)
+        except OSError as exc:
+            if exc.errno not in changes.UNLISTABLE_ERRNOS:
+                raise SandboxError(f"cannot list the container's changes: {exc}") from None
+            raise SandboxTampered([_unlistable(exc.strerror or str(exc))]) from None
         except docker_errors().DockerException as exc:
+            text = str(exc)
+            if any(m in text.lower() for m in changes.UNLISTABLE_MESSAGES):
+                raise SandboxTampered([_unlistable(text[-200:])]) from None
             raise SandboxError(f"cannot list the container's changes: {exc}") from None
         self._work_changes = listed
         return changes.tampering(client, container, self._trusted, layers, listed)
