@@ -557,7 +557,7 @@ class Trial:
     def planted(self) -> list[str]:
         return sorted(
             {
-                posixpath.normpath(line[8:].strip())
+                posixpath.normpath("/" + line[8:].strip().lstrip("/"))
                 for line in self.log.splitlines()
                 if line.startswith("PLANTED:")
             }

@@ -9,6 +9,7 @@ import pytest
 from worker.sandbox.tamper import Change
 from worker.trial.work_product import (
     Ground,
+    builds_project,
     classify,
     exclude_test_time_shadows,
     installed_modules,
@@ -400,3 +401,17 @@ def test_an_image_folder_of_the_working_directory_is_no_candidate() -> None:
     candidates = shadow_candidates(new, APP)
     listing = ["/app/newlib/.venv/lib/python3.12/site-packages\tnewlib"]  # inside itself
     assert exclude_test_time_shadows(new, candidates, listing) == []
+
+
+def test_a_project_test_sh_builds_keeps_its_own_definition() -> None:
+    # The answer is /app/pyproject.toml and test.sh runs `pip3 install .` there (red team fp2).
+    script = "cd /app\npip3 install --break-system-packages .\npython3 -m pytest /tests\n"
+    ground = Ground(workdir="/app", builds_project=builds_project(script))
+    rules = _rule(
+        ground, Change("/app/pyproject.toml", "modified"), Change("/app/tox.ini", "added")
+    )
+    assert rules == {"/app/pyproject.toml": None, "/app/tox.ini": "ground-config"}
+    assert not builds_project("pip3 install --break-system-packages pytest==8.4.1")
+    assert _rule(APP, Change("/app/pyproject.toml", "modified"))["/app/pyproject.toml"] == (
+        "ground-config"
+    )

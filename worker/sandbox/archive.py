@@ -135,6 +135,17 @@ def link_targets(entries: Iterable[HostEntry]) -> dict[str, str]:
     return found
 
 
+def keep_only(archive: Path, keep: set[str]) -> Path:
+    """A copy of ``archive`` holding only the entries whose sandbox paths ``keep`` lists."""
+    kept = archive.with_name(archive.name + ".applied")
+    with tarfile.open(archive) as source, tarfile.open(kept, "w", format=tarfile.GNU_FORMAT) as out:
+        for member in source:
+            if "/" + member.name.lstrip("/") in keep:
+                data = source.extractfile(member) if member.isfile() else None
+                out.addfile(member, data)
+    return kept
+
+
 def remove_quietly(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.unlink()

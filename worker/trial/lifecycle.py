@@ -68,6 +68,7 @@ from worker.trial.verifier import (
 )
 from worker.trial.work_product import (
     Ground,
+    builds_project,
     exclude_test_time_shadows,
     installed_modules,
     module_paths,
@@ -437,6 +438,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         extra_starts=start_folders(script),
         module_paths=module_paths(script, sources),
         pycache_isolated=pycache_isolated(script, plan.task.config.verifier.env),
+        builds_project=builds_project(script),
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=installed_modules(script),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from worker.sandbox.archive import ExportReport, remove_quietly
+from worker.sandbox.archive import ExportReport, keep_only, remove_quietly
 from worker.sandbox.base import INSTRUCTION_PATH, Sandbox, SandboxSpec
 from worker.trial.verifier import REWARD_FILES
 from worker.trial.work_product import (
@@ -176,10 +176,18 @@ async def fresh_sandbox(backend: type[Sandbox], spec: SandboxSpec, trial_dir: Pa
 
 
 async def apply(sandbox: Sandbox, found: Capture) -> list[str]:
-    """Lay the work product on the fresh sandbox; what it could not write, as notes."""
+    """Lay the work product on the fresh sandbox (what is still applied of what was exported:
+    a rule decided after the export, such as a test-time shadow, takes entries out); what it
+    could not write, as notes."""
     assert found.archive is not None
-    result = await sandbox.apply_changes(found.archive, found.deleted)
-    remove_quietly(found.archive)
+    keep = {c.path for c in found.product.applied}
+    deleted = [c.path for c in found.product.applied if c.kind == "deleted"]
+    archive = await asyncio.to_thread(keep_only, found.archive, keep)
+    try:
+        result = await sandbox.apply_changes(archive, deleted)
+    finally:
+        remove_quietly(archive)
+        remove_quietly(found.archive)
     if result.exit_code == 0:
         return []
     detail = " ".join(result.stderr.split())[-300:]

@@ -176,6 +176,9 @@ class Ground:
     # PYTHONPYCACHEPREFIX (no -I/-E in test.sh, no task override): then no __pycache__ folder
     # is ever read, and the agent's are left out without a regrade.
     pycache_isolated: bool = True
+    # Whether test.sh builds the project it starts in (``pip install .``, ``uv sync``): then
+    # that project's own files there (pyproject.toml, setup.py, setup.cfg) are what it names.
+    builds_project: bool = False
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
@@ -242,6 +245,20 @@ def installed_modules(test_script: str) -> frozenset[str]:
                 if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", base):
                     names.add(base.lower().replace("-", "_").replace(".", "_"))
     return frozenset(names)
+
+
+# A project's own definition, which a test.sh that builds it (pip install .) reads by name.
+PROJECT_FILES: Final = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})
+_BUILDS_PROJECT = re.compile(
+    r"(?:pip3?|uv\s+pip|python3?\s+-m\s+pip)\s+install\b[^\n;&|]*?\s(?:-e\s+)?\./?(?=[\s;&|]|$)"
+    r"|\buv\s+(?:sync|build)\b|python3?\s+-m\s+build\b",
+    re.MULTILINE,
+)
+
+
+def builds_project(test_script: str) -> bool:
+    """Whether test.sh builds the project of the folder it runs in (:attr:`Ground.builds_project`)."""
+    return _BUILDS_PROJECT.search(test_script) is not None
 
 
 def pycache_isolated(test_script: str, verifier_env: Mapping[str, str]) -> bool:
@@ -363,7 +380,10 @@ def _rule(
         return rule
     if bytecode:
         return "benign"
-    return _ground_rule(path, change, added, known, ground_dirs, module_dirs, shadows)
+    starts = {posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts)}
+    return _ground_rule(
+        path, change, ground.builds_project, starts, added, known, ground_dirs, module_dirs, shadows
+    )
 
 
 def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]) -> str | None:
@@ -394,6 +414,8 @@ def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]
 def _ground_rule(
     path: str,
     change: Change,
+    ground_builds: bool,
+    start_dirs: set[str],
     added: set[str],
     known: set[str],
     ground_dirs: set[str],
@@ -408,7 +430,9 @@ def _ground_rule(
         entry_name = posixpath.basename(entry)
         if base == "/" and entry in known and entry not in added:
             continue  # a top-level folder of the image (/app, /root): its own rules
-        if base in ground_dirs and (entry_name.startswith(".") or entry_name in GROUND_FILES):
+        named = ground_builds and base in start_dirs and entry_name in PROJECT_FILES
+        configures = entry_name.startswith(".") or entry_name in GROUND_FILES
+        if base in ground_dirs and configures and not named:
             return "ground-config"
         if base in module_dirs and entry_name.endswith(DISTRIBUTION_METADATA):
             # importlib.metadata reads every sys.path folder: a plugin registry (pytest11).
