@@ -21,7 +21,7 @@ def default_tasks_dir() -> Path:
     env = os.environ.get(TASKS_DIR_VAR)
     if env:
         return Path(env)
-    repo_tasks = Path(__file__).resolve().parent.parent / "tasks"
+    repo_tasks = Path(__file__).resolve().parents[2] / "tasks"  # worker/runs/catalog.py
     return repo_tasks if repo_tasks.is_dir() else Path("tasks")
 
 

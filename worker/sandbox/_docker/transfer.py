@@ -147,6 +147,7 @@ def export_entries(
     the container's layer. Owners by number, as :mod:`worker.sandbox.archive` writes them."""
     errors = docker_errors()
     report = ExportReport()
+    archive.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "w", format=tarfile.GNU_FORMAT) as out:
         for path in paths:
             try:
