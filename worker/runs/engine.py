@@ -25,28 +25,21 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
 from worker.agents.base import Agent
 from worker.agents.registry import load_plugins, resolve_agent
-from worker.api import (
-    EVENT_END,
-    EVENT_ROW,
-    EVENT_STATUS,
-    Progress,
-    RunRequest,
-    RunStatus,
-    RunTask,
-)
-from worker.core.failures import FailureKind, RetryPolicy
-from worker.core.limits import OutputCaps
-from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
+from worker.api import EVENT_END, EVENT_ROW, EVENT_STATUS, Progress, RunRequest, RunStatus, RunTask
+from worker.core.failures import FailureKind
+from worker.executors import Executor, make_executor
+from worker.runs import status
 from worker.runs.admission import Rejected, check_request
 from worker.runs.catalog import TaskCatalog
+from worker.runs.events import KEEPALIVE, Event, RunEvents, row_event
 from worker.runs.meta import ProofSettings, worker_meta
 from worker.runs.proof import write_proof
 from worker.runs.records import (
@@ -56,15 +49,18 @@ from worker.runs.records import (
     TrialRecord,
     trial_key,
 )
+from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
-from worker.sandbox.base import DEFAULT_BACKEND, SandboxError, sandbox_class
+from worker.sandbox.base import SandboxError, sandbox_class
 from worker.sandbox.failures import FirstStarts
-from worker.sandbox.resources import ResourceSettings, unenforced_line
-from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
+from worker.sandbox.resources import unenforced_line
+from worker.sandbox.settings import build_refusal
 from worker.trial import TrialOutcome, TrialPlan
 from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
 from worker.trial_record.trajectory import utc_now
+
+__all__ = ["KEEPALIVE", "Engine", "EngineSettings", "RunNotFound"]
 
 log = logging.getLogger(__name__)
 
@@ -72,33 +68,10 @@ CANCEL_WAIT_SEC = 30.0
 # Closing the unfinished trials of a run yields to the event loop after this many rows, so that a
 # 10,000-trial cancel never holds the loop for long.
 FINALIZE_BATCH = 200
-KEEPALIVE = "keepalive"
 
 
 class RunNotFound(KeyError):
     pass
-
-
-@dataclass
-class EngineSettings:
-    jobs_dir: Path
-    tasks_dir: Path
-    environment: str = DEFAULT_BACKEND
-    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
-    env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
-    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
-    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
-    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/core/limits.py
-    # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
-    resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
-    # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})
-    executor: str = DEFAULT_EXECUTOR
-    executor_options: Mapping[str, str] = field(default_factory=dict)
-
-
-Event = tuple[str, dict[str, Any]]
 
 
 class Engine:
@@ -119,7 +92,7 @@ class Engine:
         self._drivers: dict[str, asyncio.Task[None]] = {}
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._run_tasks: dict[str, dict[str, RunTask]] = {}  # run id -> task id -> its RunTask
-        self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
+        self._events = RunEvents()
         self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
         self._closing = False
         self._saves: set[asyncio.Task[None]] = set()
@@ -162,7 +135,7 @@ class Engine:
             await self.store.save(run)
             await asyncio.to_thread(self._clean_abandoned, run)
             await self._run_cleanup(run.run_id)
-            log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
+            log.info("resuming run %s (%d trials left)", run.run_id, status.unfinished(run))
             self._launch(run)
         _settle()  # the loaded runs' records live as long as the worker
 
@@ -361,36 +334,14 @@ class Engine:
 
     @staticmethod
     def progress(run: RunRecord) -> Progress:
-        progress = Progress(total=len(run.trials))
-        for trial in run.trials.values():
-            if trial.state == "finished":
-                progress.finished += 1
-                if trial.row is not None and trial.row["passed"]:
-                    progress.passed += 1
-            elif trial.state == "running":
-                progress.running += 1
-        return progress
+        return status.progress(run)
 
     def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
         return RunStatus.model_validate(self.status_doc(run, with_rows=with_rows))
 
     def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
-        """:meth:`status` as JSON, built in O(trials). The rows (public-row JSON already) and the
-        proof refs are not validated again: 10,000 of them would hold the event loop for long."""
-        doc = RunStatus(
-            run_id=run.run_id,
-            status=run.status,
-            created_at=run.created_at,
-            updated_at=run.updated_at,
-            progress=self.progress(run),
-            worker_meta=run.worker_meta,
-            error=run.error,
-            private_proof_manifest=run.private_proof_manifest,
-        ).model_dump(mode="json", by_alias=True)
-        doc["tasks"] = {key: trial.state for key, trial in run.trials.items()}
-        doc["rows"] = run.rows() if with_rows else []
-        doc["_private_proof_refs"] = run.private_proof_refs
-        return doc
+        """:meth:`status` as JSON, built in O(trials) (worker/runs/status.py)."""
+        return status.status_doc(run, with_rows=with_rows)
 
     async def events(
         self, run_id: str, *, keepalive_sec: float | None = None
@@ -400,48 +351,11 @@ class Engine:
         With ``keepalive_sec``, a ``("keepalive", {})`` event is yielded after that long idle.
         """
         run = self.get(run_id)
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
-        yield_first: list[Event] = [(EVENT_STATUS, self.status_doc(run, with_rows=False))]
-        progress = self.progress(run)  # once for the replay: O(trials), not O(trials^2)
-        for trial in run.trials.values():
-            if trial.row is not None:
-                yield_first.append((EVENT_ROW, self._row_event(run, trial, progress)))
-        if run.terminal:
-            yield_first.append((EVENT_END, self.status_doc(run)))
-        else:
-            self._subscribers.setdefault(run_id, set()).add(queue)
-        try:
-            for event in yield_first:
+        async with contextlib.aclosing(
+            self._events.stream(run, keepalive_sec=keepalive_sec)
+        ) as stream:
+            async for event in stream:
                 yield event
-            if run.terminal:
-                return
-            while True:
-                try:
-                    event = await asyncio.wait_for(queue.get(), keepalive_sec)
-                except TimeoutError:
-                    yield (KEEPALIVE, {})
-                    continue
-                yield event
-                if event[0] == EVENT_END:
-                    return
-        finally:
-            self._subscribers.get(run_id, set()).discard(queue)
-
-    def _publish(self, run_id: str, event: Event) -> None:
-        for queue in self._subscribers.get(run_id, ()):
-            queue.put_nowait(event)
-
-    def _row_event(
-        self, run: RunRecord, trial: TrialRecord, progress: Progress | None = None
-    ) -> dict[str, Any]:
-        return {
-            "run_id": run.run_id,
-            "trial_key": trial.key,
-            "row": trial.row,
-            "reason": trial.current.reason if trial.current is not None else None,
-            "progress": (progress or self.progress(run)).model_dump(),
-        }
 
     # ---- scheduling ------------------------------------------------------------------------
 
@@ -507,7 +421,7 @@ class Engine:
             run.status = "running"
             run.updated_at = utc_now()
             await self.store.save_fields(run, ["status"])
-            self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
+            self._events.publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
 
     async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
         """One trial, holding a slot the spawner took for it (its done callback frees it)."""
@@ -533,7 +447,7 @@ class Engine:
             break
         if outcome is None:
             await self.store.save_trial(run, trial)
-            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+            self._events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
             return
         if outcome.resource_changes:
             limits = run.worker_meta.setdefault("resource_limits", {})
@@ -546,7 +460,7 @@ class Engine:
         trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
         await self.store.save_trial(run, trial)
-        self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
+        self._events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
 
     async def _attempt(
         self, run: RunRecord, trial: TrialRecord, run_task: RunTask
@@ -634,8 +548,8 @@ class Engine:
                 run, trial, kind, message, transport=transport, rows=rows, now=now, ids=suffixes
             )
             progress.finished += 1
-            if self._subscribers.get(run.run_id):  # no event to build when nobody listens
-                self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
+            if self._events.listening(run.run_id):  # no event to build when nobody listens
+                self._events.publish(run.run_id, (EVENT_ROW, row_event(run, trial, progress)))
             closed += 1
             if closed % FINALIZE_BATCH == 0:
                 await asyncio.sleep(0)  # let other requests in
@@ -653,8 +567,8 @@ class Engine:
             run.error = run.error or f"private proof not written: {exc}"
         run.updated_at = utc_now()
         await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
-        if self._subscribers.get(run.run_id):
-            self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
+        if self._events.listening(run.run_id):
+            self._events.publish(run.run_id, (EVENT_END, self.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
         self._first_starts.pop(run.run_id, None)
         self._run_tasks.pop(run.run_id, None)
@@ -765,7 +679,3 @@ def _settle() -> None:
     as the worker; with 10,000 trials a full collection walking them held the event loop for
     100 ms and more, at random moments. (They are still freed by reference counting.)"""
     gc.freeze()
-
-
-def _unfinished(run: RunRecord) -> int:
-    return sum(1 for t in run.trials.values() if t.state != "finished")
