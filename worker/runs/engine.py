@@ -19,42 +19,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
 import logging
-import os
-import shutil
-import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, Literal
 
-from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
+from worker.acp.host_process import ProcessIdentity, started_hook
 from worker.agents.base import Agent
 from worker.agents.registry import load_plugins, resolve_agent
 from worker.api import EVENT_END, EVENT_ROW, EVENT_STATUS, Progress, RunRequest, RunStatus, RunTask
 from worker.core.failures import FailureKind
 from worker.executors import Executor, make_executor
 from worker.runs import status
-from worker.runs.admission import Rejected, check_request
 from worker.runs.catalog import TaskCatalog
 from worker.runs.events import KEEPALIVE, Event, RunEvents, row_event
-from worker.runs.meta import ProofSettings, worker_meta
+from worker.runs.intake import Intake
+from worker.runs.meta import ProofSettings
 from worker.runs.proof import write_proof
 from worker.runs.records import (
     AttemptRecord,
     HostProcessRecord,
     RunRecord,
     TrialRecord,
-    trial_key,
+    settle,
 )
+from worker.runs.recovery import Recovery
 from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
-from worker.sandbox.base import SandboxError, sandbox_class
 from worker.sandbox.failures import FirstStarts
-from worker.sandbox.resources import unenforced_line
-from worker.sandbox.settings import build_refusal
 from worker.trial import TrialOutcome, TrialPlan
 from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
@@ -93,6 +85,8 @@ class Engine:
         self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
         self._run_tasks: dict[str, dict[str, RunTask]] = {}  # run id -> task id -> its RunTask
         self._events = RunEvents()
+        self._intake = Intake(settings, self.catalog)
+        self._recovery = Recovery(settings, self.store, self.executor, self.owner)
         self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
         self._closing = False
         self._saves: set[asyncio.Task[None]] = set()
@@ -109,85 +103,20 @@ class Engine:
         await asyncio.to_thread(load_plugins)
         if not resume:
             return
-        runs, problems = await asyncio.to_thread(self.store.load_all)
-        for problem in problems:
-            log.error("unreadable run document skipped: %s", problem)
-        await self._reap(active={run.run_id for run in runs if not run.terminal})
-        for run in runs:
+        for run in await self._recovery.load():
             self._runs[run.run_id] = run
             if run.terminal:
                 continue
-            try:
-                check_request(run.request)
-            except Rejected as exc:  # stored by an older worker that admitted it: end it now
-                log.error("run %s cannot finish (%s); ending it", run.run_id, exc)
-                run.error = f"the run's request is not admissible: {exc}"
+            if await self._recovery.resume(run):
+                self._launch(run)
+            else:
                 await self._finalize(run)
-                continue
-            for trial in run.trials.values():
-                if trial.state == "running":
-                    trial.state = "queued"
-                    if trial.current is not None and trial.current.outcome == "running":
-                        trial.current.outcome = "abandoned"
-                        trial.current.finished_at = utc_now()
-                        trial.current.error = "the worker stopped during this attempt"
-            run.updated_at = utc_now()
-            await self.store.save(run)
-            await asyncio.to_thread(self._clean_abandoned, run)
-            await self._run_cleanup(run.run_id)
-            log.info("resuming run %s (%d trials left)", run.run_id, status.unfinished(run))
-            self._launch(run)
-        _settle()  # the loaded runs' records live as long as the worker
-
-    def _clean_abandoned(self, run: RunRecord) -> None:
-        """Kill the host processes of the run's abandoned attempts that still run, and remove
-        those attempts' sandbox folders (their logs stay)."""
-        for trial in run.trials.values():
-            for attempt in trial.attempts:
-                if attempt.outcome != "abandoned":
-                    continue
-                for process in attempt.host_processes:
-                    identity = ProcessIdentity(process.pid, process.start_ticks, process.boot_id)
-                    if kill_if_same(identity):
-                        log.info("killed pid %d left by attempt %s", process.pid, attempt.trial_id)
-                sandbox = (self.settings.jobs_dir / attempt.trial_dir / "sandbox").resolve()
-                inside = sandbox.is_relative_to(self.store.run_dir(run.run_id).resolve())
-                if inside and sandbox.is_dir():
-                    _remove_tree(sandbox)
+        settle()  # the loaded runs' records live as long as the worker
 
     def _save_soon(self, run: RunRecord, trial: TrialRecord) -> None:
         task = asyncio.ensure_future(self.store.save_trial(run, trial))
         self._saves.add(task)
         task.add_done_callback(self._saves.discard)
-
-    async def _reap(self, active: set[str]) -> None:
-        """At start: remove what this worker's sandboxes left behind a crash (the backend's
-        reaper, limited to this worker's own), sparing the runs about to resume."""
-        try:
-            removed = await sandbox_class(self.settings.environment).reap(self.owner, active)
-        except Exception as exc:  # the engine may be gone; the trials will say so
-            log.warning("could not reap what earlier runs left: %s", exc)
-            return
-        if removed:
-            log.info("reaped %d thing(s) left by earlier runs", removed)
-
-    async def _run_cleanup(self, run_id: str) -> None:
-        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup), here and
-        where the executor ran its attempts (ray: every sandbox node)."""
-        try:
-            removed = await sandbox_class(self.settings.environment).run_cleanup(run_id)
-        except Exception as exc:  # the engine may be gone; the trials will say so
-            log.warning("could not reap containers of run %s: %s", run_id, exc)
-        else:
-            if removed:
-                log.info("removed %d container(s) left by run %s", removed, run_id)
-        try:
-            removed = await self.executor.cleanup_run(run_id, self.settings.environment)
-        except Exception as exc:
-            log.warning("could not clean run %s where the executor ran it: %s", run_id, exc)
-        else:
-            if removed:
-                log.info("removed %d thing(s) of run %s on the executor's nodes", removed, run_id)
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""
@@ -206,95 +135,17 @@ class Engine:
     def prepare(self, request: RunRequest) -> Agent:
         """Check a request before accepting it: UnknownTask, or ValueError naming the problem
         (:class:`~worker.runs.admission.Rejected` with its field for the rules its rows will meet)."""
-        check_request(request)
-        for task in request.tasks:
-            self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
-        if not self.settings.prebuilt.builds:
-            self._refuse_builds(request)
-        spec = request.agent
-        if spec is None:
-            if "agent" not in request.participants:
-                raise ValueError("agent: no agent given and no participants.agent to bridge to")
-            spec = "a2a"
-        try:
-            agent = resolve_agent(spec)
-            # e.g. a manifest's requires_env unset: refused here, before any trial starts.
-            agent.check_ready(request.usage.agent_env if request.usage else {})
-        except ValueError as exc:
-            raise ValueError(f"agent: {exc}") from None
-        return agent
-
-    def _refuse_builds(self, request: RunRequest) -> None:
-        """Where no task image may be built (``SKILLSBENCH_WORKER_BUILDS=never``, as under Amber):
-        ValueError naming every task whose sandbox would need a build, before the run starts."""
-        backend = sandbox_class(self.settings.environment)
-        lenient = replace(self.settings.prebuilt, required=False)
-        configs = []
-        for run_task in request.tasks:
-            task = self.catalog.get(run_task.task_id)
-            with_skills = request.condition != "without_skills" and task.skills_dir is not None
-            configs.append(
-                backend.config_type.from_task(task, with_skills=with_skills, prebuilt=lenient)
-            )
-        try:
-            missing = backend.unbuilt_images(configs)
-        except SandboxError as exc:
-            raise ValueError(f"cannot tell whether the task images exist: {exc}") from None
-        if missing:
-            raise ValueError(build_refusal(missing))
+        return self._intake.prepare(request)
 
     async def submit(self, request: RunRequest) -> RunRecord:
         # Checking the request (task folders, one probe row per task) and building up to
         # 10,000 trial records is CPU and disk work: done off the event loop.
-        run = await asyncio.to_thread(self._new_run, request)
-        _settle()
+        run = await asyncio.to_thread(self._intake.new_run, request)
+        settle()
         self._runs[run.run_id] = run
         await self.store.save(run)
         self._launch(run)
         return run
-
-    def _new_run(self, request: RunRequest) -> RunRecord:
-        agent = self.prepare(request)
-        now = utc_now()
-        run_id = f"run-{uuid.uuid4().hex[:16]}"
-        trials: dict[str, TrialRecord] = {}
-        for instance in range(request.num_instances):
-            for task in request.tasks:
-                key = trial_key(task.task_id, instance)
-                trials[key] = TrialRecord(key=key, task_id=task.task_id, instance=instance)
-        run = RunRecord(
-            run_id=run_id,
-            created_at=now,
-            updated_at=now,
-            request=request,
-            agent=agent.spec,
-            trials=trials,
-            worker_meta=worker_meta(
-                request,
-                environment=self.settings.environment,
-                concurrency=self.settings.concurrency,
-                agent=agent.spec,
-                env=self.settings.env,
-                resource_limits=self._resource_limits(run_id),
-                base_image_map=self.settings.prebuilt.bases,
-            ),
-        )
-        return run
-
-    def _resource_limits(self, run_id: str) -> dict[str, Any]:
-        """The run's resource settings and how each limit is enforced here; a limit that cannot
-        be is said once, at the run's start (logged, and kept as ``warning`` for ``run``)."""
-        environment = self.settings.environment
-        mechanisms = sandbox_class(environment).limit_mechanisms()
-        warning = unenforced_line(environment, mechanisms)
-        if warning:
-            log.warning("run %s: %s", run_id, warning)
-        return {
-            **self.settings.resources.as_dict(),
-            "enforced": mechanisms,
-            "warning": warning,
-            "changed": {},
-        }
 
     def get(self, run_id: str) -> RunRecord:
         try:
@@ -572,7 +423,7 @@ class Engine:
         self._trial_tasks.pop(run.run_id, None)
         self._first_starts.pop(run.run_id, None)
         self._run_tasks.pop(run.run_id, None)
-        _settle()
+        settle()
 
     def _run_task(self, run: RunRecord, task_id: str) -> RunTask:
         tasks = self._run_tasks.get(run.run_id)
@@ -648,34 +499,9 @@ class Engine:
             rows[trial.task_id] = trial.row
 
 
-def _remove_tree(path: Path) -> None:
-    """Remove ``path``, making read-only folders (a sandbox's layer) writable on the way."""
-
-    def retry(_func: object, failed: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
-
-    try:
-        shutil.rmtree(path, onerror=retry)
-    except OSError as exc:
-        log.warning("could not remove %s: %s", path, exc)
-
-
 def _transport(spec: str) -> str:
     """The row's agent_transport: the agent's kind (the spec's prefix if it no longer resolves)."""
     try:
         return resolve_agent(spec).kind
     except ValueError:
         return spec.split(":", 1)[0]
-
-
-def _settle() -> None:
-    """Move what exists now out of the garbage collector's scans. A run's records live as long
-    as the worker; with 10,000 trials a full collection walking them held the event loop for
-    100 ms and more, at random moments. (They are still freed by reference counting.)"""
-    gc.freeze()
