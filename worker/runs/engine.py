@@ -1,11 +1,15 @@
-"""The worker engine: run store + one asyncio scheduler + run events. Used by the HTTP service
-and, in-process, by ``skillsbench-agentbeats run``.
+"""The worker engine: the public front over the run store, one asyncio scheduler and the run
+events. Used by the HTTP service and, in-process, by ``skillsbench-agentbeats run``.
 
-Scheduling: every run has a driver task and a spawner that starts a task for each unfinished
-trial once it holds a slot of one semaphore shared by all runs (the worker's trial concurrency),
-so a queued trial costs nothing and cancelling a run is O(trials). A trial that fails with a retried failure kind
-is tried again after a backoff, with a fresh trial id and folder. A run ends ``completed`` when
-every trial has its row (failed trials included), or ``cancelled``.
+Its parts, each in its module of ``worker/runs/``:
+
+- ``intake.py``: a request's checks before it is accepted and its new run record;
+- ``scheduler.py``: every run's driver, the slots of the worker's trial concurrency, a trial's
+  attempts and retries, and a run's end (``closing.py``: the failure rows of the trials that did
+  not finish, the final status and the private proof);
+- ``events.py`` and ``status.py``: the per-run event stream and the status document;
+- ``recovery.py``: at start, resuming the runs a stopped worker left unfinished;
+- ``store.py``: where every state change is stored before the engine goes on.
 
 Crash safety: every state change is stored before the engine goes on: a trial's with one journal
 line (O(1), worker/runs/store.py), a run's (submit, end, resume) by rewriting the run document, which
@@ -19,86 +23,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import hashlib
-import logging
-import os
-import shutil
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any
 
-from worker.acp.host_process import ProcessIdentity, kill_if_same, started_hook
 from worker.agents.base import Agent
-from worker.agents.registry import load_plugins, resolve_agent
-from worker.api import (
-    EVENT_END,
-    EVENT_ROW,
-    EVENT_STATUS,
-    Progress,
-    RunRequest,
-    RunStatus,
-    RunTask,
-)
-from worker.core.failures import FailureKind, RetryPolicy
-from worker.core.limits import OutputCaps
-from worker.executors import DEFAULT_EXECUTOR, Executor, make_executor
-from worker.runs.admission import Rejected, check_request
+from worker.agents.registry import load_plugins
+from worker.api import Progress, RunRequest, RunStatus
+from worker.executors import Executor, make_executor
+from worker.runs import status
 from worker.runs.catalog import TaskCatalog
-from worker.runs.meta import ProofSettings, worker_meta
-from worker.runs.proof import write_proof
-from worker.runs.records import (
-    AttemptRecord,
-    HostProcessRecord,
-    RunRecord,
-    TrialRecord,
-    trial_key,
-)
+from worker.runs.events import KEEPALIVE, Event, RunEvents
+from worker.runs.intake import Intake
+from worker.runs.meta import ProofSettings
+from worker.runs.records import RunRecord, settle
+from worker.runs.recovery import Recovery
+from worker.runs.scheduler import Scheduler
+from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
-from worker.sandbox.base import DEFAULT_BACKEND, SandboxError, sandbox_class
-from worker.sandbox.failures import FirstStarts
-from worker.sandbox.resources import ResourceSettings, unenforced_line
-from worker.sandbox.settings import ParticipantProxies, PrebuiltImages, build_refusal
-from worker.trial import TrialOutcome, TrialPlan
-from worker.trial_record.paths import RESULT_FILE
-from worker.trial_record.public_row import build_row, new_trial_id, trial_id_suffixes
 from worker.trial_record.trajectory import utc_now
 
-log = logging.getLogger(__name__)
-
-CANCEL_WAIT_SEC = 30.0
-# Closing the unfinished trials of a run yields to the event loop after this many rows, so that a
-# 10,000-trial cancel never holds the loop for long.
-FINALIZE_BATCH = 200
-KEEPALIVE = "keepalive"
+__all__ = ["KEEPALIVE", "Engine", "EngineSettings", "RunNotFound"]
 
 
 class RunNotFound(KeyError):
     pass
-
-
-@dataclass
-class EngineSettings:
-    jobs_dir: Path
-    tasks_dir: Path
-    environment: str = DEFAULT_BACKEND
-    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    proof: ProofSettings | None = None  # default: from the environment, under the jobs dir
-    env: Mapping[str, str] | None = None  # where revisions/images are read (default os.environ)
-    prebuilt: PrebuiltImages = field(default_factory=PrebuiltImages)  # backends running images
-    proxies: ParticipantProxies = field(default_factory=ParticipantProxies)
-    caps: OutputCaps = field(default_factory=OutputCaps.from_env)  # worker/core/limits.py
-    # The process cap and the CPU/memory overrides (worker/sandbox/resources.py).
-    resources: ResourceSettings = field(default_factory=ResourceSettings.from_env)
-    # Where attempts run (worker/executors): "inprocess" (this host) or "ray" ({"address": ..})
-    executor: str = DEFAULT_EXECUTOR
-    executor_options: Mapping[str, str] = field(default_factory=dict)
-
-
-Event = tuple[str, dict[str, Any]]
 
 
 class Engine:
@@ -115,14 +64,18 @@ class Engine:
         folder = str(settings.jobs_dir.resolve())
         self.owner = hashlib.sha256(folder.encode()).hexdigest()[:16]
         self._runs: dict[str, RunRecord] = {}
-        self._slots = asyncio.Semaphore(settings.concurrency)
-        self._drivers: dict[str, asyncio.Task[None]] = {}
-        self._trial_tasks: dict[str, set[asyncio.Task[None]]] = {}
-        self._run_tasks: dict[str, dict[str, RunTask]] = {}  # run id -> task id -> its RunTask
-        self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
-        self._first_starts: dict[str, FirstStarts] = {}  # per run: one failed build per task
-        self._closing = False
-        self._saves: set[asyncio.Task[None]] = set()
+        self._events = RunEvents()
+        self._intake = Intake(settings, self.catalog)
+        self._scheduler = Scheduler(
+            settings,
+            store=self.store,
+            catalog=self.catalog,
+            executor=self.executor,
+            events=self._events,
+            proof=self.proof,
+            owner=self.owner,
+        )
+        self._recovery = Recovery(settings, self.store, self.executor, self.owner)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -136,96 +89,19 @@ class Engine:
         await asyncio.to_thread(load_plugins)
         if not resume:
             return
-        runs, problems = await asyncio.to_thread(self.store.load_all)
-        for problem in problems:
-            log.error("unreadable run document skipped: %s", problem)
-        await self._reap(active={run.run_id for run in runs if not run.terminal})
-        for run in runs:
+        for run in await self._recovery.load():
             self._runs[run.run_id] = run
             if run.terminal:
                 continue
-            try:
-                check_request(run.request)
-            except Rejected as exc:  # stored by an older worker that admitted it: end it now
-                log.error("run %s cannot finish (%s); ending it", run.run_id, exc)
-                run.error = f"the run's request is not admissible: {exc}"
-                await self._finalize(run)
-                continue
-            for trial in run.trials.values():
-                if trial.state == "running":
-                    trial.state = "queued"
-                    if trial.current is not None and trial.current.outcome == "running":
-                        trial.current.outcome = "abandoned"
-                        trial.current.finished_at = utc_now()
-                        trial.current.error = "the worker stopped during this attempt"
-            run.updated_at = utc_now()
-            await self.store.save(run)
-            await asyncio.to_thread(self._clean_abandoned, run)
-            await self._run_cleanup(run.run_id)
-            log.info("resuming run %s (%d trials left)", run.run_id, _unfinished(run))
-            self._launch(run)
-        _settle()  # the loaded runs' records live as long as the worker
-
-    def _clean_abandoned(self, run: RunRecord) -> None:
-        """Kill the host processes of the run's abandoned attempts that still run, and remove
-        those attempts' sandbox folders (their logs stay)."""
-        for trial in run.trials.values():
-            for attempt in trial.attempts:
-                if attempt.outcome != "abandoned":
-                    continue
-                for process in attempt.host_processes:
-                    identity = ProcessIdentity(process.pid, process.start_ticks, process.boot_id)
-                    if kill_if_same(identity):
-                        log.info("killed pid %d left by attempt %s", process.pid, attempt.trial_id)
-                sandbox = (self.settings.jobs_dir / attempt.trial_dir / "sandbox").resolve()
-                inside = sandbox.is_relative_to(self.store.run_dir(run.run_id).resolve())
-                if inside and sandbox.is_dir():
-                    _remove_tree(sandbox)
-
-    def _save_soon(self, run: RunRecord, trial: TrialRecord) -> None:
-        task = asyncio.ensure_future(self.store.save_trial(run, trial))
-        self._saves.add(task)
-        task.add_done_callback(self._saves.discard)
-
-    async def _reap(self, active: set[str]) -> None:
-        """At start: remove what this worker's sandboxes left behind a crash (the backend's
-        reaper, limited to this worker's own), sparing the runs about to resume."""
-        try:
-            removed = await sandbox_class(self.settings.environment).reap(self.owner, active)
-        except Exception as exc:  # the engine may be gone; the trials will say so
-            log.warning("could not reap what earlier runs left: %s", exc)
-            return
-        if removed:
-            log.info("reaped %d thing(s) left by earlier runs", removed)
-
-    async def _run_cleanup(self, run_id: str) -> None:
-        """Remove what a killed worker left of ``run_id`` (the backend's run cleanup), here and
-        where the executor ran its attempts (ray: every sandbox node)."""
-        try:
-            removed = await sandbox_class(self.settings.environment).run_cleanup(run_id)
-        except Exception as exc:  # the engine may be gone; the trials will say so
-            log.warning("could not reap containers of run %s: %s", run_id, exc)
-        else:
-            if removed:
-                log.info("removed %d container(s) left by run %s", removed, run_id)
-        try:
-            removed = await self.executor.cleanup_run(run_id, self.settings.environment)
-        except Exception as exc:
-            log.warning("could not clean run %s where the executor ran it: %s", run_id, exc)
-        else:
-            if removed:
-                log.info("removed %d thing(s) of run %s on the executor's nodes", removed, run_id)
+            if await self._recovery.resume(run):
+                self._scheduler.launch(run)
+            else:
+                await self._scheduler.finalize(run)
+        settle()  # the loaded runs' records live as long as the worker
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""
-        self._closing = True
-        tasks = [*self._drivers.values()]
-        for group in self._trial_tasks.values():
-            tasks.extend(group)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=CANCEL_WAIT_SEC)
+        await self._scheduler.close()
         await self.executor.close()
 
     # ---- runs ------------------------------------------------------------------------------
@@ -233,95 +109,17 @@ class Engine:
     def prepare(self, request: RunRequest) -> Agent:
         """Check a request before accepting it: UnknownTask, or ValueError naming the problem
         (:class:`~worker.runs.admission.Rejected` with its field for the rules its rows will meet)."""
-        check_request(request)
-        for task in request.tasks:
-            self.catalog.get(task.task_id)  # loads (and caches) the task, or raises UnknownTask
-        if not self.settings.prebuilt.builds:
-            self._refuse_builds(request)
-        spec = request.agent
-        if spec is None:
-            if "agent" not in request.participants:
-                raise ValueError("agent: no agent given and no participants.agent to bridge to")
-            spec = "a2a"
-        try:
-            agent = resolve_agent(spec)
-            # e.g. a manifest's requires_env unset: refused here, before any trial starts.
-            agent.check_ready(request.usage.agent_env if request.usage else {})
-        except ValueError as exc:
-            raise ValueError(f"agent: {exc}") from None
-        return agent
-
-    def _refuse_builds(self, request: RunRequest) -> None:
-        """Where no task image may be built (``SKILLSBENCH_WORKER_BUILDS=never``, as under Amber):
-        ValueError naming every task whose sandbox would need a build, before the run starts."""
-        backend = sandbox_class(self.settings.environment)
-        lenient = replace(self.settings.prebuilt, required=False)
-        configs = []
-        for run_task in request.tasks:
-            task = self.catalog.get(run_task.task_id)
-            with_skills = request.condition != "without_skills" and task.skills_dir is not None
-            configs.append(
-                backend.config_type.from_task(task, with_skills=with_skills, prebuilt=lenient)
-            )
-        try:
-            missing = backend.unbuilt_images(configs)
-        except SandboxError as exc:
-            raise ValueError(f"cannot tell whether the task images exist: {exc}") from None
-        if missing:
-            raise ValueError(build_refusal(missing))
+        return self._intake.prepare(request)
 
     async def submit(self, request: RunRequest) -> RunRecord:
         # Checking the request (task folders, one probe row per task) and building up to
         # 10,000 trial records is CPU and disk work: done off the event loop.
-        run = await asyncio.to_thread(self._new_run, request)
-        _settle()
+        run = await asyncio.to_thread(self._intake.new_run, request)
+        settle()
         self._runs[run.run_id] = run
         await self.store.save(run)
-        self._launch(run)
+        self._scheduler.launch(run)
         return run
-
-    def _new_run(self, request: RunRequest) -> RunRecord:
-        agent = self.prepare(request)
-        now = utc_now()
-        run_id = f"run-{uuid.uuid4().hex[:16]}"
-        trials: dict[str, TrialRecord] = {}
-        for instance in range(request.num_instances):
-            for task in request.tasks:
-                key = trial_key(task.task_id, instance)
-                trials[key] = TrialRecord(key=key, task_id=task.task_id, instance=instance)
-        run = RunRecord(
-            run_id=run_id,
-            created_at=now,
-            updated_at=now,
-            request=request,
-            agent=agent.spec,
-            trials=trials,
-            worker_meta=worker_meta(
-                request,
-                environment=self.settings.environment,
-                concurrency=self.settings.concurrency,
-                agent=agent.spec,
-                env=self.settings.env,
-                resource_limits=self._resource_limits(run_id),
-                base_image_map=self.settings.prebuilt.bases,
-            ),
-        )
-        return run
-
-    def _resource_limits(self, run_id: str) -> dict[str, Any]:
-        """The run's resource settings and how each limit is enforced here; a limit that cannot
-        be is said once, at the run's start (logged, and kept as ``warning`` for ``run``)."""
-        environment = self.settings.environment
-        mechanisms = sandbox_class(environment).limit_mechanisms()
-        warning = unenforced_line(environment, mechanisms)
-        if warning:
-            log.warning("run %s: %s", run_id, warning)
-        return {
-            **self.settings.resources.as_dict(),
-            "enforced": mechanisms,
-            "warning": warning,
-            "changed": {},
-        }
 
     def get(self, run_id: str) -> RunRecord:
         try:
@@ -340,57 +138,26 @@ class Engine:
         run.cancel_requested = True
         run.updated_at = utc_now()
         await self.store.save_fields(run, ["cancel_requested"])
-        for task in list(self._trial_tasks.get(run_id, ())):
-            task.cancel()
-        driver = self._drivers.get(run_id)
-        if driver is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(driver), CANCEL_WAIT_SEC)
-        if not run.terminal:  # no driver (or it is stuck): finish the bookkeeping here
-            await self._finalize(run)
+        await self._scheduler.stop(run)
         return run
 
     async def wait(self, run_id: str) -> RunRecord:
         """Until the run is terminal."""
-        driver = self._drivers.get(run_id)
-        if driver is not None:
-            await asyncio.shield(driver)
+        await self._scheduler.wait(run_id)
         return self.get(run_id)
 
     # ---- status and events -----------------------------------------------------------------
 
     @staticmethod
     def progress(run: RunRecord) -> Progress:
-        progress = Progress(total=len(run.trials))
-        for trial in run.trials.values():
-            if trial.state == "finished":
-                progress.finished += 1
-                if trial.row is not None and trial.row["passed"]:
-                    progress.passed += 1
-            elif trial.state == "running":
-                progress.running += 1
-        return progress
+        return status.progress(run)
 
     def status(self, run: RunRecord, *, with_rows: bool = True) -> RunStatus:
         return RunStatus.model_validate(self.status_doc(run, with_rows=with_rows))
 
     def status_doc(self, run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
-        """:meth:`status` as JSON, built in O(trials). The rows (public-row JSON already) and the
-        proof refs are not validated again: 10,000 of them would hold the event loop for long."""
-        doc = RunStatus(
-            run_id=run.run_id,
-            status=run.status,
-            created_at=run.created_at,
-            updated_at=run.updated_at,
-            progress=self.progress(run),
-            worker_meta=run.worker_meta,
-            error=run.error,
-            private_proof_manifest=run.private_proof_manifest,
-        ).model_dump(mode="json", by_alias=True)
-        doc["tasks"] = {key: trial.state for key, trial in run.trials.items()}
-        doc["rows"] = run.rows() if with_rows else []
-        doc["_private_proof_refs"] = run.private_proof_refs
-        return doc
+        """:meth:`status` as JSON, built in O(trials) (worker/runs/status.py)."""
+        return status.status_doc(run, with_rows=with_rows)
 
     async def events(
         self, run_id: str, *, keepalive_sec: float | None = None
@@ -400,372 +167,7 @@ class Engine:
         With ``keepalive_sec``, a ``("keepalive", {})`` event is yielded after that long idle.
         """
         run = self.get(run_id)
-        queue: asyncio.Queue[Event] = asyncio.Queue()
-        # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
-        yield_first: list[Event] = [(EVENT_STATUS, self.status_doc(run, with_rows=False))]
-        progress = self.progress(run)  # once for the replay: O(trials), not O(trials^2)
-        for trial in run.trials.values():
-            if trial.row is not None:
-                yield_first.append((EVENT_ROW, self._row_event(run, trial, progress)))
-        if run.terminal:
-            yield_first.append((EVENT_END, self.status_doc(run)))
-        else:
-            self._subscribers.setdefault(run_id, set()).add(queue)
-        try:
-            for event in yield_first:
+        stream = self._events.stream(run, keepalive_sec=keepalive_sec)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
                 yield event
-            if run.terminal:
-                return
-            while True:
-                try:
-                    event = await asyncio.wait_for(queue.get(), keepalive_sec)
-                except TimeoutError:
-                    yield (KEEPALIVE, {})
-                    continue
-                yield event
-                if event[0] == EVENT_END:
-                    return
-        finally:
-            self._subscribers.get(run_id, set()).discard(queue)
-
-    def _publish(self, run_id: str, event: Event) -> None:
-        for queue in self._subscribers.get(run_id, ()):
-            queue.put_nowait(event)
-
-    def _row_event(
-        self, run: RunRecord, trial: TrialRecord, progress: Progress | None = None
-    ) -> dict[str, Any]:
-        return {
-            "run_id": run.run_id,
-            "trial_key": trial.key,
-            "row": trial.row,
-            "reason": trial.current.reason if trial.current is not None else None,
-            "progress": (progress or self.progress(run)).model_dump(),
-        }
-
-    # ---- scheduling ------------------------------------------------------------------------
-
-    def _launch(self, run: RunRecord) -> None:
-        self._drivers[run.run_id] = asyncio.create_task(self._drive(run), name=f"run {run.run_id}")
-
-    async def _drive(self, run: RunRecord) -> None:
-        if run.cancel_requested:
-            await self._finalize(run)
-            return
-        # A trial gets its task only once it holds a slot of the worker's concurrency, so a
-        # queued trial costs nothing to cancel however many there are (O(trials) in all).
-        group: set[asyncio.Task[None]] = set()
-        self._trial_tasks[run.run_id] = group
-        self._track(
-            run,
-            group,
-            asyncio.create_task(self._spawn(run, group), name=f"run {run.run_id} spawner"),
-        )
-        while group:
-            await asyncio.wait(list(group))
-        if self._closing:
-            return
-        await self._finalize(run)
-
-    async def _spawn(self, run: RunRecord, group: set[asyncio.Task[None]]) -> None:
-        """Start the run's unfinished trials one by one, each when a slot is free."""
-        for trial in list(run.trials.values()):
-            if trial.state == "finished":
-                continue
-            await self._slots.acquire()
-            if run.cancel_requested or self._closing:
-                self._slots.release()
-                return
-            task = asyncio.create_task(self._run_one(run, trial), name=f"trial {trial.key}")
-            self._track(run, group, task, holds_slot=True)
-
-    def _track(
-        self,
-        run: RunRecord,
-        group: set[asyncio.Task[None]],
-        task: asyncio.Task[None],
-        *,
-        holds_slot: bool = False,
-    ) -> None:
-        """Keep ``task`` in the run's group until it ends; then free its slot (even when it was
-        cancelled before it started) and record a crash."""
-        group.add(task)
-
-        def done(task: asyncio.Task[None]) -> None:
-            group.discard(task)
-            if holds_slot:
-                self._slots.release()
-            if not task.cancelled() and task.exception() is not None:
-                exc = task.exception()
-                log.error("trial task of run %s crashed: %r", run.run_id, exc)
-                run.error = f"internal error: {exc!r}"
-
-        task.add_done_callback(done)
-
-    async def _set_running(self, run: RunRecord) -> None:
-        if run.status == "queued":
-            run.status = "running"
-            run.updated_at = utc_now()
-            await self.store.save_fields(run, ["status"])
-            self._publish(run.run_id, (EVENT_STATUS, self.status_doc(run, with_rows=False)))
-
-    async def _run_one(self, run: RunRecord, trial: TrialRecord) -> None:
-        """One trial, holding a slot the spawner took for it (its done callback frees it)."""
-        run_task = self._run_task(run, trial.task_id)
-        if run.cancel_requested or self._closing:
-            return
-        while True:
-            outcome = await self._attempt(run, trial, run_task)
-            attempts = len(trial.attempts)
-            if outcome is not None and self.settings.retry.should_retry(outcome.failure, attempts):
-                assert trial.current is not None
-                trial.current.outcome = "retried"
-                trial.state = "queued"
-                await self.store.save_trial(run, trial)
-                log.warning(
-                    "trial %s failed (%s), retrying: %s",
-                    trial.key,
-                    outcome.failure,
-                    outcome.error,
-                )
-                await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
-                continue
-            break
-        if outcome is None:
-            await self.store.save_trial(run, trial)
-            self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
-            return
-        if outcome.resource_changes:
-            limits = run.worker_meta.setdefault("resource_limits", {})
-            limits.setdefault("changed", {})[trial.task_id] = outcome.resource_changes
-        trial.state = "finished"
-        trial.row = outcome.row
-        trial.failure = outcome.failure.value if outcome.failure else None
-        assert trial.current is not None
-        trial.current.outcome = "finished"
-        trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
-        run.updated_at = utc_now()
-        await self.store.save_trial(run, trial)
-        self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial)))
-
-    async def _attempt(
-        self, run: RunRecord, trial: TrialRecord, run_task: RunTask
-    ) -> TrialOutcome | None:
-        """One attempt (cancellation propagates; the driver records it)."""
-        try:
-            task = self.catalog.get(trial.task_id)
-            agent = resolve_agent(run.agent)
-        except ValueError as exc:  # the task folder or agent went away since the run was accepted
-            self._close_trial(run, trial, FailureKind.WORKER_ERROR, str(exc))
-            return None
-        trial_id = new_trial_id(trial.task_id)
-        trial_dir = self.store.trial_dir(run.run_id, trial_id)
-        trial.attempts.append(
-            AttemptRecord(
-                trial_id=trial_id,
-                trial_dir=self.store.relative(trial_dir),
-                started_at=utc_now(),
-            )
-        )
-        trial.state = "running"
-        run.updated_at = utc_now()
-        await self.store.save_trial(run, trial)
-        await self._set_running(run)
-        plan = TrialPlan(
-            run_id=run.run_id,
-            key=trial.key,
-            instance=trial.instance,
-            attempt=len(trial.attempts),
-            trial_id=trial_id,
-            trial_dir=trial_dir,
-            task=task,
-            run_task=run_task,
-            request=run.request,
-            agent=agent,
-            environment=self.settings.environment,
-            prebuilt=self.settings.prebuilt,
-            owner=self.owner,
-            proxies=self.settings.proxies,
-            caps=self.settings.caps,
-            first_starts=self._first_starts.setdefault(run.run_id, FirstStarts()),
-            resources=self.settings.resources,
-        )
-        attempt = trial.attempts[-1]
-
-        def started(identity: ProcessIdentity) -> None:
-            attempt.host_processes.append(
-                HostProcessRecord(
-                    pid=identity.pid, start_ticks=identity.start_ticks, boot_id=identity.boot_id
-                )
-            )
-            self._save_soon(run, trial)
-
-        token = started_hook.set(started)
-        try:
-            outcome = await self.executor.run(plan)
-        finally:
-            started_hook.reset(token)
-        current = trial.current
-        assert current is not None
-        current.finished_at = utc_now()
-        current.failure = outcome.failure.value if outcome.failure else None
-        current.error = outcome.error
-        current.reason = outcome.reason
-        return outcome
-
-    async def _finalize(self, run: RunRecord) -> None:
-        if run.terminal:
-            return
-        kind = FailureKind.WORKER_CANCELLED if run.cancel_requested else FailureKind.WORKER_ERROR
-        message = ("the run was cancelled" if run.cancel_requested else run.error) or (
-            "the trial did not finish"
-        )
-        transport = _transport(run.agent)
-        progress = self.progress(run)  # kept up to date below: O(trials) in all
-        rows: dict[str, dict[str, Any]] = {}
-        now = utc_now()
-        closed = 0
-        suffixes = trial_id_suffixes()
-        for trial in list(run.trials.values()):
-            if trial.state == "finished":
-                continue
-            progress.running -= trial.state == "running"
-            self._close_trial(
-                run, trial, kind, message, transport=transport, rows=rows, now=now, ids=suffixes
-            )
-            progress.finished += 1
-            if self._subscribers.get(run.run_id):  # no event to build when nobody listens
-                self._publish(run.run_id, (EVENT_ROW, self._row_event(run, trial, progress)))
-            closed += 1
-            if closed % FINALIZE_BATCH == 0:
-                await asyncio.sleep(0)  # let other requests in
-        if run.terminal:  # finished by a concurrent _finalize while this one yielded
-            return
-        run.status = "cancelled" if run.cancel_requested else "completed"
-        if run.error and not run.cancel_requested:
-            run.status = "failed"
-        try:
-            refs = await asyncio.to_thread(write_proof, run, self.settings.jobs_dir, self.proof)
-            run.private_proof_refs = refs["_private_proof_refs"]
-            run.private_proof_manifest = refs["_private_proof_manifest"]
-        except OSError as exc:
-            log.error("private proof of run %s not written: %s", run.run_id, exc)
-            run.error = run.error or f"private proof not written: {exc}"
-        run.updated_at = utc_now()
-        await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
-        if self._subscribers.get(run.run_id):
-            self._publish(run.run_id, (EVENT_END, self.status_doc(run)))
-        self._trial_tasks.pop(run.run_id, None)
-        self._first_starts.pop(run.run_id, None)
-        self._run_tasks.pop(run.run_id, None)
-        _settle()
-
-    def _run_task(self, run: RunRecord, task_id: str) -> RunTask:
-        tasks = self._run_tasks.get(run.run_id)
-        if tasks is None:
-            tasks = self._run_tasks[run.run_id] = {t.task_id: t for t in run.request.tasks}
-        return tasks[task_id]
-
-    def _close_trial(
-        self,
-        run: RunRecord,
-        trial: TrialRecord,
-        kind: FailureKind,
-        message: str,
-        *,
-        transport: str | None = None,
-        rows: dict[str, dict[str, Any]] | None = None,
-        now: str | None = None,
-        ids: Iterator[str] | None = None,
-    ) -> None:
-        """Give an unfinished trial its failure row (keeping its last trial id). A run whose
-        rows cannot be built (stored by a worker that admitted it) gets its error instead.
-
-        ``rows``: the rows already built by this close, per task; a trial of the same task gets
-        a copy with its own trial id (one row validation per task, not per trial)."""
-        run_task = self._run_task(run, trial.task_id)
-        now = now or utc_now()
-        current = trial.current
-        outcome: Literal["cancelled", "finished"] = (
-            "cancelled" if kind == FailureKind.WORKER_CANCELLED else "finished"
-        )
-        if current is None or current.outcome not in ("running", "retried"):
-            trial_id = new_trial_id(trial.task_id, next(ids) if ids is not None else None)
-            current = AttemptRecord.model_construct(  # all fields known valid: cheap per trial
-                trial_id=trial_id,
-                trial_dir=self.store.relative_trial_dir(run.run_id, trial_id),
-                started_at=now,
-                finished_at=now,
-                outcome=outcome,
-                failure=kind.value,
-                error=message,
-                reason=f"{kind.value}: {message}",
-                # Given, not defaulted: pydantic inspects a default_factory's signature on every
-                # model_construct (~0.2 ms), which made a 10,000-trial cancel take seconds.
-                host_processes=[],
-            )
-            trial.attempts.append(current)
-        else:
-            current.outcome = outcome
-            current.finished_at = current.finished_at or now
-            current.failure = kind.value
-            current.error = message
-            current.reason = f"{kind.value}: {message}"
-        trial.state = "finished"
-        trial.failure = kind.value
-        built = rows.get(trial.task_id) if rows is not None else None
-        if built is not None:
-            trial.row = {**built, "trial_id": current.trial_id}  # the key keeps its place
-            return
-        try:
-            trial.row = build_row(
-                run.request,
-                run_task,
-                trial_id=current.trial_id,
-                agent_transport=transport or _transport(run.agent),
-                reward=None,
-                failure=kind,
-                time_used=None,
-            )
-        except ValueError as exc:  # pydantic's ValidationError is one
-            run.error = run.error or f"rows cannot be built: {str(exc).splitlines()[0]}"
-            return
-        if rows is not None:
-            rows[trial.task_id] = trial.row
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove ``path``, making read-only folders (a sandbox's layer) writable on the way."""
-
-    def retry(_func: object, failed: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(failed), 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
-
-    try:
-        shutil.rmtree(path, onerror=retry)
-    except OSError as exc:
-        log.warning("could not remove %s: %s", path, exc)
-
-
-def _transport(spec: str) -> str:
-    """The row's agent_transport: the agent's kind (the spec's prefix if it no longer resolves)."""
-    try:
-        return resolve_agent(spec).kind
-    except ValueError:
-        return spec.split(":", 1)[0]
-
-
-def _settle() -> None:
-    """Move what exists now out of the garbage collector's scans. A run's records live as long
-    as the worker; with 10,000 trials a full collection walking them held the event loop for
-    100 ms and more, at random moments. (They are still freed by reference counting.)"""
-    gc.freeze()
-
-
-def _unfinished(run: RunRecord) -> int:
-    return sum(1 for t in run.trials.values() if t.state != "finished")

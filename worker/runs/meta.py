@@ -125,7 +125,7 @@ def worker_meta(
     base_image_map: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``resource_limits``: the process cap and overrides in force and how the sandbox enforces
-    each limit here (what :func:`worker.runs.engine.Engine` passes; trials whose resources were
+    each limit here (what :class:`worker.runs.intake.Intake` passes; trials whose resources were
     capped or overridden are added to it as they finish, under ``changed``).
     ``base_image_map``: the ``FROM`` substitutions image builds use (``{}`` when none): a
     task image built FROM a local stand-in is not the image its Dockerfile names."""
