@@ -52,8 +52,9 @@ IMAGE_MODULES_SCRIPT: Final = (
 # shadow_candidates).
 TEST_TIME_MODULES_SCRIPT: Final = (
     "{ find /usr /opt /root /home /app /srv /tmp /var /workspace -maxdepth 10 "
+    "-path '/tmp/skillsbench-*' -prune -o "  # the verifier's own bytecode tree mirrors them all
     "\\( -name site-packages -o -name dist-packages -o -name lib-dynload \\) -type d -prune "
-    "2>/dev/null; ls -d /usr/lib/python3* /usr/local/lib/python3* 2>/dev/null; } | "
+    "-print 2>/dev/null; ls -d /usr/lib/python3* /usr/local/lib/python3* 2>/dev/null; } | "
     'while IFS= read -r d; do [ -d "$d" ] || continue; for e in "$d"/*; do '
     '[ -e "$e" ] && printf \'%s\\t%s\\n\' "$d" "${e##*/}"; done; done; true'
 )
