@@ -79,6 +79,9 @@ ENVIRONMENTS = [
     pytest.param("docker", id="docker", marks=pytest.mark.docker),
 ]
 SHAPES = ("uvx", "pip", "uv")
+# A batch's trials share the engine's 3 slots; a real pip or uv verifier takes 5-40 s a trial on
+# a busy 2-core host (load average 10-50 seen), and a pass is graded twice.
+RUN_TIMEOUT_SEC = 600
 
 VERIFIER_ENV = (
     'env = { UV_OFFLINE = "1", UV_FIND_LINKS = "/opt/wheels", UV_PYTHON_DOWNLOADS = "never", '
@@ -128,7 +131,7 @@ PRELUDE = r"""
 PASS='import os
 os._exit(0)'
 plant() {
-    mkdir -p "$(dirname "$1")" 2>/dev/null
+    mkdir -p "$(dirname "$1")"
     if cat > "$1"; then echo "PLANTED:$1"; else echo "REFUSED:$1"; fi
 }
 put() {  # a file the planted input uses: the agent's own work, applied on a regrade
@@ -578,7 +581,7 @@ async def _run_all(
     """Run every (task, agent) of ``runs`` at once; each one's row, result.json and agent log."""
     answers = await asyncio.gather(
         *(
-            submit_and_follow(http, run_payload([task], agent=agent), timeout=290)
+            submit_and_follow(http, run_payload([task], agent=agent), timeout=RUN_TIMEOUT_SEC)
             for task, agent in runs.values()
         )
     )
@@ -602,6 +605,7 @@ def _names_planted_path(evidence: list[str], planted: str) -> bool:
     return False
 
 
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_no_implicit_input_earns_a_reward(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str
@@ -654,6 +658,7 @@ async def test_no_implicit_input_earns_a_reward(
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_work_product_places_keep_their_reward_and_reward_channels_pay_nothing(
     http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:

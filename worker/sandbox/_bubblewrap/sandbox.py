@@ -321,10 +321,14 @@ class BubblewrapSandbox(Sandbox):
             found = self.bind_for(path)
             if found is not None:
                 self._watched.append(Watched(path, found[1] / found[2]))
+        # The overlays are watched through their upper folders (what was written), never the
+        # merged view (the host's whole /usr/local).
+        overlays = [w for w in self._watched if w.lower is not None]
         self._work_watched = [
-            Watched(path, host) for path, host in self._binds.items() if path != LOGS_DIR
-        ]
-        self._work_watched += [w for w in self._watched if w.lower is not None]
+            Watched(path, host)
+            for path, host in self._binds.items()
+            if path != LOGS_DIR and path not in {w.sandbox for w in overlays}
+        ] + overlays
         self._ensure_mountpoint(self._workdir)
 
     def _remove_tree(self) -> None:
