@@ -1,19 +1,52 @@
 # shellcheck shell=sh
 # run_tests TESTS_DIR VERIFIER_LOGS_DIR: run the task's test.sh, its output in the logs, and exit
-# with its status. Its exit decides the reward: right then every other process this shell may
-# signal is stopped and killed (graded code that forked a daemon cannot rewrite a reward file
-# after the verifier wrote it), each reported first as "skillsbench-survivor <pid> <command>";
-# then "skillsbench-verdict <status>" says this shell lived to the end (graded code that killed
-# it to keep its daemon alive leaves no such line).
-# Only where this shell is the top of its sandbox's process tree (its parent outside, or the
-# namespace's init): elsewhere the backend ends the command's namespace with it.
+# with its status. Graded code (a module the tests import, forking a daemon) must not change the
+# reward once the verifier decides it:
+# - while test.sh runs, a bash test.sh carries a guard (reward_guard, through BASH_ENV): right
+#   before each of its own commands that names a reward file, every other process is stopped
+#   (test.sh's parent continued), and a FIFO or link in a reward file's place is removed, so
+#   the write that follows is test.sh's and nothing can change it afterwards;
+# - when test.sh exits, every other process this shell may signal is stopped and killed, each
+#   reported first as "skillsbench-survivor <pid> <command>" (only where this shell is the top
+#   of its sandbox's process tree: its parent outside, or the namespace's init; elsewhere the
+#   backend ends the command's namespace with it);
+# - then "skillsbench-verdict <status>" says this shell lived to the end (graded code that
+#   killed it to keep its daemon alive leaves no such line).
 run_tests() {
   chmod +x "$1/test.sh" 2>/dev/null
-  "$1/test.sh" > "$2/test-stdout.txt" 2>&1
+  guard=$(mktemp /tmp/skillsbench-guard-XXXXXXXX 2>/dev/null) && reward_guard >"$guard"
+  if [ -n "$guard" ]; then
+    BASH_ENV=$guard SKILLSBENCH_GUARD_PARENT=$$ SKILLSBENCH_GUARD_DIR=$2 \
+      "$1/test.sh" >"$2/test-stdout.txt" 2>&1
+  else
+    "$1/test.sh" >"$2/test-stdout.txt" 2>&1
+  fi
   rc=$?
   case $PPID in 0 | 1) stop_the_rest ;; esac
+  rm -f -- "$guard"
   echo "skillsbench-verdict $rc"
   exit "$rc"
+}
+# The guard, read by test.sh's own bash at its start (bash reads $BASH_ENV; sh and dash do not).
+reward_guard() {
+  cat <<'GUARD'
+if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
+  __skillsbench_main=$$ __skillsbench_dir=$SKILLSBENCH_GUARD_DIR
+  unset BASH_ENV SKILLSBENCH_GUARD_PARENT SKILLSBENCH_GUARD_DIR
+  set -o functrace
+  __skillsbench_guard() {
+    [ "$BASHPID" = "$__skillsbench_main" ] || return 0
+    case $BASH_COMMAND in *reward.txt* | *reward.json*) ;; *) return 0 ;; esac
+    kill -STOP -1 2>/dev/null || :
+    kill -CONT "$PPID" 2>/dev/null || :
+    for __f in "$__skillsbench_dir/reward.txt" "$__skillsbench_dir/reward.json"; do
+      if [ -L "$__f" ] || { [ -e "$__f" ] && [ ! -f "$__f" ]; }; then rm -rf -- "$__f" || :; fi
+    done
+    return 0
+  }
+  trap __skillsbench_guard DEBUG
+fi
+GUARD
 }
 stop_the_rest() {
   kill -STOP -1 2>/dev/null
