@@ -14,7 +14,7 @@
 #   killed it to keep its daemon alive leaves no such line).
 run_tests() {
   chmod +x "$1/test.sh" 2>/dev/null
-  guard=$(mktemp /tmp/skillsbench-guard-XXXXXXXX 2>/dev/null) && reward_guard >"$guard"
+  guard=$(mktemp /tmp/.skillsbench-guard-XXXXXXXX 2>/dev/null) && reward_guard >"$guard"
   if [ -n "$guard" ]; then
     BASH_ENV=$guard SKILLSBENCH_GUARD_PARENT=$$ SKILLSBENCH_GUARD_DIR=$2 \
       "$1/test.sh" >"$2/test-stdout.txt" 2>&1
