@@ -4,7 +4,8 @@
 # reward once the verifier decides it:
 # - while test.sh runs, a bash test.sh carries a guard (reward_guard, through BASH_ENV): right
 #   before each of its own commands that names a reward file, every other process is stopped
-#   (test.sh's parent continued), and a FIFO or link in a reward file's place is removed, so
+#   (test.sh's parent and its own background jobs continued), and a FIFO or link in a reward
+#   file's place is removed, so
 #   the write that follows is test.sh's and nothing can change it afterwards;
 # - when test.sh exits, every other process this shell may signal is stopped and killed, each
 #   reported first as "skillsbench-survivor <pid> <command>" (only where this shell is the top
@@ -39,6 +40,16 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
     case $BASH_COMMAND in *reward.txt* | *reward.json*) ;; *) return 0 ;; esac
     kill -STOP -1 2>/dev/null || :
     kill -CONT "$PPID" 2>/dev/null || :
+    # test.sh's own background jobs go on (a later `kill $PID; wait` of its must not hang);
+    # what the graded code detached is no child of test.sh's: it stays stopped.
+    for __d in /proc/[0-9]*; do
+      while read -r __k __v; do
+        if [ "$__k" = PPid: ]; then
+          if [ "$__v" = "$__skillsbench_main" ]; then kill -CONT "${__d#/proc/}" 2>/dev/null || :; fi
+          break
+        fi
+      done <"$__d/status" 2>/dev/null || :
+    done
     for __f in "$__skillsbench_dir/reward.txt" "$__skillsbench_dir/reward.json"; do
       if [ -L "$__f" ] || { [ -e "$__f" ] && [ ! -f "$__f" ]; }; then rm -rf -- "$__f" || :; fi
     done
