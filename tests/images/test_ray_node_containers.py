@@ -99,7 +99,15 @@ class Cluster:
         )
         if code != 0:
             return 0.0
-        return float(json.loads(out.strip().splitlines()[-1]).get(SANDBOX_RESOURCE, 0.0))
+        # Ray may print a warning after the answer on a busy machine: the answer is the last
+        # line that is a JSON object; none yet is "not ready", and the caller waits on.
+        for line in reversed(out.strip().splitlines()):
+            if line.startswith("{"):
+                try:
+                    return float(json.loads(line).get(SANDBOX_RESOURCE, 0.0))
+                except ValueError:
+                    continue
+        return 0.0
 
     def logs(self) -> str:
         parts = []
