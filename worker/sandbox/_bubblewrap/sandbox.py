@@ -274,6 +274,10 @@ class BubblewrapSandbox(Sandbox):
 
     async def _probe_layout(self) -> None:
         probe = await self.exec(["true"], timeout_sec=60)
+        if probe.exit_code == 137 and not probe.timed_out:
+            # Killed from outside before it could run (seen now and then on a loaded host):
+            # nothing of the layout's, so it is looked at once more.
+            probe = await self.exec(["true"], timeout_sec=60)
         if probe.exit_code == 0:
             return
         if any(self.layer.iterdir()):  # typically: overlayfs refused a host folder
