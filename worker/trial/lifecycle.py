@@ -421,27 +421,55 @@ async def _image_facts(plan: TrialPlan, sandbox: Sandbox) -> ImageFacts:
     return _IMAGE_FACTS[key]
 
 
+@dataclass(frozen=True)
+class _TestsFacts:
+    """What a task's tests/ tells the work product rule (read once per task folder)."""
+
+    extra_starts: tuple[str, ...]
+    module_paths: tuple[str, ...]
+    pycache_isolated: bool
+    builds_project: bool
+    installed_modules: frozenset[str]
+
+
+_TESTS_FACTS: dict[str, _TestsFacts] = {}
+
+
+def _tests_facts(task: Task) -> _TestsFacts:
+    key = str(task.tests_dir)
+    if key not in _TESTS_FACTS:
+        script = ""
+        with contextlib.suppress(OSError):
+            script = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+        sources: list[str] = []
+        with contextlib.suppress(OSError):
+            for module in sorted(task.tests_dir.rglob("*.py"))[:200]:
+                with contextlib.suppress(OSError):
+                    sources.append(module.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+        _TESTS_FACTS[key] = _TestsFacts(
+            extra_starts=start_folders(script),
+            module_paths=module_paths(script, sources),
+            pycache_isolated=pycache_isolated(script, task.config.verifier.env),
+            builds_project=builds_project(script),
+            installed_modules=installed_modules(script),
+        )
+    return _TESTS_FACTS[key]
+
+
 def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
     """What the work product rule needs to know of this trial (worker/trial/work_product.py)."""
-    script = ""
-    with contextlib.suppress(OSError):
-        script = (plan.task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
-    sources: list[str] = []
-    with contextlib.suppress(OSError):
-        for module in sorted(plan.task.tests_dir.rglob("*.py"))[:200]:
-            with contextlib.suppress(OSError):
-                sources.append(module.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+    facts = _tests_facts(plan.task)
     return Ground(
         workdir=sandbox.workdir,
         skills_dir=state.skills_dir,
         declared=tuple(plan.task.config.verifier.work_product),
-        extra_starts=start_folders(script),
-        module_paths=module_paths(script, sources),
-        pycache_isolated=pycache_isolated(script, plan.task.config.verifier.env),
-        builds_project=builds_project(script),
+        extra_starts=facts.extra_starts,
+        module_paths=facts.module_paths,
+        pycache_isolated=facts.pycache_isolated,
+        builds_project=facts.builds_project,
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
-        installed_modules=installed_modules(script),
+        installed_modules=facts.installed_modules,
     )
 
 

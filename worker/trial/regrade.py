@@ -69,7 +69,6 @@ class Capture:
     # Its modules a name installed by test.sh could turn into shadows (checked after a pass).
     candidates: dict[str, tuple[str, str]] = field(default_factory=dict)
     archive: Path | None = None
-    deleted: list[str] = field(default_factory=list)
     report: ExportReport | None = None
 
     def evidence(self) -> dict[str, Any]:
@@ -143,7 +142,6 @@ async def capture(
 
     found.report = await sandbox.export_changes(kept, archive, max_bytes=max_bytes, link_ok=link_ok)
     found.archive = archive
-    found.deleted = [c.path for c in product.applied if c.kind == "deleted"]
     return found
 
 
