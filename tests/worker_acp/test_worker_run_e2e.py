@@ -71,6 +71,10 @@ def test_unreachable_participant_row(tmp_path: Path) -> None:
     [row] = rows
     assert row["infra_failure_type"] == "participant_communication", done.stdout + done.stderr
     assert row["score_eligible"] is False and row["passed"] is False
+    # The refused connection was retried before the trial was classified, and result.json says so.
+    bridge = row["agent_result"]["details"]["bridge"]
+    assert bridge["n_retries"] == 3, bridge
+    assert [r["attempt"] for r in bridge["retries"]] == [1, 2, 3]
     # The verifier still graded what the agent left (nothing), without scoring the row.
     assert row["verifier_reward"] == 0.0 and row["reward_source"] is not None
     assert trial_file(tmp_path, "test-stdout.txt").exists()
