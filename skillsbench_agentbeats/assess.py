@@ -24,6 +24,7 @@ import click
 
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from serving.output import prepare_output_file
 from skillsbench_agentbeats.in_process import local_green, local_worker
 from worker.service.cli import environment_option
 
@@ -164,7 +165,7 @@ def assess(
         result = {"status": "failed", "results": [], "error": message}
     text = json.dumps(result, indent=2)
     if output is not None:
-        output.write_text(text + "\n", encoding="utf-8")
+        prepare_output_file(output).write_text(text + "\n", encoding="utf-8")
         _progress(f"wrote {output}")
         if result["status"] == "completed":
             _progress(

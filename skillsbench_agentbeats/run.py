@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from leaderboard.rows import BUILTIN_AGENT_TRANSPORTS
+from serving.output import prepare_output_file
 from worker.sandbox.settings import base_image_map_option
 from worker.service.cli import (
     concurrency_or_cores,
@@ -179,7 +180,7 @@ def run(
     )
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
-        output.parent.mkdir(parents=True, exist_ok=True)
+        prepare_output_file(output)
         output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
         kind = agent.split(":", 1)[0]

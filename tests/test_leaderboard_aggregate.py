@@ -61,8 +61,9 @@ def test_gateway_shards_become_a_file_the_validator_and_queries_accept(tmp_path:
 
 
 def test_cli_writes_the_file_and_says_the_next_command(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # results/ is made: it is inside the current folder
     scenario = tmp_path / "scenario.json5"
     scenario.write_text(
         "{ // as the leaderboard repository's scenarios name the ids\n"

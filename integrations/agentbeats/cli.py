@@ -27,6 +27,7 @@ from leaderboard.readiness_cli import (
     task_set_loader,
     write_json,
 )
+from serving.output import prepare_output_file
 
 # --- readiness assemble --------------------------------------------------------------------
 
@@ -107,8 +108,7 @@ def assemble(**opts: Any) -> None:
         quick_submit_results=opts["quick_submit_results"],
         quick_submit_run_url=opts["quick_submit_run_url"],
     )
-    base_dir = output.parent
-    base_dir.mkdir(parents=True, exist_ok=True)  # results paths are recorded relative to it
+    base_dir = prepare_output_file(output).parent  # results paths are recorded relative to it
     if opts["no_query_verify"]:
         doc = assemble_evidence(inputs, base_dir=base_dir, queries=None)
         write_json(output, doc)
