@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN
+from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 
 _QUERY_CHOICES = ("overall", "by_category", "by_difficulty", "all")
@@ -143,7 +144,7 @@ def aggregate(
     click.echo(
         f"wrote {output}: status {result.status}, {result.shards} shard(s), {result.rows} row(s)"
     )
-    click.echo(f"next: skillsbench-agentbeats leaderboard validate {output}")
+    click.echo(f"next: {command_prefix()} leaderboard validate {output}")
 
 
 @leaderboard.command()

@@ -24,6 +24,7 @@ import click
 
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 from skillsbench_agentbeats.in_process import local_green, local_worker
 from worker.service.cli import environment_option
@@ -169,7 +170,7 @@ def assess(
         _progress(f"wrote {output}")
         if result["status"] == "completed":
             _progress(
-                f"next: skillsbench-agentbeats leaderboard aggregate {output} --agent UUID "
+                f"next: {command_prefix()} leaderboard aggregate {output} --agent UUID "
                 "--output results/NAME.json (one file per shard; then leaderboard validate)"
             )
     else:

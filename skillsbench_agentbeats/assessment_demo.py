@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from green_agent.settings import WORKER_URL
+from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 
 # A fixed AgentBeats-style UUID, so the leaderboard table has an id (the gateway would echo a URL).
@@ -69,7 +70,7 @@ def command(output: Path, jobs_dir: Path, task_ids: tuple[str, ...]) -> None:
     prepare_output_file(output)
     output.write_text(json.dumps(export, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {output} (status {export['status']})")
-    print(f"trials are in {jobs_dir}: skillsbench-agentbeats trials list {jobs_dir}")
+    print(f"trials are in {jobs_dir}: {command_prefix()} trials list {jobs_dir}")
     if export["status"] != "completed":
         sys.exit(1)
     from leaderboard.formatting import render

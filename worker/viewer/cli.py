@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 from worker.bridge.protocol import find_usage
 from worker.trial_record.jsonl import json_lines
@@ -406,4 +407,4 @@ def list_trials(jobs: Path, n_runs: int) -> None:
         if rows:
             table_text = table(rows, ("trial", "task", "reward", "passed", "failure", "attempts"))
             click.echo("\n".join("  " + line for line in table_text.splitlines()))
-    click.echo(f"\nnext: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")
+    click.echo(f"\nnext: {command_prefix()} trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")
