@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import click
 
+from serving.output import prepare_output_file
 from task_sets.cli import task_set
 from worker.sandbox.settings import base_image_map_option
 from worker.service.cli import environment_option
@@ -123,7 +124,7 @@ def check(
             "ok": ok,
             "tasks": [asdict(item) for item in checks],
         }
-        json_report.parent.mkdir(parents=True, exist_ok=True)
+        prepare_output_file(json_report, "--json-report")
         json_report.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"report written to {json_report}")
     if not ok:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from serving.output import prepare_output_file
 from task_sets.config import CONFIG_KEYS, parse_config, select_tasks
 from task_sets.digest import task_set_digest
 from task_sets.manifest import (
@@ -109,7 +110,7 @@ def build(
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        prepare_output_file(output).write_text(text, encoding="utf-8")
         click.echo(
             f"wrote {output}: {manifest.task_count} tasks, {manifest.task_set_digest}", err=True
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,24 @@ def test_manifest_agent_through_the_worker(tmp_path: Path) -> None:
     titles = [e["title"] for e in map(json.loads, events) if e["type"] == "tool_call"]
     assert titles == ["ls -la", "echo 42 > answer.txt"]
     assert trial_file(tmp_path, "py_acp_agent.txt").exists()  # the agent's stderr log
+
+
+def test_a_broken_manifest_beside_the_agent_spoils_only_itself(tmp_path: Path) -> None:
+    """Issue #32: one broken manifest.toml in the agents dir made every manifest agent fail; and
+    an unknown key in the agent's own manifest is warned about by name, not dropped silently."""
+    agents = tmp_path / "agents"
+    shutil.copytree(AGENTS_DIR / "py-acp-agent", agents / "py-acp-agent")
+    manifest = agents / "py-acp-agent" / "manifest.toml"
+    manifest.write_text(manifest.read_text() + "instal_timeout = 5\n")
+    (agents / "torn").mkdir()
+    (agents / "torn" / "manifest.toml").write_text('name = "torn"\nlaunch_cmd = [\n')
+    env = {"SKILLSBENCH_AGENTS_DIR": str(agents), **agent_python()}
+    done, rows = run_cli(
+        tmp_path, "--tasks-dir", str(OUR_TASKS), "--task-id", "write-answer",
+        "--agent", "py-acp-agent", "--expect", "passed", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [row["passed"] for row in rows] == [True]
+    assert "unknown keys ignored: instal_timeout (did you mean install_timeout?)" in done.stderr, (
+        done.stderr
+    )
