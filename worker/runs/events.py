@@ -18,12 +18,15 @@ Event = tuple[str, dict[str, Any]]
 
 
 def row_event(
-    run: RunRecord, trial: TrialRecord, progress: Progress | None = None
+    run: RunRecord,
+    trial: TrialRecord,
+    progress: Progress | None = None,
+    row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "trial_key": trial.key,
-        "row": trial.row,
+        "row": row if row is not None else trial.row,
         "reason": trial.current.reason if trial.current is not None else None,
         "progress": (progress or status.progress(run)).model_dump(),
     }
@@ -53,19 +56,21 @@ class RunEvents:
         run_id = run.run_id
         queue: asyncio.Queue[Event] = asyncio.Queue()
         # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
+        # Only what is stored (a change not stored yet is sent when it is: worker/runs/records.py).
         yield_first: list[Event] = [(EVENT_STATUS, status.status_doc(run, with_rows=False))]
         progress = status.progress(run)  # once for the replay: O(trials), not O(trials^2)
-        for trial in run.trials.values():
-            if trial.row is not None:
-                yield_first.append((EVENT_ROW, row_event(run, trial, progress)))
-        if run.terminal:
+        for key, _state, row in run.shown_trials():
+            if row is not None:
+                yield_first.append((EVENT_ROW, row_event(run, run.trials[key], progress, row)))
+        ended = run.shown_terminal
+        if ended:
             yield_first.append((EVENT_END, status.status_doc(run)))
         else:
             self._subscribers.setdefault(run_id, set()).add(queue)
         try:
             for event in yield_first:
                 yield event
-            if run.terminal:
+            if ended:
                 return
             while True:
                 try:

@@ -10,6 +10,10 @@ includes (``journal_seq``); reading a run applies the journal lines after it in 
 torn last line is skipped), and a full save that includes every line removes the journal
 (compaction: at the end of a run, at cancel, at resume). Trial artifacts live next to it under
 ``trials/<trial_id>/``.
+
+A full disk (ENOSPC, EDQUOT) pauses the store instead of failing it: the write is tried again
+until space returns (:meth:`RunStore.wait_for_space`), and the engine goes on only once it is
+stored, so nothing is reported that the disk does not hold.
 """
 
 from __future__ import annotations
@@ -17,15 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from worker.core.files import append_line, write_atomic
+from worker.core.files import append_line, disk_full, has_space, write_atomic
 from worker.runs.records import RunRecord, TrialRecord
+
+log = logging.getLogger(__name__)
 
 RUNS_DIRNAME = "runs"
 RUN_FILENAME = "run.json"
@@ -37,6 +45,9 @@ TRIALS_PER_STEP = 250
 # A journal longer than this many lines (or twice the run's trials, if more) is compacted by a
 # full save: restarts read a bounded journal, and the cost stays O(1) per change amortized.
 JOURNAL_COMPACT_MIN_LINES = 1000
+# A write that met a full disk is tried again after this long, doubling up to the maximum.
+FULL_DISK_RETRY_FIRST_SEC = 0.25
+FULL_DISK_RETRY_MAX_SEC = 5.0
 
 
 def _journal_entries(path: Path, after: int) -> list[dict[str, Any]]:
@@ -90,6 +101,7 @@ class RunStore:
         self._locks: dict[str, asyncio.Lock] = {}
         self._seq: dict[str, int] = {}  # the last journal seq given out, per run
         self._lines: dict[str, int] = {}  # lines in the run's journal file
+        self.full_since: float | None = None  # monotonic time the jobs folder was found full
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -119,9 +131,11 @@ class RunStore:
         async with self._lock(record.run_id):
             seq = self._seq.get(record.run_id, record.journal_seq)
             record.journal_seq = seq
+            keys, status = record.held()  # what this document stores
             data = await _document(record)
             folder = self.run_dir(record.run_id)
-            await asyncio.to_thread(write_atomic, folder / RUN_FILENAME, data)
+            await self._write(write_atomic, folder / RUN_FILENAME, data)
+            record.release(keys, status=status)
             if self._seq.get(record.run_id, seq) == seq:  # nothing journaled since the snapshot
                 with contextlib.suppress(FileNotFoundError):
                     await asyncio.to_thread(os.unlink, folder / JOURNAL_FILENAME)
@@ -134,6 +148,7 @@ class RunStore:
             f'"trial":{trial.model_dump_json()}}}\n'
         ).encode()
         await self._append(record.run_id, line)
+        record.release((trial.key,))
         await self._compact_if_long(record)
 
     async def save_fields(self, record: RunRecord, fields: Iterable[str]) -> None:
@@ -145,6 +160,7 @@ class RunStore:
         values = record.model_dump(mode="json", include=names)
         line = json.dumps({"seq": self._next_seq(record), "run": values}) + "\n"
         await self._append(record.run_id, line.encode())
+        record.release(status="status" in names)
         await self._compact_if_long(record)
 
     async def _compact_if_long(self, record: RunRecord) -> None:
@@ -154,8 +170,51 @@ class RunStore:
 
     async def _append(self, run_id: str, line: bytes) -> None:
         async with self._lock(run_id):
-            await asyncio.to_thread(append_line, self.run_dir(run_id) / JOURNAL_FILENAME, line)
+            await self._write(append_line, self.run_dir(run_id) / JOURNAL_FILENAME, line)
             self._lines[run_id] = self._lines.get(run_id, 0) + 1
+
+    async def _write(self, write: Callable[..., None], *args: object) -> None:
+        """``write(*args)`` off the event loop; on a full disk, again until it is stored."""
+        delay = FULL_DISK_RETRY_FIRST_SEC
+        while True:
+            try:
+                await asyncio.to_thread(write, *args)
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                self._full(exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, FULL_DISK_RETRY_MAX_SEC)
+                continue
+            self._space_back()
+            return
+
+    async def wait_for_space(self) -> None:
+        """Until the jobs folder takes writes again (at once when it does)."""
+        delay = FULL_DISK_RETRY_FIRST_SEC
+        while not await asyncio.to_thread(has_space, self.jobs_dir):
+            self._full(None)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, FULL_DISK_RETRY_MAX_SEC)
+        self._space_back()
+
+    def _full(self, exc: OSError | None) -> None:
+        if self.full_since is None:
+            self.full_since = time.monotonic()
+            log.warning(
+                "the jobs folder %s is full%s: the runs are paused until space returns",
+                self.jobs_dir,
+                f" ({exc.strerror})" if exc is not None and exc.strerror else "",
+            )
+
+    def _space_back(self) -> None:
+        if self.full_since is not None:
+            log.warning(
+                "the jobs folder %s takes writes again after %.0fs: the runs go on",
+                self.jobs_dir,
+                time.monotonic() - self.full_since,
+            )
+            self.full_since = None
 
     def load_all(self) -> tuple[list[RunRecord], list[str]]:
         """Every stored run (journal applied), oldest first, and one line per run document that
