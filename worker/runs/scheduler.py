@@ -354,4 +354,5 @@ class Scheduler:
         self._trial_tasks.pop(run.run_id, None)
         self._first_starts.pop(run.run_id, None)
         self._run_tasks.pop(run.run_id, None)
+        self.store.unlock_run(run.run_id)  # ended and stored: nothing left to drive
         settle()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -37,6 +38,11 @@ log = logging.getLogger(__name__)
 
 RUNS_DIRNAME = "runs"
 RUN_FILENAME = "run.json"
+# Locks (flock, released by the kernel when their process dies, however it dies): the jobs
+# folder's, held shared by every engine using it and taken exclusive only to reap what a dead
+# process left; and a run's, held by the one process that drives it.
+FOLDER_LOCK_FILENAME = ".engine.lock"
+RUN_LOCK_FILENAME = "driver.lock"
 JOURNAL_FILENAME = "journal.jsonl"
 # Run-level fields a journal line may carry (the rest change only with a full save).
 JOURNAL_RUN_FIELDS = frozenset({"status", "updated_at", "cancel_requested", "error"})
@@ -102,6 +108,8 @@ class RunStore:
         self._seq: dict[str, int] = {}  # the last journal seq given out, per run
         self._lines: dict[str, int] = {}  # lines in the run's journal file
         self.full_since: float | None = None  # monotonic time the jobs folder was found full
+        self._folder_lock: int | None = None
+        self._run_locks: dict[str, int] = {}
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -172,6 +180,81 @@ class RunStore:
         async with self._lock(run_id):
             await self._write(append_line, self.run_dir(run_id) / JOURNAL_FILENAME, line)
             self._lines[run_id] = self._lines.get(run_id, 0) + 1
+
+    # ---- who uses the jobs folder, who drives a run -----------------------------------------
+
+    def claim_folder(self) -> bool:
+        """Hold the jobs folder's lock shared (for as long as this store lives); True when no
+        other live process held it at that moment, so that what this worker's sandboxes left
+        here is a dead process's to reap (the caller reaps before :meth:`share_folder`)."""
+        if self._folder_lock is not None:
+            return False
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.jobs_dir / FOLDER_LOCK_FILENAME, os.O_RDWR | os.O_CREAT, 0o644)
+        self._folder_lock = fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            return False
+        return True
+
+    def share_folder(self) -> None:
+        """After the reap: let other engines use the folder too."""
+        if self._folder_lock is not None:
+            fcntl.flock(self._folder_lock, fcntl.LOCK_SH)
+
+    def lock_run(self, run_id: str) -> int | None:
+        """Take the run's driver lock: None when this store has it now, else the pid of the
+        live process that holds it (0 when it cannot be told)."""
+        if run_id in self._run_locks:
+            return None
+        try:
+            fd = os.open(self.run_dir(run_id) / RUN_LOCK_FILENAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a full disk: the run goes on, unguarded against a second driver
+            if not disk_full(exc):
+                raise
+            log.warning("run %s: no driver lock (%s)", run_id, exc.strerror)
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = int(os.pread(fd, 32, 0).decode().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            os.close(fd)
+            return holder
+        with contextlib.suppress(OSError):  # who holds it, for the message of the next one
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._run_locks[run_id] = fd
+        return None
+
+    def unlock_run(self, run_id: str) -> None:
+        fd = self._run_locks.pop(run_id, None)
+        if fd is not None:
+            os.close(fd)
+
+    def release(self) -> None:
+        """Let go of every lock (the engine closes)."""
+        for run_id in list(self._run_locks):
+            self.unlock_run(run_id)
+        if self._folder_lock is not None:
+            os.close(self._folder_lock)
+            self._folder_lock = None
+
+    def load(self, run_id: str) -> RunRecord:
+        """One stored run (journal applied): KeyError when there is none, ValueError/OSError
+        when its document cannot be read."""
+        folder = self.run_dir(run_id)
+        if not run_id or "/" in run_id or not (folder / RUN_FILENAME).is_file():
+            raise KeyError(run_id)
+        run = RunRecord.model_validate(read_run_document(folder))
+        self._seq[run.run_id] = max(self._seq.get(run.run_id, 0), run.journal_seq)
+        return run
+
+    # ---- full disks ------------------------------------------------------------------------
 
     async def _write(self, write: Callable[..., None], *args: object) -> None:
         """``write(*args)`` off the event loop; on a full disk, again until it is stored."""
