@@ -1,26 +1,124 @@
-"""What ``skillsbench-agentbeats run`` shows: a live bar on a terminal, plain lines otherwise,
-and a summary table at the end."""
+"""What ``skillsbench-agentbeats run`` shows: a start line, a live bar on a terminal (plain lines
+otherwise) with the elapsed time, an ETA and what is running, a line whenever nothing was said
+for a while (what runs, what waits and why), and a summary table at the end."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, TextIO
+
+HEARTBEAT_VAR = "SKILLSBENCH_RUN_HEARTBEAT_SEC"
+DEFAULT_HEARTBEAT_SEC = 30.0
+ACTIVITY_SHOWN = 3  # running trials named in one line (then "and N more")
+
+
+def heartbeat_sec() -> float:
+    """How long ``run`` may stay silent before it says what it is doing."""
+    try:
+        value = float(os.environ.get(HEARTBEAT_VAR, DEFAULT_HEARTBEAT_SEC))
+    except ValueError:
+        return DEFAULT_HEARTBEAT_SEC
+    return value if value > 0 else DEFAULT_HEARTBEAT_SEC
+
+
+@dataclass
+class Activity:
+    """What the run does right now: trials running (key, seconds so far), trials waiting to be
+    tried again (key, why), and how long the jobs folder has been full (the run paused)."""
+
+    running: list[tuple[str, float]] = field(default_factory=list)
+    retrying: list[tuple[str, str]] = field(default_factory=list)
+    paused_sec: float | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.paused_sec is not None:
+            parts.append(
+                f"paused: the jobs folder is full (for {duration(self.paused_sec)}); "
+                "it goes on when space returns"
+            )
+        if self.running:
+            named = ", ".join(
+                f"{key} ({duration(secs)})" for key, secs in self.running[:ACTIVITY_SHOWN]
+            )
+            more = len(self.running) - ACTIVITY_SHOWN
+            parts.append(f"running {named}" + (f" and {more} more" if more > 0 else ""))
+        if self.retrying:
+            named = ", ".join(f"{key} after {why}" for key, why in self.retrying[:ACTIVITY_SHOWN])
+            more = len(self.retrying) - ACTIVITY_SHOWN
+            parts.append(f"retrying {named}" + (f" and {more} more" if more > 0 else ""))
+        return "; ".join(parts) or "waiting for a free slot"
+
+
+def duration(secs: float) -> str:
+    secs = max(0, int(secs))
+    if secs < 60:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m{secs % 60:02d}s"
+    return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
 
 
 class ProgressView:
     def __init__(
-        self, total: int, *, stream: TextIO | None = None, live: bool | None = None
+        self,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        done: int = 0,
+        every_sec: float | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total = total
-        self.done = 0
+        self.done = done  # trials a resumed run had finished before this process
+        self.done_before = done
         self.passed = 0
         self.failed = 0
         self.errored = 0
         self.started = time.monotonic()
+        self.said = self.started  # when the last line was printed
+        self.every_sec = every_sec if every_sec is not None else heartbeat_sec()
+        self.activity = Activity()
+
+    def say(self, line: str) -> None:
+        """One line of its own (the start line, a note), the live bar drawn again after it."""
+        if self.live:
+            self._clear()
+        print(line, file=self.stream, flush=True)
+        self.said = time.monotonic()
+        if self.live:
+            self.draw()
+
+    def eta(self) -> str:
+        """The time left, from this process's pace so far (unknown before its first trial)."""
+        finished = self.done - self.done_before
+        left = self.total - self.done
+        if left <= 0:
+            return "done"
+        if finished <= 0:
+            return "ETA after the first trial"
+        pace = (time.monotonic() - self.started) / finished
+        return f"~{duration(pace * left)} left"
+
+    def tick(self, activity: Activity) -> None:
+        """Called every second or so: the live bar is redrawn; plain output gets a line when
+        nothing was said for ``every_sec`` (what runs, what waits, why)."""
+        self.activity = activity
+        if self.live:
+            self.draw()
+            return
+        now = time.monotonic()
+        if now - self.said >= self.every_sec:
+            self.say(
+                f"[{self.done}/{self.total}] {duration(now - self.started)} elapsed, "
+                f"{self.eta()}: {activity.describe()}"
+            )
 
     def row(self, trial_key: str, row: dict[str, Any], reason: str | None = None) -> None:
         self.done += 1
@@ -39,11 +137,7 @@ class ProgressView:
         )
         if reason and not row["passed"]:
             line += f" -- {reason}"
-        if self.live:
-            self._clear()
-        print(line, file=self.stream, flush=True)
-        if self.live:
-            self.draw()
+        self.say(line)
 
     def draw(self) -> None:
         if not self.live:
@@ -54,9 +148,14 @@ class ProgressView:
         elapsed = time.monotonic() - self.started
         text = (
             f"[{bar}] {self.done}/{self.total}  pass {self.passed}  fail {self.failed}"
-            f"  error {self.errored}  {elapsed:5.0f}s"
+            f"  error {self.errored}  {duration(elapsed)}  {self.eta()}"
         )
-        self.stream.write("\r" + text)
+        if self.activity.paused_sec is not None:
+            text += "  PAUSED: jobs folder full"
+        elif self.activity.running:
+            text += f"  running {len(self.activity.running)}"
+        columns = shutil.get_terminal_size((80, 20)).columns
+        self.stream.write("\r" + text[: max(20, columns - 1)])
         self.stream.flush()
 
     def close(self) -> None:

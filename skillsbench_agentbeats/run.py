@@ -2,15 +2,24 @@
 its rows written as the envelope AgentBeats publishes (through the leaderboard's normalizer).
 
 Wiring the worker's engine to the leaderboard's normalizer is the composition root's job.
+
+SIGINT and SIGTERM stop the run the same way: its trials are cancelled and their sandboxes
+removed (mounts, cgroups, containers), the run is stored unfinished, and the command exits 130
+(INT) or 143 (TERM) naming the ``run --resume RUN`` that finishes it. A second signal exits at
+once; the resume (or any later ``run`` on the jobs folder) reaps what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
+from collections.abc import Coroutine
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -27,13 +36,23 @@ from worker.service.cli import (
     resource_settings,
 )
 
+T = TypeVar("T")
+
 
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
 @click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
 @click.option(
-    "--agent", required=True, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
+    "--agent", default=None, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    metavar="RUN",
+    default=None,
+    help="Finish the run RUN of --jobs-dir that an interrupted or killed run left unfinished "
+    "(its task set, agent and settings are the stored ones).",
 )
 @environment_option()
 @base_image_map_option()
@@ -92,7 +111,8 @@ def run(
     tasks_dir: Path | None,
     task_set: str | None,
     task_ids: tuple[str, ...],
-    agent: str,
+    agent: str | None,
+    resume_id: str | None,
     environment: str,
     base_image_map: dict[str, str],
     concurrency: int | None,
@@ -118,7 +138,44 @@ def run(
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
+    if output is not None:
+        _check_output(output)  # before any trial runs, not after all of them
     folder = resolve_tasks_dir(tasks_dir)
+    resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
+    where = (executor, executor_options(executor, ray_address))
+    settings = _Settings(
+        folder, jobs_dir, environment, concurrency_or_cores(concurrency), resources,
+        base_image_map, where,
+    )  # fmt: skip
+    if resume_id is not None:
+        given = [
+            name
+            for name, value in (
+                ("--agent", agent),
+                ("--task-set", task_set),
+                ("--task-id", task_ids),
+                ("--condition", condition),
+                ("-m/--model", model),
+                ("--agent-env", agent_env),
+            )
+            if value
+        ]
+        if given:
+            raise click.UsageError(
+                f"--resume runs the stored run as it was asked for: drop {', '.join(given)}"
+            )
+        run_id, rows, reasons, record = _interruptible(_resume_local(resume_id, settings))
+        request = record.request
+        manifest = request.manifest or {
+            "task_set": request.task_set,
+            "task_set_digest": request.task_set_digest,
+            "tasks": [task.model_dump(mode="json") for task in request.tasks],
+        }
+        _report(run_id, rows, reasons, manifest, record.agent, jobs_dir, output,
+                participant_id, expect)  # fmt: skip
+        return
+    if not agent:
+        raise click.UsageError("Missing option '--agent' (or --resume RUN)")
     manifest = selected_manifest(folder, task_set, task_ids)
     config = {
         "task_set": manifest["task_set"],
@@ -146,25 +203,80 @@ def run(
     resolved = resolve_agent(agent)
     check_model(resolved, model)
     resolved.check_ready(request.usage.agent_env if request.usage else {})  # before any trial
-    resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
+    run_id, rows, reasons = _interruptible(_run_local(request, settings))
+    _report(run_id, rows, reasons, manifest, agent, jobs_dir, output, participant_id, expect)
+
+
+def _check_output(output: Path) -> None:
+    """``--output`` must be writable before any trial runs (its folder made now, as the end
+    would, under the one output rule of serving/output.py)."""
+    parent = prepare_output_file(output).parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"its folder {parent} is not writable", param_hint="--output")
+    if output.exists() and not os.access(output, os.W_OK):
+        raise click.BadParameter(f"{output} is not writable", param_hint="--output")
+
+
+def _interruptible(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work`` with SIGINT and SIGTERM cancelling it (it stops the run and says how to
+    resume it); after such a signal, exit 128 + its number (130, 143) without a traceback. A
+    second signal exits at once."""
     from worker.executors import ExecutorError
 
-    where = (executor, executor_options(executor, ray_address))
-    try:
-        run_id, rows, reasons = asyncio.run(
-            _run_local(
-                request,
-                folder,
-                jobs_dir,
-                environment,
-                concurrency_or_cores(concurrency),
-                resources,
-                base_image_map,
-                where,
+    caught: list[int] = []
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_signal(signum: int) -> None:
+            name = signal.Signals(signum).name
+            if caught:
+                click.echo(
+                    f"\n{name} again: exiting without waiting for the cleanup (a later run "
+                    "--resume, or run on this jobs folder, removes what is left)",
+                    err=True,
+                )
+                os._exit(128 + caught[0])
+            caught.append(signum)
+            click.echo(
+                f"\n{name}: stopping the trials and removing their sandboxes "
+                f"({name} again to exit at once)",
+                err=True,
             )
-        )
+            task.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await work
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+        sys.exit(128 + caught[0])
     except ExecutorError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _report(
+    run_id: str,
+    rows: list[dict[str, Any]],
+    reasons: dict[str, str],
+    manifest: dict[str, Any],
+    agent: str,
+    jobs_dir: Path,
+    output: Path | None,
+    participant_id: str | None,
+    expect: str | None,
+) -> None:
+    """The summary, the rows file and the exit code of a run that ended."""
     from skillsbench_agentbeats.progress import resources_lines, summary_table
 
     click.echo(summary_table(rows, reasons))
@@ -181,7 +293,7 @@ def run(
     )
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
-        prepare_output_file(output)
+        prepare_output_file(output)  # checked at the start too
         output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
         kind = agent.split(":", 1)[0]
@@ -239,59 +351,197 @@ def _agent_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-async def _run_local(
-    request: object,
-    tasks_dir: Path,
-    jobs_dir: Path,
-    environment: str,
-    concurrency: int,
-    resources: Any = None,
-    base_image_map: dict[str, str] | None = None,
-    where: tuple[str, dict[str, str]] = ("inprocess", {}),
-) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
-    """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
-    from skillsbench_agentbeats.progress import ProgressView
-    from worker.api import EVENT_END, EVENT_ROW, RunRequest
-    from worker.runs.engine import Engine, EngineSettings
+class _Settings:
+    """The engine's settings from the command line."""
 
-    assert isinstance(request, RunRequest)
-    from worker.sandbox.settings import PrebuiltImages
+    def __init__(
+        self,
+        tasks_dir: Path,
+        jobs_dir: Path,
+        environment: str,
+        concurrency: int,
+        resources: Any,
+        base_image_map: dict[str, str],
+        where: tuple[str, dict[str, str]],
+    ) -> None:
+        self.tasks_dir = tasks_dir
+        self.jobs_dir = jobs_dir
+        self.environment = environment
+        self.concurrency = concurrency
+        self.resources = resources
+        self.base_image_map = base_image_map
+        self.where = where
 
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs_dir,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=concurrency,
-            prebuilt=PrebuiltImages.from_env(bases=base_image_map),
-            **({"resources": resources} if resources is not None else {}),
-            executor=where[0],
-            executor_options=where[1],
+    def engine(self, environment: str | None = None) -> Any:
+        from worker.runs.engine import Engine, EngineSettings
+        from worker.sandbox.settings import PrebuiltImages
+
+        return Engine(
+            EngineSettings(
+                jobs_dir=self.jobs_dir,
+                tasks_dir=self.tasks_dir,
+                environment=environment or self.environment,
+                concurrency=self.concurrency,
+                prebuilt=PrebuiltImages.from_env(bases=self.base_image_map),
+                **({"resources": self.resources} if self.resources is not None else {}),
+                executor=self.where[0],
+                executor_options=self.where[1],
+            )
         )
-    )
-    await engine.start(resume=False)
-    record = await engine.submit(request)
+
+
+Result = tuple[str, list[dict[str, Any]], dict[str, str]]
+
+
+async def _run_local(request: Any, settings: _Settings) -> Result:
+    """The run's id, its rows, and why each trial that did not pass did not (by trial id)."""
+    engine = settings.engine()
+    try:
+        # Reaps what dead processes left in this jobs folder (none other may be using it).
+        await engine.start(resume=False, reap=True)
+        record = await engine.submit(request)
+        return await _follow(engine, record, settings)
+    except asyncio.CancelledError:
+        await _stopped(engine, settings)
+        raise
+
+
+async def _resume_local(
+    run_id: str, settings: _Settings
+) -> tuple[str, list[dict[str, Any]], dict[str, str], Any]:
+    """Finish a stored run (``--resume``): the result of :func:`_run_local` and its record."""
+    from worker.runs.engine import RunBusy, RunNotFound
+    from worker.runs.store import RUNS_DIRNAME, read_run_document
+
+    folder = settings.jobs_dir / RUNS_DIRNAME / run_id
+    try:
+        stored = await asyncio.to_thread(read_run_document, folder)
+        environment = str(stored.get("worker_meta", {}).get("environment") or settings.environment)
+    except (OSError, ValueError):
+        raise click.BadParameter(
+            f"no run {run_id!r} in {settings.jobs_dir / RUNS_DIRNAME} (see trials list "
+            f"{settings.jobs_dir})",
+            param_hint="--resume",
+        ) from None
+    _check_tasks(stored, settings.tasks_dir)
+    engine = settings.engine(environment)  # the run's own sandbox backend
+    try:
+        await engine.start(resume=False, reap=True)
+        try:
+            record = await engine.resume(run_id)
+        except RunNotFound:
+            raise click.BadParameter(f"no run {run_id!r}", param_hint="--resume") from None
+        except RunBusy as exc:
+            raise click.ClickException(f"{exc}: wait for it, or stop it first") from None
+        if record.terminal:
+            click.echo(f"run {run_id} had already ended ({record.status})", err=True)
+            await engine.close()
+            return (*_result(record), record)
+        return (*(await _follow(engine, record, settings, resumed=True)), record)
+    except asyncio.CancelledError:
+        await _stopped(engine, settings)
+        raise
+
+
+def _check_tasks(stored: dict[str, Any], tasks_dir: Path) -> None:
+    """Each task of a stored run must still have its folder (else its trials could not run)."""
+    tasks = (stored.get("request") or {}).get("tasks") or []
+    missing = [
+        str(task.get("task_id"))
+        for task in tasks
+        if isinstance(task, dict) and not (tasks_dir / str(task.get("task_id"))).is_dir()
+    ]
+    if missing:
+        raise click.BadParameter(
+            f"the run's tasks {', '.join(missing[:5])} have no folder in {tasks_dir} "
+            "(give the --tasks-dir the run was started with)",
+            param_hint="--resume",
+        )
+
+
+async def _follow(
+    engine: Any, record: Any, settings: _Settings, *, resumed: bool = False
+) -> Result:
+    """Show the run's progress until it ends; its result."""
+    from skillsbench_agentbeats.progress import ProgressView
+    from worker.api import EVENT_END, EVENT_ROW, EVENT_STATUS
+
     warning = record.worker_meta.get("resource_limits", {}).get("warning")
     if warning:  # once, at the run's start
         click.echo(f"warning: {warning}", err=True)
-    view = ProgressView(len(record.trials))
+    done = sum(1 for trial in record.trials.values() if trial.state == "finished")
+    view = ProgressView(len(record.trials), done=done)
+    tasks = len(record.request.tasks)
+    instances = len(record.trials) // tasks if tasks else 0
+    view.say(
+        ("resuming" if resumed else "starting")
+        + f" run {record.run_id}: {len(record.trials)} trials ({tasks} tasks x {instances}"
+        + f"{f', {done} already finished' if done else ''}), concurrency "
+        + f"{settings.concurrency}, environment {engine.settings.environment}; folder "
+        + f"{settings.jobs_dir / 'runs' / record.run_id}"
+    )
     view.draw()
     try:
-        async for name, data in engine.events(record.run_id):
+        async for name, data in engine.events(record.run_id, keepalive_sec=1.0):
             if name == EVENT_ROW:
+                if resumed and done and data["progress"]["finished"] <= done:
+                    continue  # finished before this process: replayed, already counted
                 view.row(str(data["trial_key"]), data["row"], data.get("reason"))
             elif name == EVENT_END:
                 break
-    except asyncio.CancelledError:
+            elif name != EVENT_STATUS:
+                view.tick(_activity(engine, record.run_id))
+    finally:
         view.close()
-        await engine.cancel(record.run_id)
-        raise
-    view.close()
     await engine.close()  # nothing left to stop; disconnects an executor (ray)
-    finished = engine.get(record.run_id)
+    return _result(engine.get(record.run_id))
+
+
+def _result(finished: Any) -> Result:
     reasons = {
         trial.row["trial_id"]: trial.current.reason
         for trial in finished.trials.values()
         if trial.row is not None and trial.current is not None and trial.current.reason
     }
-    return record.run_id, finished.rows(), reasons
+    return finished.run_id, finished.rows(), reasons
+
+
+def _activity(engine: Any, run_id: str) -> Any:
+    """What the run does now, from its record: running trials, trials waiting for a retry,
+    and a pause for a full jobs folder."""
+    import time
+
+    from skillsbench_agentbeats.progress import Activity
+
+    run = engine.get(run_id)
+    now = datetime.now().astimezone()
+    activity = Activity()
+    for trial in run.trials.values():
+        current = trial.current
+        if trial.state == "running" and current is not None:
+            try:
+                since = datetime.fromisoformat(current.started_at)
+            except ValueError:
+                continue
+            activity.running.append((trial.key, (now - since).total_seconds()))
+        elif trial.state == "queued" and current is not None and current.outcome == "retried":
+            activity.retrying.append((trial.key, current.failure or "a failure"))
+    activity.running.sort(key=lambda item: -item[1])
+    full = engine.store.full_since
+    if full is not None:
+        activity.paused_sec = time.monotonic() - full
+    return activity
+
+
+async def _stopped(engine: Any, settings: _Settings) -> None:
+    """After SIGINT/SIGTERM: stop the trials (their sandboxes removed), store the runs
+    unfinished, and say how each is finished."""
+    runs = await engine.stop("interrupted: the run command got a signal")
+    for run in runs:
+        done = sum(1 for trial in run.trials.values() if trial.state == "finished")
+        click.echo(
+            f"run {run.run_id} stopped with {done} of {len(run.trials)} trials finished; "
+            f"finish it with: skillsbench-agentbeats run --resume {run.run_id} "
+            f"--jobs-dir {settings.jobs_dir}",
+            err=True,
+        )

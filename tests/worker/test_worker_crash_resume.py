@@ -3,6 +3,7 @@ exactly one row, rows finished before the kill are kept as they were, unfinished
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import pytest
 from testsupport import wait_for_http
 from worker_helpers import free_port, make_task, process_cmdlines_containing, run_payload, script
 
+from worker.core.files import append_line
 from worker.runs.store import read_run_document
 
 
@@ -260,3 +262,172 @@ def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
         assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
     assert not any(path.exists() for path in sandboxes)
     assert left() == []
+
+
+# ---- a full jobs disk ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 20 MB file system (tmpfs) for the jobs folder, so that it can be filled mid-run."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for the jobs folder needs root")
+    point = tmp_path / "jobs"
+    point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield point
+    # Lazily, with whatever a trial's sandbox may still have mounted inside it.
+    subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the file system says ENOSPC; the file, to free the space later."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 4096, 512, 1):
+            while True:
+                try:
+                    if os.write(fd, b"\0" * size) < size:
+                        break
+                except OSError as exc:
+                    assert exc.errno == errno.ENOSPC, exc
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _log_says(worker: WorkerProcess, text: str) -> bool:
+    return text in Path(worker.log.name).read_text(errors="replace")
+
+
+def _saw_full(worker: WorkerProcess, run_id: str) -> bool:
+    """The worker met the full disk: it says so (paused), or its run answers something else."""
+    if _log_says(worker, "is full"):
+        return True
+    return worker.get(f"/runs/{run_id}")["status"] not in ("queued", "running")
+
+
+def _start_disk_run(
+    tmp_path: Path, jobs: Path, workers: list[WorkerProcess]
+) -> tuple[WorkerProcess, str, Path, list[str]]:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    task_ids = [f"answer-{i}" for i in range(4)]
+    for task_id in task_ids:
+        make_task(tasks, task_id)
+    agent = script(tmp_path, "slowish", "sleep 1.5\necho 42 > /root/answer.txt\n")
+    worker = WorkerProcess(jobs, tasks)
+    workers.append(worker)
+    response = httpx.post(
+        f"{worker.url}/runs", json=run_payload(task_ids, agent=agent, num_instances=2), timeout=10
+    )
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    run_file = jobs / "runs" / run_id / "run.json"
+
+    def going() -> bool:
+        states = [t["state"] for t in stored(run_file)["trials"].values()]
+        return "finished" in states and "running" in states
+
+    assert _wait_until(going, 120), stored(run_file)
+    return worker, run_id, run_file, task_ids
+
+
+def _check_reported_is_stored(
+    worker: WorkerProcess, run_id: str, run_file: Path, reported: dict[str, str]
+) -> None:
+    """What the API answers is on disk: status not terminal, each row stored as answered."""
+    answer = worker.get(f"/runs/{run_id}")
+    on_disk = stored(run_file)
+    assert answer["status"] in ("queued", "running"), answer["status"]
+    assert on_disk["status"] == answer["status"]
+    stored_rows = {k: t["row"] for k, t in on_disk["trials"].items() if t["row"] is not None}
+    for row in answer["rows"]:
+        key = next(k for k, r in stored_rows.items() if r["trial_id"] == row["trial_id"])
+        assert stored_rows[key] == row
+        assert reported.setdefault(key, row["trial_id"]) == row["trial_id"]
+    for key, state in answer["tasks"].items():
+        if state == "finished":
+            assert on_disk["trials"][key]["state"] == "finished"
+
+
+def test_a_full_jobs_disk_pauses_the_run_and_a_restart_takes_nothing_back(
+    tmp_path: Path, small_disk: Path, workers: list[WorkerProcess]
+) -> None:
+    """Filled mid-run: the run pauses (no trial is failed or scored for it, nothing reported
+    that is not stored); killed while full, freed, restarted: it completes, and every row it
+    reported keeps its trial id (one answer per trial)."""
+    first, run_id, run_file, task_ids = _start_disk_run(tmp_path, small_disk, workers)
+    filler = fill(small_disk)
+    reported: dict[str, str] = {}
+    assert _wait_until(lambda: _saw_full(first, run_id), 60), "the worker never saw the disk full"
+    # Paused: the answers stay what the disk holds, while trials keep running into the full disk.
+    checks = 0
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline or checks < 5:
+        _check_reported_is_stored(first, run_id, run_file, reported)
+        checks += 1
+        time.sleep(0.2)
+    first.kill()
+    filler.unlink()
+
+    second = WorkerProcess(small_disk, tmp_path / "tasks")
+    workers.append(second)
+    assert _wait_until(lambda: second.get(f"/runs/{run_id}")["status"] == "completed", 240)
+    status = second.get(f"/runs/{run_id}")
+    rows = status["rows"]
+    assert len(rows) == 8 and len({row["trial_id"] for row in rows}) == 8
+    assert all(row["passed"] for row in rows), rows  # the disk's failure scored nobody
+    after = finished_document(run_file)
+    for key, trial_id in reported.items():
+        assert after["trials"][key]["row"]["trial_id"] == trial_id, key
+    assert sorted(after["trials"]) == sorted(f"{t}#{i}" for t in task_ids for i in range(2))
+
+
+def test_a_transient_full_jobs_disk_does_not_fail_the_run(
+    tmp_path: Path, small_disk: Path, workers: list[WorkerProcess]
+) -> None:
+    """Filled mid-run and freed: the same worker resumes by itself and every trial passes; an
+    attempt that met the full disk is recorded as the disk's (``jobs_disk_full``), never
+    counted against the agent."""
+    worker, run_id, run_file, _ = _start_disk_run(tmp_path, small_disk, workers)
+    filler = fill(small_disk)
+    reported: dict[str, str] = {}
+    assert _wait_until(lambda: _saw_full(worker, run_id), 60), "never saw the disk full"
+    _check_reported_is_stored(worker, run_id, run_file, reported)
+    filler.unlink()
+    assert _wait_until(lambda: _log_says(worker, "takes writes again"), 60)
+    assert _wait_until(lambda: worker.get(f"/runs/{run_id}")["status"] != "running", 240)
+    status = worker.get(f"/runs/{run_id}")
+    assert status["status"] == "completed", status
+    assert len(status["rows"]) == 8 and all(row["passed"] for row in status["rows"]), status
+    after = finished_document(run_file)
+    for key, trial_id in reported.items():
+        assert after["trials"][key]["row"]["trial_id"] == trial_id
+    failures = {a["failure"] for t in after["trials"].values() for a in t["attempts"]}
+    assert failures <= {None, "jobs_disk_full"}, failures
+
+
+def test_a_journal_line_cut_by_a_full_disk_is_taken_back(small_disk: Path) -> None:
+    """A line the full disk cut short is removed again, so the next line after space returns
+    is not glued to a torn one (a reader would skip both)."""
+    journal = small_disk / "journal.jsonl"
+    append_line(journal, b'{"seq":1}\n')
+    filler = fill(small_disk)
+    os.truncate(filler, filler.stat().st_size - 16384)  # room for part of the next line only
+    big = b'{"seq":2,"pad":"' + b"x" * (1 << 20) + b'"}\n'
+    with pytest.raises(OSError) as failed:
+        append_line(journal, big)
+    assert failed.value.errno == errno.ENOSPC
+    assert journal.read_bytes() == b'{"seq":1}\n'
+    filler.unlink()
+    append_line(journal, b'{"seq":3}\n')
+    assert journal.read_bytes().splitlines() == [b'{"seq":1}', b'{"seq":3}']

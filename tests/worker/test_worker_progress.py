@@ -64,3 +64,37 @@ def test_a_trial_that_did_not_pass_says_why() -> None:
     assert (
         out.getvalue().strip().endswith("-- agent completed (exit 3); verifier exit 1; no answer")
     )
+
+
+def test_a_silence_is_explained_with_elapsed_time_eta_and_what_runs() -> None:
+    from skillsbench_agentbeats.progress import Activity
+
+    out = io.StringIO()
+    view = ProgressView(3, stream=out, live=False, every_sec=0)
+    view.tick(Activity(running=[("a#0", 75.0)]))
+    first = out.getvalue().splitlines()
+    assert len(first) == 1
+    assert first[0].startswith("[0/3] ") and "elapsed, ETA after the first trial" in first[0]
+    assert first[0].endswith("running a#0 (1m15s)")
+    view.row("a#0", _row("a", 1.0))
+    view.tick(
+        Activity(
+            running=[(f"t{i}#0", 5.0) for i in range(5)],
+            retrying=[("b#0", "sandbox_start")],
+            paused_sec=40.0,
+        )
+    )
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("[1/3] ") and " left: " in last
+    assert "paused: the jobs folder is full (for 40s)" in last
+    assert "running t0#0 (5s), t1#0 (5s), t2#0 (5s) and 2 more" in last
+    assert "retrying b#0 after sandbox_start" in last
+
+
+def test_no_line_while_the_run_speaks_within_the_heartbeat() -> None:
+    from skillsbench_agentbeats.progress import Activity
+
+    out = io.StringIO()
+    view = ProgressView(2, stream=out, live=False, every_sec=3600)
+    view.tick(Activity(running=[("a#0", 1.0)]))
+    assert out.getvalue() == ""

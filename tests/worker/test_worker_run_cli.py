@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from worker_helpers import make_task
+from worker_helpers import make_task, process_cmdlines_containing, script
 
 from leaderboard.rows import Envelope, PublicRow
+from worker.runs.store import read_run_document
 
 PURPLE_ID = "019e4ed1-d333-7133-807f-5f22c04d5eef"
 
@@ -212,3 +218,139 @@ def test_overrides_are_shown_in_the_summary_and_bad_ones_refused(
         "--jobs-dir", str(tmp_path / "jobs"), "--pids-limit", "3",
     )  # fmt: skip
     assert bad.returncode == 2 and "pids_limit must be at least 16" in bad.stderr, bad.stderr
+
+
+# ---- interrupts, resume, progress ------------------------------------------------------------
+
+
+def _mounts_under(folder: Path) -> list[str]:
+    """Mount points of this host's mount table inside ``folder`` (a trial's capped tmpfs)."""
+    text = Path("/proc/self/mountinfo").read_text()
+    return [line.split()[4] for line in text.splitlines() if str(folder) in line.split()[4]]
+
+
+def _cgroups_of(run_id: str) -> list[str]:
+    """The trial cgroups of ``run_id`` (walked leniently: other tests make and remove theirs)."""
+    found = []
+    for top, folders, _files in os.walk("/sys/fs/cgroup", onerror=lambda _exc: None):
+        found += [f"{top}/{name}" for name in folders if name.startswith(f"{run_id}+")]
+    return found
+
+
+def _stored(jobs: Path) -> tuple[str, dict[str, Any]]:
+    (folder,) = (jobs / "runs").iterdir()
+    return folder.name, read_run_document(folder)
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"]
+)
+def test_an_interrupted_run_cleans_up_and_resume_finishes_it(
+    tmp_path: Path, tasks_dir: Path, signum: signal.Signals
+) -> None:
+    """SIGTERM and SIGINT mid-trial: the trials stop, their sandboxes go (no process, mount or
+    cgroup left), exit 143/130 without a traceback, the run stored unfinished with its finished
+    row kept; SIGKILL leaves what it leaves. ``run --resume`` removes it and finishes the run:
+    every trial has one answer, the one given before the interrupt unchanged."""
+    jobs = tmp_path / "jobs"
+    marker = f"30.{time.time_ns() % 10**6:06d}"
+    make_task(tasks_dir, "quick", instruction="quick: write 42 to /root/answer.txt")
+    agent = script(
+        tmp_path,
+        "slow",
+        f"grep -q quick /instruction.md || sleep {marker}\necho 42 > /root/answer.txt\n",
+    )
+    env = {**os.environ, "SKILLSBENCH_RUN_HEARTBEAT_SEC": "1"}
+    args = ["--tasks-dir", str(tasks_dir), "--jobs-dir", str(jobs)]
+    log = tmp_path / "stderr.txt"
+    heartbeat = re.compile(r"\[1/3\] \d+s elapsed, ~\S+ left: running answer-4[23]#0 \(\d+s\)")
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillsbench_agentbeats", "run", *args, "--task-id", "quick",
+             "--task-id", "answer-42", "--task-id", "answer-43", "--agent", agent,
+             "--concurrency", "2"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+        )  # fmt: skip
+    try:
+
+        def going() -> bool:
+            if not list(jobs.glob("runs/*/run.json")):
+                return False
+            states = {k: t["state"] for k, t in _stored(jobs)[1]["trials"].items()}
+            return (
+                states["quick#0"] == "finished"
+                and bool(process_cmdlines_containing(f"sleep {marker}"))
+                # what runs is said while nothing ends (SIGKILL does not wait for it)
+                and (signum == signal.SIGKILL or bool(heartbeat.search(log.read_text())))
+            )
+
+        deadline = time.monotonic() + 120
+        while not going():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        run_id, before = _stored(jobs)
+        interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
+        assert interrupted
+        proc.send_signal(signum)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = log.read_text()
+    if signum == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        assert proc.returncode == 128 + signum, err
+        assert "Traceback" not in err, err
+        assert f"run --resume {run_id} --jobs-dir {jobs}" in err
+        # Progress a person can follow: the start line, then what runs while nothing ends.
+        assert f"starting run {run_id}: 3 trials (3 tasks x 1), concurrency 2" in err
+        assert process_cmdlines_containing(f"sleep {marker}") == []
+        assert _mounts_under(jobs) == []
+        assert _cgroups_of(run_id) == []
+    stored = _stored(jobs)[1]
+    assert stored["status"] == "running"  # unfinished, for a resume: never a cancelled run
+    assert stored["trials"]["quick#0"]["row"] == before["trials"]["quick#0"]["row"]
+
+    resumed = _run(*args, "--resume", run_id, "--output", str(tmp_path / "rows.json"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming run {run_id}" in resumed.stderr
+    assert "3/3 passed" in resumed.stdout
+    assert process_cmdlines_containing(f"sleep {marker}") == []
+    assert _mounts_under(jobs) == [] and _cgroups_of(run_id) == []  # what SIGKILL left, reaped
+    after = json.loads((jobs / "runs" / run_id / "run.json").read_text())
+    assert after["status"] == "completed"
+    assert after["trials"]["quick#0"]["row"] == before["trials"]["quick#0"]["row"]
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+        assert after["trials"][key]["row"]["trial_id"] == attempts[-1]["trial_id"]
+    rows = json.loads((tmp_path / "rows.json").read_text())["results"]
+    assert len(rows) == 3 and len({row["trial_id"] for row in rows}) == 3
+    # The same run again: already ended, the same answers.
+    again = _run(*args, "--resume", run_id)
+    assert again.returncode == 0 and "had already ended (completed)" in again.stderr
+    assert "3/3 passed" in again.stdout
+    assert all(row["trial_id"].rsplit("__", 1)[1] in again.stdout for row in rows)
+
+
+def test_resume_bad_input_is_one_line(tmp_path: Path, tasks_dir: Path) -> None:
+    jobs = ["--tasks-dir", str(tasks_dir), "--jobs-dir", str(tmp_path / "jobs")]
+    unknown = _run(*jobs, "--resume", "run-nope")
+    assert unknown.returncode == 2 and "no run 'run-nope'" in unknown.stderr, unknown.stderr
+    both = _run(*jobs, "--resume", "run-nope", "--agent", "nop")
+    assert both.returncode == 2 and "drop --agent" in both.stderr
+    assert "Traceback" not in unknown.stderr + both.stderr
+
+
+def test_output_is_checked_before_any_trial_runs(tmp_path: Path, tasks_dir: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    jobs = tmp_path / "jobs"
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "answer-42", "--agent", "oracle",
+        "--jobs-dir", str(jobs), "--output", str(tmp_path / "a-file" / "rows.json"),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--output" in done.stderr and "a-file" in done.stderr and "Traceback" not in done.stderr
+    assert not (jobs / "runs").exists()  # no trial ran

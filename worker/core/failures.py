@@ -53,6 +53,9 @@ class FailureKind(StrEnum):
     # The `ray` executor: the node, its Ray worker process or the attempt's result was lost
     # (docs/scaling.md). The attempt is re-run with a fresh trial id, never recorded twice.
     NODE_LOST = "node_lost"
+    # The worker's jobs folder was full (ENOSPC, EDQUOT) when the trial wrote its own records:
+    # the disk's fault. Tried again once space returns, not counted against --max-attempts.
+    JOBS_DISK_FULL = "jobs_disk_full"
     WORKER_TIMEOUT = "worker_timeout"
     WORKER_CANCELLED = "worker_cancelled"
     WORKER_ERROR = "worker_error"
@@ -110,6 +113,7 @@ FAILURE_TABLE: dict[FailureKind, Semantics] = {
     FailureKind.PIDS_LIMIT: Semantics(False, True, None, None, None),
     FailureKind.STORAGE_LIMIT: Semantics(False, True, None, None, None),
     FailureKind.NODE_LOST: Semantics(True, False, "worker_error", None, None),
+    FailureKind.JOBS_DISK_FULL: Semantics(True, False, "worker_error", "infra_failure", None),
     FailureKind.WORKER_TIMEOUT: Semantics(False, False, "worker_timeout", "infra_failure", None),
     FailureKind.WORKER_CANCELLED: Semantics(
         False, False, "worker_cancelled", "infra_failure", None

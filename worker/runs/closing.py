@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from worker.agents.registry import resolve_agent
 from worker.api import RunTask
 from worker.core.failures import FailureKind
+from worker.core.files import disk_full
 from worker.runs.meta import ProofSettings
 from worker.runs.proof import write_proof
 from worker.runs.records import AttemptRecord, RunRecord, TrialRecord
@@ -92,19 +93,30 @@ def close_trial(
         rows[trial.task_id] = trial.row
 
 
-async def end_run(run: RunRecord, jobs_dir: Path, proof: ProofSettings) -> None:
+async def end_run(
+    run: RunRecord,
+    jobs_dir: Path,
+    proof: ProofSettings,
+    wait_for_space: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     """Set the final status of a run whose trials all have their rows, and write its private
-    proof (a proof that cannot be written is the run's error)."""
+    proof (a proof that cannot be written is the run's error; on a full disk it is written once
+    space returns, with ``wait_for_space``)."""
     run.status = "cancelled" if run.cancel_requested else "completed"
     if run.error and not run.cancel_requested:
         run.status = "failed"
-    try:
-        refs = await asyncio.to_thread(write_proof, run, jobs_dir, proof)
-        run.private_proof_refs = refs["_private_proof_refs"]
-        run.private_proof_manifest = refs["_private_proof_manifest"]
-    except OSError as exc:
-        log.error("private proof of run %s not written: %s", run.run_id, exc)
-        run.error = run.error or f"private proof not written: {exc}"
+    while True:
+        try:
+            refs = await asyncio.to_thread(write_proof, run, jobs_dir, proof)
+            run.private_proof_refs = refs["_private_proof_refs"]
+            run.private_proof_manifest = refs["_private_proof_manifest"]
+        except OSError as exc:
+            if wait_for_space is not None and disk_full(exc):
+                await wait_for_space()
+                continue
+            log.error("private proof of run %s not written: %s", run.run_id, exc)
+            run.error = run.error or f"private proof not written: {exc}"
+        break
     run.updated_at = utc_now()
 
 

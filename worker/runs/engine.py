@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,17 +38,32 @@ from worker.runs.events import KEEPALIVE, Event, RunEvents
 from worker.runs.intake import Intake
 from worker.runs.meta import ProofSettings
 from worker.runs.records import RunRecord, settle
-from worker.runs.recovery import Recovery
+from worker.runs.recovery import Recovery, abandon_running
 from worker.runs.scheduler import Scheduler
 from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
 from worker.trial_record.trajectory import utc_now
 
-__all__ = ["KEEPALIVE", "Engine", "EngineSettings", "RunNotFound"]
+__all__ = ["KEEPALIVE", "Engine", "EngineSettings", "RunBusy", "RunNotFound"]
+
+log = logging.getLogger(__name__)
 
 
 class RunNotFound(KeyError):
     pass
+
+
+class RunBusy(RuntimeError):
+    """Another live process drives the run (its pid, 0 when it cannot be told)."""
+
+    def __init__(self, run_id: str, pid: int) -> None:
+        who = f"process {pid}" if pid else "another process"
+        super().__init__(f"run {run_id} is being run by {who}")
+        self.pid = pid
+
+
+# How long stopping (an interrupt) waits for the run documents to be stored (a full disk).
+STOP_SAVE_SEC = 10.0
 
 
 class Engine:
@@ -79,30 +95,86 @@ class Engine:
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    async def start(self, *, resume: bool = True) -> None:
-        """Load the store and resume every run that was not finished (ExecutorError when the
-        executor cannot run trials: no cluster, a node of another version)."""
+    async def start(self, *, resume: bool = True, reap: bool | None = None) -> None:
+        """Load the store and resume every run that was not finished and that no other live
+        process drives (ExecutorError when the executor cannot run trials: no cluster, a node
+        of another version). ``reap`` (default: ``resume``): first remove what dead processes'
+        sandboxes left (mounts, cgroups, containers), when no other live process uses the
+        jobs folder."""
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
-        await self.executor.start()
-        # The agent kinds' modules, imported now rather than inside the first request (an
-        # import on the event loop held it for a second and more).
-        await asyncio.to_thread(load_plugins)
-        if not resume:
-            return
-        for run in await self._recovery.load():
+        sole = self.store.claim_folder()
+        try:
+            await self.executor.start()
+            # The agent kinds' modules, imported now rather than inside the first request (an
+            # import on the event loop held it for a second and more).
+            await asyncio.to_thread(load_plugins)
+            if not resume:
+                if sole and (reap if reap is not None else resume):
+                    await self._recovery.reap(active=set())
+                return
+            runs = await self._recovery.load(reap=sole and reap is not False)
+        finally:
+            self.store.share_folder()
+        for run in runs:
             self._runs[run.run_id] = run
             if run.terminal:
                 continue
-            if await self._recovery.resume(run):
-                self._scheduler.launch(run)
-            else:
-                await self._scheduler.finalize(run)
+            holder = self.store.lock_run(run.run_id)
+            if holder is not None:
+                log.warning(
+                    "run %s is being run by process %s: not resumed here", run.run_id, holder
+                )
+                continue
+            await self._resume(run)
         settle()  # the loaded runs' records live as long as the worker
+
+    async def _resume(self, run: RunRecord) -> None:
+        if await self._recovery.resume(run):
+            self._scheduler.launch(run)
+        else:
+            await self._scheduler.finalize(run)
+
+    async def resume(self, run_id: str) -> RunRecord:
+        """Finish a stored run an earlier process left unfinished (``run --resume``): what its
+        attempts left is removed, they are run again, finished trials keep their rows.
+        RunNotFound; RunBusy when a live process still runs it; a finished run as it is."""
+        try:
+            run = await asyncio.to_thread(self.store.load, run_id)
+        except KeyError:
+            raise RunNotFound(run_id) from None
+        self._runs[run.run_id] = run
+        if run.terminal:
+            return run
+        holder = self.store.lock_run(run.run_id)
+        if holder is not None:
+            raise RunBusy(run.run_id, holder)
+        await self._resume(run)
+        return run
 
     async def close(self) -> None:
         """Stop working without recording anything as cancelled: a restart resumes the runs."""
         await self._scheduler.close()
         await self.executor.close()
+        self.store.release()
+
+    async def stop(self, why: str) -> list[RunRecord]:
+        """Stop every run here without ending it (an interrupted ``run``): the trials are
+        cancelled (their sandboxes stopped and removed), the attempts they were in stored as
+        ``abandoned`` (``why``), and the runs stay unfinished for a later resume; those runs."""
+        await self._scheduler.close()
+        stopped = []
+        for run in self._runs.values():
+            if run.terminal:
+                continue
+            stopped.append(run)
+            if abandon_running(run, why):
+                try:
+                    await asyncio.wait_for(self.store.save(run), STOP_SAVE_SEC)
+                except (TimeoutError, OSError) as exc:  # the resume marks them all the same
+                    log.warning("run %s: its stop not stored: %r", run.run_id, exc)
+        await self.executor.close()
+        self.store.release()
+        return stopped
 
     # ---- runs ------------------------------------------------------------------------------
 
@@ -118,6 +190,7 @@ class Engine:
         settle()
         self._runs[run.run_id] = run
         await self.store.save(run)
+        self.store.lock_run(run.run_id)  # new: nobody else has it
         self._scheduler.launch(run)
         return run
 

@@ -18,12 +18,15 @@ Event = tuple[str, dict[str, Any]]
 
 
 def row_event(
-    run: RunRecord, trial: TrialRecord, progress: Progress | None = None
+    run: RunRecord,
+    trial: TrialRecord,
+    progress: Progress | None = None,
+    row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "trial_key": trial.key,
-        "row": trial.row,
+        "row": row if row is not None else trial.row,
         "reason": trial.current.reason if trial.current is not None else None,
         "progress": (progress or status.progress(run)).model_dump(),
     }
@@ -34,18 +37,6 @@ class RunEvents:
 
     def __init__(self) -> None:
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
-        # Trials whose row is set but still being saved: its event comes once the save is done,
-        # so a subscriber arriving meanwhile must not replay it too (it would get it twice).
-        self._held: set[tuple[str, str]] = set()
-
-    def hold(self, run_id: str, trial_key: str) -> None:
-        """Keep the trial's row out of replays until :meth:`publish_row` sends it."""
-        self._held.add((run_id, trial_key))
-
-    def publish_row(self, run: RunRecord, trial: TrialRecord) -> None:
-        self._held.discard((run.run_id, trial.key))
-        if self.listening(run.run_id):  # no event to build when nobody listens
-            self.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
 
     def listening(self, run_id: str) -> bool:
         """Whether anyone listens to the run (so an event need not be built otherwise)."""
@@ -65,19 +56,21 @@ class RunEvents:
         run_id = run.run_id
         queue: asyncio.Queue[Event] = asyncio.Queue()
         # Snapshot and subscribe with no await in between: nothing is missed or sent twice.
+        # Only what is stored (a change not stored yet is sent when it is: worker/runs/records.py).
         yield_first: list[Event] = [(EVENT_STATUS, status.status_doc(run, with_rows=False))]
         progress = status.progress(run)  # once for the replay: O(trials), not O(trials^2)
-        for trial in run.trials.values():
-            if trial.row is not None and (run_id, trial.key) not in self._held:
-                yield_first.append((EVENT_ROW, row_event(run, trial, progress)))
-        if run.terminal:
+        for key, _state, row in run.shown_trials():
+            if row is not None:
+                yield_first.append((EVENT_ROW, row_event(run, run.trials[key], progress, row)))
+        ended = run.shown_terminal
+        if ended:
             yield_first.append((EVENT_END, status.status_doc(run)))
         else:
             self._subscribers.setdefault(run_id, set()).add(queue)
         try:
             for event in yield_first:
                 yield event
-            if run.terminal:
+            if ended:
                 return
             while True:
                 try:

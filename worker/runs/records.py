@@ -3,14 +3,21 @@
 A run owns one :class:`TrialRecord` per (task, instance) pair, keyed ``<task_id>#<instance>``.
 The key, not the attempt, is the unit of "exactly one row": a trial that is re-run (retry or
 resume after a crash) replaces its attempt, never adds a row.
+
+A change is made to the record first and stored after; until it is stored (a moment, or as long
+as the jobs folder is full), what the run reports is what was stored: :meth:`RunRecord.hold`
+keeps a trial's stored state and row (and :meth:`RunRecord.hold_status` the run's status) for
+the status document and the event stream, and the store lets go once the change is on disk.
+A restart can therefore never take back an answer the run gave.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from worker.api import RunRequest, RunState
 
@@ -86,9 +93,55 @@ class RunRecord(BaseModel):
     # The last line of the run's journal this document includes (worker/runs/store.py).
     journal_seq: int = 0
 
+    # What is reported while a change is not stored yet: trial key -> (state, row) as stored;
+    # and the run's stored status (None: nothing held).
+    _held: dict[str, tuple[TrialState, dict[str, Any] | None]] = PrivateAttr(default_factory=dict)
+    _held_status: RunState | None = PrivateAttr(default=None)
+
     @property
     def terminal(self) -> bool:
         return self.status in ("completed", "failed", "cancelled")
+
+    # ---- what is reported: only what is stored ---------------------------------------------
+
+    def hold(self, trial: TrialRecord) -> None:
+        """Report ``trial`` as it is now (stored) until the store has its coming change."""
+        self._held.setdefault(trial.key, (trial.state, trial.row))
+
+    def hold_status(self) -> None:
+        """Report the run's status as it is now (stored) until the store has its change."""
+        if self._held_status is None:
+            self._held_status = self.status
+
+    def held(self) -> tuple[frozenset[str], bool]:
+        """The trial keys and whether the status are held now (a full save lets go of these)."""
+        return frozenset(self._held), self._held_status is not None
+
+    def release(self, keys: Iterable[str] = (), *, status: bool = False) -> None:
+        """The store has these changes: report them."""
+        for key in keys:
+            self._held.pop(key, None)
+        if status:
+            self._held_status = None
+
+    @property
+    def shown_status(self) -> RunState:
+        return self.status if self._held_status is None else self._held_status
+
+    @property
+    def shown_terminal(self) -> bool:
+        """Terminal as reported: the end is stored."""
+        return self.shown_status in ("completed", "failed", "cancelled")
+
+    def shown_trials(self) -> Iterator[tuple[str, TrialState, dict[str, Any] | None]]:
+        """(key, state, row) of every trial as stored, in task order."""
+        held = self._held
+        for key, trial in self.trials.items():
+            if held and key in held:
+                state, row = held[key]
+                yield key, state, row
+            else:
+                yield key, trial.state, trial.row
 
     def rows(self) -> list[dict[str, Any]]:
         """Finished rows in task order (never more than one per trial key)."""

@@ -35,13 +35,15 @@ class Recovery:
         self.executor = executor
         self.owner = owner  # this worker's sandboxes' owner (SandboxSpec.owner)
 
-    async def load(self) -> list[RunRecord]:
+    async def load(self, *, reap: bool = True) -> list[RunRecord]:
         """Every readable stored run (an unreadable document is logged and skipped), after
-        reaping what this worker's sandboxes left of the runs that will not resume."""
+        reaping (``reap``: no other live process uses the jobs folder) what this worker's
+        sandboxes left of the runs that will not resume."""
         runs, problems = await asyncio.to_thread(self.store.load_all)
         for problem in problems:
             log.error("unreadable run document skipped: %s", problem)
-        await self._reap(active={run.run_id for run in runs if not run.terminal})
+        if reap:
+            await self.reap(active={run.run_id for run in runs if not run.terminal})
         return runs
 
     async def resume(self, run: RunRecord) -> bool:
@@ -54,14 +56,7 @@ class Recovery:
             log.error("run %s cannot finish (%s); ending it", run.run_id, exc)
             run.error = f"the run's request is not admissible: {exc}"
             return False
-        for trial in run.trials.values():
-            if trial.state == "running":
-                trial.state = "queued"
-                if trial.current is not None and trial.current.outcome == "running":
-                    trial.current.outcome = "abandoned"
-                    trial.current.finished_at = utc_now()
-                    trial.current.error = "the worker stopped during this attempt"
-        run.updated_at = utc_now()
+        abandon_running(run, "the worker stopped during this attempt")
         await self.store.save(run)
         await asyncio.to_thread(self._clean_abandoned, run)
         await self._run_cleanup(run.run_id)
@@ -84,7 +79,7 @@ class Recovery:
                 if inside and sandbox.is_dir():
                     _remove_tree(sandbox)
 
-    async def _reap(self, active: set[str]) -> None:
+    async def reap(self, active: set[str]) -> None:
         """Remove what this worker's sandboxes left behind a crash (the backend's reaper, limited
         to this worker's own), sparing the runs about to resume."""
         try:
@@ -112,6 +107,22 @@ class Recovery:
         else:
             if removed:
                 log.info("removed %d thing(s) of run %s on the executor's nodes", removed, run_id)
+
+
+def abandon_running(run: RunRecord, why: str) -> int:
+    """Queue the run's running trials again, their attempts ``abandoned`` (``why``); how many."""
+    count = 0
+    for trial in run.trials.values():
+        if trial.state == "running":
+            count += 1
+            trial.state = "queued"
+            if trial.current is not None and trial.current.outcome == "running":
+                trial.current.outcome = "abandoned"
+                trial.current.finished_at = trial.current.finished_at or utc_now()
+                trial.current.error = why
+    if count:
+        run.updated_at = utc_now()
+    return count
 
 
 def _remove_tree(path: Path) -> None:

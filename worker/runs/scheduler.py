@@ -40,6 +40,8 @@ CANCEL_WAIT_SEC = 30.0
 # Closing the unfinished trials of a run yields to the event loop after this many rows, so that a
 # 10,000-trial cancel never holds the loop for long.
 FINALIZE_BATCH = 200
+# Attempts of one trial that may end for a full jobs folder (each tried once space returned).
+MAX_DISK_FULL_ATTEMPTS = 20
 
 
 class Scheduler:
@@ -159,6 +161,7 @@ class Scheduler:
 
     async def _set_running(self, run: RunRecord) -> None:
         if run.status == "queued":
+            run.hold_status()
             run.status = "running"
             run.updated_at = utc_now()
             await self.store.save_fields(run, ["status"])
@@ -173,9 +176,19 @@ class Scheduler:
             return
         while True:
             outcome = await self._attempt(run, trial, run_task)
-            attempts = len(trial.attempts)
-            if outcome is not None and self.settings.retry.should_retry(outcome.failure, attempts):
-                assert trial.current is not None
+            # Attempts that met a full jobs folder are the disk's: not counted against the
+            # retries (bounded all the same, should space come and go for ever).
+            full = sum(a.failure == FailureKind.JOBS_DISK_FULL.value for a in trial.attempts)
+            attempts = len(trial.attempts) - full
+            disk = outcome is not None and outcome.failure is FailureKind.JOBS_DISK_FULL
+            if disk and full < MAX_DISK_FULL_ATTEMPTS:
+                retry = True
+            else:
+                failure = outcome.failure if outcome is not None else None
+                retry = outcome is not None and self.settings.retry.should_retry(failure, attempts)
+            if retry:
+                assert outcome is not None and trial.current is not None
+                run.hold(trial)
                 trial.current.outcome = "retried"
                 trial.state = "queued"
                 await self.store.save_trial(run, trial)
@@ -185,14 +198,17 @@ class Scheduler:
                     outcome.failure,
                     outcome.error,
                 )
-                await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
+                if disk:
+                    await self.store.wait_for_space()  # the run is paused until then
+                else:
+                    await asyncio.sleep(self.settings.retry.backoff_sec(attempts))
                 continue
             break
         if outcome is None:
-            self.events.hold(run.run_id, trial.key)
             await self.store.save_trial(run, trial)
-            self.events.publish_row(run, trial)
+            self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
             return
+        run.hold(trial)
         if outcome.resource_changes:
             limits = run.worker_meta.setdefault("resource_limits", {})
             limits.setdefault("changed", {})[trial.task_id] = outcome.resource_changes
@@ -203,9 +219,8 @@ class Scheduler:
         trial.current.outcome = "finished"
         trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
-        self.events.hold(run.run_id, trial.key)
         await self.store.save_trial(run, trial)
-        self.events.publish_row(run, trial)
+        self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
 
     async def _attempt(
         self, run: RunRecord, trial: TrialRecord, run_task: RunTask
@@ -215,10 +230,12 @@ class Scheduler:
             task = self.catalog.get(trial.task_id)
             agent = resolve_agent(run.agent)
         except ValueError as exc:  # the task folder or agent went away since the run was accepted
+            run.hold(trial)
             close_trial(self.store, run, trial, run_task, FailureKind.WORKER_ERROR, str(exc))
             return None
         trial_id = new_trial_id(trial.task_id)
         trial_dir = self.store.trial_dir(run.run_id, trial_id)
+        run.hold(trial)
         trial.attempts.append(
             AttemptRecord(
                 trial_id=trial_id,
@@ -295,15 +312,17 @@ class Scheduler:
             "the trial did not finish"
         )
         transport = agent_transport(run.agent)
-        progress = status.progress(run)  # kept up to date below: O(trials) in all
         rows: dict[str, dict[str, Any]] = {}
         now = utc_now()
-        closed = 0
+        closed: list[TrialRecord] = []
         suffixes = trial_id_suffixes()
+        # Reported as stored until the run's end is: a restart meanwhile resumes the run, and
+        # its rows and status are not taken back (worker/runs/records.py).
+        run.hold_status()
         for trial in list(run.trials.values()):
             if trial.state == "finished":
                 continue
-            progress.running -= trial.state == "running"
+            run.hold(trial)
             close_trial(
                 self.store,
                 run,
@@ -316,19 +335,24 @@ class Scheduler:
                 now=now,
                 ids=suffixes,
             )
-            progress.finished += 1
-            if self.events.listening(run.run_id):  # no event to build when nobody listens
-                self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial, progress)))
-            closed += 1
-            if closed % FINALIZE_BATCH == 0:
+            closed.append(trial)
+            if len(closed) % FINALIZE_BATCH == 0:
                 await asyncio.sleep(0)  # let other requests in
         if run.terminal:  # finished by a concurrent finalize while this one yielded
             return
-        await end_run(run, self.settings.jobs_dir, self.proof)
+        await end_run(run, self.settings.jobs_dir, self.proof, self.store.wait_for_space)
         await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
-        if self.events.listening(run.run_id):
+        if self.events.listening(run.run_id):  # no event to build when nobody listens
+            progress = status.progress(run)
+            progress.finished -= len(closed)
+            for index, trial in enumerate(closed, 1):
+                progress.finished += 1
+                self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial, progress)))
+                if index % FINALIZE_BATCH == 0:
+                    await asyncio.sleep(0)
             self.events.publish(run.run_id, (EVENT_END, status.status_doc(run)))
         self._trial_tasks.pop(run.run_id, None)
         self._first_starts.pop(run.run_id, None)
         self._run_tasks.pop(run.run_id, None)
+        self.store.unlock_run(run.run_id)  # ended and stored: nothing left to drive
         settle()

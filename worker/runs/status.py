@@ -10,13 +10,14 @@ from worker.runs.records import RunRecord
 
 
 def progress(run: RunRecord) -> Progress:
+    """The counts of the run as stored (a change not stored yet is not counted)."""
     counts = Progress(total=len(run.trials))
-    for trial in run.trials.values():
-        if trial.state == "finished":
+    for _key, state, row in run.shown_trials():
+        if state == "finished":
             counts.finished += 1
-            if trial.row is not None and trial.row["passed"]:
+            if row is not None and row["passed"]:
                 counts.passed += 1
-        elif trial.state == "running":
+        elif state == "running":
             counts.running += 1
     return counts
 
@@ -24,10 +25,11 @@ def progress(run: RunRecord) -> Progress:
 def status_doc(run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
     """The run's :class:`~worker.api.RunStatus` as JSON, built in O(trials). The rows (public-row
     JSON already) and the proof refs are not validated again: 10,000 of them would hold the event
-    loop for long."""
+    loop for long. What it says is stored (worker/runs/records.py: a change not stored yet is
+    not reported), so no restart can take it back."""
     doc = RunStatus(
         run_id=run.run_id,
-        status=run.status,
+        status=run.shown_status,
         created_at=run.created_at,
         updated_at=run.updated_at,
         progress=progress(run),
@@ -35,9 +37,13 @@ def status_doc(run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
         error=run.error,
         private_proof_manifest=run.private_proof_manifest,
     ).model_dump(mode="json", by_alias=True)
-    doc["tasks"] = {key: trial.state for key, trial in run.trials.items()}
-    doc["rows"] = run.rows() if with_rows else []
-    doc["_private_proof_refs"] = run.private_proof_refs
+    shown = list(run.shown_trials())
+    doc["tasks"] = {key: state for key, state, _row in shown}
+    doc["rows"] = [row for _key, _state, row in shown if row is not None] if with_rows else []
+    ended = run.shown_terminal
+    doc["_private_proof_refs"] = run.private_proof_refs if ended else None
+    if not ended:
+        doc["_private_proof_manifest"] = None
     return doc
 
 

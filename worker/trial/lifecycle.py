@@ -25,7 +25,7 @@ from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.core.capped import CopyBudget
 from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
-from worker.core.files import write_atomic
+from worker.core.files import disk_full, has_space, write_atomic
 from worker.core.limits import OutputCaps
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
@@ -208,7 +208,51 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
     The body runs as its own task under a supervisor that owns the hard deadline and
     cancellation: on either it stops the sandbox first (which kills whatever the body is
     waiting on) and only then cancels the body, so an abort never waits on a stuck process.
+
+    A jobs folder that is full when the trial writes its own records ends the attempt as
+    ``jobs_disk_full`` (infrastructure: the scheduler tries it again once space returns), with
+    result.json when it could still be written.
     """
+    try:
+        return await _supervise(plan)
+    except OSError as exc:
+        if not await _jobs_disk_full(plan, exc):
+            raise
+        return _disk_full_outcome(plan, exc)
+
+
+async def _jobs_disk_full(plan: TrialPlan, exc: BaseException) -> bool:
+    """Whether ``exc`` came of a full disk and the jobs folder is full now (not a sandbox's own
+    storage, which is the agent's to fill)."""
+    if not disk_full(exc):
+        return False
+    try:
+        return not await asyncio.to_thread(has_space, plan.trial_dir.parents[1])
+    except OSError:
+        return True  # cannot even look: the disk said it was full
+
+
+def _disk_full_message(exc: BaseException) -> str:
+    return f"the worker's jobs folder is full ({exc}); tried again once space returns"
+
+
+def _disk_full_outcome(plan: TrialPlan, exc: BaseException) -> TrialOutcome:
+    """The outcome of an attempt whose records could not be written (no result.json)."""
+    error = plain_text(_disk_full_message(exc))
+    row = build_row(
+        plan.request,
+        plan.run_task,
+        trial_id=plan.trial_id,
+        agent_transport=plan.agent.kind,
+        reward=None,
+        failure=FailureKind.JOBS_DISK_FULL,
+        time_used=None,
+    )
+    reason = _one_line(f"{FailureKind.JOBS_DISK_FULL.value}: {error}")
+    return TrialOutcome(failure=FailureKind.JOBS_DISK_FULL, error=error, row=row, reason=reason)
+
+
+async def _supervise(plan: TrialPlan) -> TrialOutcome:
     trial_dir = plan.trial_dir
     for sub in ("agent", "verifier", "trajectory"):
         (trial_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -225,7 +269,10 @@ async def run_trial(plan: TrialPlan) -> TrialOutcome:
         done, _ = await asyncio.wait({body}, timeout=plan.deadline_sec())
     except asyncio.CancelledError:
         await _abort(body, state)
-        _finish(plan, state, None, None, FailureKind.WORKER_CANCELLED, "the run was cancelled")
+        try:
+            _finish(plan, state, None, None, FailureKind.WORKER_CANCELLED, "the run was cancelled")
+        except OSError as exc:  # the cancel goes on: its result.json is best effort
+            log.warning("result.json of cancelled trial %s not written: %s", plan.trial_id, exc)
         raise
     if not done:
         await _abort(body, state)
@@ -346,9 +393,15 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             failure, error = FailureKind.USAGE_LIMIT, agent_outcome.message
     except _Failed as exc:
         failure, error = exc.kind, str(exc)
-    except Exception as exc:  # a bug in the worker, not the agent's fault
-        log.exception("trial %s crashed", plan.trial_id)
-        failure, error = FailureKind.WORKER_ERROR, f"{type(exc).__name__}: {exc}"
+        # An infrastructure failure that came of the jobs folder filling up is the disk's.
+        if not semantics(exc.kind).score_eligible and await _jobs_disk_full(plan, exc):
+            failure, error = FailureKind.JOBS_DISK_FULL, _disk_full_message(exc)
+    except Exception as exc:
+        if await _jobs_disk_full(plan, exc):
+            failure, error = FailureKind.JOBS_DISK_FULL, _disk_full_message(exc)
+        else:  # a bug in the worker, not the agent's fault
+            log.exception("trial %s crashed", plan.trial_id)
+            failure, error = FailureKind.WORKER_ERROR, f"{type(exc).__name__}: {exc}"
     finally:
         if state.sandbox is not None and not state.stopped:
             with phases.phase("teardown"):
