@@ -66,6 +66,10 @@ def _check_locally(participant: str, config: dict[str, Any], green_url: str | No
         parts = urlsplit(green_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"--green: must be an absolute http(s) URL, got {green_url!r}")
+    else:  # the local green agent's settings (a bad SKILLSBENCH_WORKER_URL), refused now
+        from green_agent.settings import load_settings
+
+        load_settings()
     try:
         parse_request(json.dumps({"participants": {"agent": participant}, "config": config}))
         if green_url is None:
