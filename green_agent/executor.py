@@ -1,8 +1,11 @@
 """The assessment executor: request in, worker run followed, one envelope out.
 
-The A2A task ends ``completed`` whenever the request was valid, even when trials failed: per-task
-failures are rows (``score_eligible: false`` with a reviewed category), because the gateway drops
-the artifacts of a task that ends ``failed``.
+The A2A task ends ``completed`` when the worker ran the assessment, even when trials failed:
+per-task failures are rows (``score_eligible: false`` with a reviewed category), because the
+gateway drops the artifacts of a task that ends ``failed``. It ends ``failed`` when nothing was
+scored because of the worker (it refused or never started the run, stayed unreachable, or every
+trial is a worker failure): such a result measures the worker, not the agent, and must never be
+published as the agent's score.
 """
 
 from __future__ import annotations
@@ -20,11 +23,18 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, TaskState
 from a2a.utils.errors import InvalidParamsError
 
-from green_agent.adapters.base import EndState, RowFinished, RunEnded, WorkerAdapter, WorkerRun
+from green_agent.adapters.base import (
+    EndState,
+    RowFinished,
+    RunEnded,
+    WorkerAdapter,
+    WorkerHealth,
+    WorkerRun,
+)
 from green_agent.adapters.http import WorkerError
-from green_agent.progress import final_summary, plain_text, row_summary
+from green_agent.progress import final_summary, heartbeat, plain_text, row_summary
 from green_agent.request import RequestError, parse_request
-from green_agent.results import PublicResults
+from green_agent.results import PublicResults, worker_failure
 from green_agent.routing import route_participant
 from green_agent.selection import Selection, select
 from green_agent.settings import GreenSettings
@@ -47,11 +57,13 @@ GAP_CATEGORY: dict[EndState, FailureCategory] = {
 class _Assessment:
     """One running assessment. Once cancelled, the executor emits nothing more for it."""
 
-    def __init__(self, updater: TaskUpdater) -> None:
+    def __init__(self, updater: TaskUpdater, total: int) -> None:
         self.updater = updater
         self.run: WorkerRun | None = None
         self.cancelled = False
         self.finished = 0
+        self.total = total
+        self.health = WorkerHealth()
 
     def message(self, text: str) -> Message:
         return self.updater.new_agent_message([new_text_part(plain_text(text))])
@@ -77,7 +89,8 @@ class AssessmentExecutor(AgentExecutor):
         assert context.message is not None
         task = context.current_task or new_task_from_user_message(context.message)
         await event_queue.enqueue_event(task)
-        assessment = _Assessment(TaskUpdater(event_queue, task.id, task.context_id))
+        total = len(selection.tasks) * selection.num_instances
+        assessment = _Assessment(TaskUpdater(event_queue, task.id, task.context_id), total)
         self._active[task.id] = assessment
         try:
             await self._assess(assessment, request.participants, selection)
@@ -107,8 +120,13 @@ class AssessmentExecutor(AgentExecutor):
             tasks=selection.tasks,
         )
         results = PublicResults(selection)
-        rows, end_state = await self._run(assessment, run_request, results)
+        rows, end_state, error = await self._run(assessment, run_request, results)
         if assessment.cancelled:
+            return
+        failure = None if self.adapter.kind == "mock" else worker_failure(rows, error)
+        if failure is not None:
+            log.warning("assessment failed: %s", failure)
+            await updater.failed(assessment.message(f"Assessment failed: {failure}"))
             return
         result = results.envelope(selection.participant_id or participants["agent"], rows)
         await updater.add_artifact(
@@ -118,8 +136,22 @@ class AssessmentExecutor(AgentExecutor):
 
     async def _run(
         self, assessment: _Assessment, run_request: RunRequest, results: PublicResults
-    ) -> tuple[list[dict[str, Any]], EndState]:
-        start = asyncio.ensure_future(self.adapter.start(run_request))
+    ) -> tuple[list[dict[str, Any]], EndState, str | None]:
+        """The public rows, how the worker run ended, and the worker's error if it failed."""
+        # From the first moment: a worker that does not answer the run request is said to be
+        # retried, not left as minutes of silence.
+        heartbeat = asyncio.create_task(self._heartbeat(assessment))
+        try:
+            return await self._start_and_follow(assessment, run_request, results)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _start_and_follow(
+        self, assessment: _Assessment, run_request: RunRequest, results: PublicResults
+    ) -> tuple[list[dict[str, Any]], EndState, str | None]:
+        start = asyncio.ensure_future(self.adapter.start(run_request, assessment.health))
         try:
             run = await asyncio.shield(start)
         except asyncio.CancelledError:
@@ -133,16 +165,16 @@ class AssessmentExecutor(AgentExecutor):
             # The worker's one line (e.g. which task images a build-less worker lacks and how to
             # provide them) reaches whoever follows the assessment, not only the green's log.
             await assessment.working(f"The worker did not start the run: {exc}")
-            return results.missing_rows([], "worker_error"), "failed"
-        except Exception:  # a broken worker answer must not fail the A2A task
+            return results.missing_rows([], "worker_error"), "failed", str(exc)
+        except Exception as exc:  # a broken worker answer: one line, never a traceback upstream
             log.exception("worker could not start the run")
-            return results.missing_rows([], "worker_error"), "failed"
+            error = f"the worker's answer to the run request is unreadable: {exc}"
+            return results.missing_rows([], "worker_error"), "failed", error
         assessment.run = run
         if assessment.cancelled:  # cancelled while the run was being created
             await run.cancel()
-            return [], "cancelled"
+            return [], "cancelled", None
         await assessment.working(f"Worker run {run.run_id} started.")
-        heartbeat = asyncio.create_task(self._heartbeat(assessment))
         ended: RunEnded | None = None
         collected: list[dict[str, Any]] = []
         try:
@@ -162,25 +194,28 @@ class AssessmentExecutor(AgentExecutor):
             log.exception("following worker run %s failed", run.run_id)
             await run.cancel()
             ended = RunEnded(state="failed", rows=collected, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
         if ended is None:
             ended = RunEnded(state="failed", error="the worker adapter ended without a result")
         if ended.error:
             log.warning("worker run %s ended %s: %s", run.run_id, ended.state, ended.error)
         rows = results.rows(ended.rows)
         rows += results.missing_rows(rows, GAP_CATEGORY[ended.state])
-        return results.in_task_order(rows), ended.state
+        return results.in_task_order(rows), ended.state, ended.error
 
     async def _heartbeat(self, assessment: _Assessment) -> None:
+        """Every ``heartbeat_sec``: what the assessment is waiting for (keeps the gateway's
+        read timeout away, and tells a person following it why nothing else is said)."""
         started = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.heartbeat_sec)
-            elapsed = time.monotonic() - started
             await assessment.working(
-                f"Still running: {assessment.finished} trial(s) finished after {elapsed:.0f} s."
+                heartbeat(
+                    assessment.health,
+                    started=assessment.run is not None,
+                    finished=assessment.finished,
+                    total=assessment.total,
+                    elapsed=time.monotonic() - started,
+                )
             )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -21,6 +21,8 @@ import httpx
 
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_WAIT_SEC = 30.0
+CARD_NOTICE_SEC = 3.0  # a wait for cards longer than this is said, not silent
+CANCEL_TIMEOUT_SEC = 120.0  # the green agent answers a cancel once the worker run has stopped
 READ_TIMEOUT_SEC = 300.0  # what the gateway uses; the green agent's heartbeat stays below it
 
 ProgressFn = Callable[[str], None]
@@ -38,12 +40,29 @@ def _tls() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-async def wait_for_cards(urls: Iterable[str], timeout_sec: float = CARD_WAIT_SEC) -> None:
-    """Wait until every agent serves its card, like the gateway's ``wait_for_agents``."""
+async def wait_for_cards(
+    urls: Iterable[str],
+    timeout_sec: float = CARD_WAIT_SEC,
+    progress: ProgressFn | None = None,
+) -> None:
+    """Wait until every agent serves its card, like the gateway's ``wait_for_agents``.
+    ``progress`` hears which cards are still awaited once the wait lasts CARD_NOTICE_SEC."""
     pending = {url.rstrip("/") + CARD_PATH for url in urls}
-    deadline = time.monotonic() + timeout_sec
+    started = time.monotonic()
+    deadline = started + timeout_sec
+    noticed = False
     async with httpx.AsyncClient(timeout=2.0, verify=_tls()) as client:
         while pending:
+            if (
+                progress is not None
+                and not noticed
+                and time.monotonic() - started > CARD_NOTICE_SEC
+            ):
+                noticed = True
+                progress(
+                    f"waiting for the agent card at {', '.join(sorted(pending))} "
+                    f"(up to {timeout_sec:g} s)"
+                )
             for card_url in sorted(pending):
                 try:
                     response = await client.get(card_url)
@@ -87,13 +106,17 @@ async def run_assessment(
     participants: dict[str, str],
     config: dict[str, Any],
     progress: ProgressFn | None = None,
+    on_task: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Send one assessment to the green agent; the gateway-shaped export."""
+    """Send one assessment to the green agent; the gateway-shaped export. ``on_task`` hears the
+    A2A task's id as soon as the green agent names it (what :func:`cancel_assessment` needs)."""
     from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
     from a2a.helpers import new_text_part
     from a2a.types import Message, Role, SendMessageRequest
 
     status = "unknown"
+    last_text = ""  # the newest status text: on a task that did not complete, it says why
+    task_id: str | None = None
     artifacts: dict[str, list[Any]] = {}
     timeout = httpx.Timeout(READ_TIMEOUT_SEC, connect=10.0)
     async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as http:
@@ -109,6 +132,10 @@ async def run_assessment(
         async with client:
             async for event in client.send_message(SendMessageRequest(message=message)):
                 kind = event.WhichOneof("payload")
+                if on_task is not None and task_id is None:
+                    task_id = _task_id(event)
+                    if task_id is not None:
+                        on_task(task_id)
                 if kind == "task":
                     status = state_name(event.task.status.state)
                     for artifact in event.task.artifacts:
@@ -116,9 +143,10 @@ async def run_assessment(
                 elif kind == "status_update":
                     update = event.status_update
                     status = state_name(update.status.state)
-                    if progress is not None and update.status.HasField("message"):
+                    if update.status.HasField("message"):
                         text = " ".join(p.text for p in update.status.message.parts if p.text)
-                        if text:
+                        last_text = text or last_text
+                        if progress is not None and text:
                             progress(f"[{status}] {text}")
                 elif kind == "artifact_update":
                     update_a = event.artifact_update
@@ -134,4 +162,34 @@ async def run_assessment(
     if status == "completed":
         for parts in artifacts.values():
             results.extend(parse_parts(parts))
-    return {"status": status, "results": results}
+        return {"status": status, "results": results}
+    # The gateway exports no results for a task that did not complete; the reason is ours.
+    return {"status": status, "results": results, "error": last_text or f"task {status}"}
+
+
+def _task_id(event: Any) -> str | None:
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        return str(event.task.id) or None
+    if kind in ("status_update", "artifact_update"):
+        return str(getattr(event, kind).task_id) or None
+    return None
+
+
+async def cancel_assessment(
+    green_url: str, task_id: str, timeout_sec: float = CANCEL_TIMEOUT_SEC
+) -> str:
+    """A2A ``CancelTask`` for a running assessment (the green agent cancels its worker run
+    before it answers); the task's state after it, e.g. ``canceled``."""
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+    from a2a.types import CancelTaskRequest
+
+    timeout = httpx.Timeout(timeout_sec, connect=10.0)
+    async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as http:
+        card = await A2ACardResolver(http, green_url).get_agent_card()
+        for interface in card.supported_interfaces:  # as for the request: the URL we were given
+            interface.url = green_url
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        async with client:
+            task = await client.cancel_task(CancelTaskRequest(id=task_id))
+    return state_name(task.status.state)

@@ -7,8 +7,11 @@ status text goes through :func:`plain_text`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from green_agent.adapters.base import WorkerHealth
 
 
 def plain_text(text: str) -> str:
@@ -41,3 +44,26 @@ def final_summary(rows: Sequence[Mapping[str, Any]], end_state: str) -> str:
         f"trials passed, {unscored} not scored."
     )
     return plain_text(text)
+
+
+def heartbeat(
+    health: WorkerHealth, *, started: bool, finished: int, total: int, elapsed: float
+) -> str:
+    """The periodic status: the worker's trouble first (it is why nothing happens), else what
+    the assessment waits for."""
+    if health.problem is not None and health.since is not None:
+        quiet = time.monotonic() - health.since
+        text = (
+            f"{health.problem[0].upper()}{health.problem[1:]} for {quiet:.0f} s; retrying for up "
+            f"to {health.retry_sec or 0:g} s before the assessment fails."
+        )
+        if started:
+            text += f" {finished} of {total} trial(s) finished after {elapsed:.0f} s."
+        return plain_text(text)
+    if not started:
+        return plain_text(f"Waiting for the worker to accept the run ({elapsed:.0f} s).")
+    running = "" if health.running is None else f", {health.running} running"
+    return plain_text(
+        f"Still running: {finished} of {total} trial(s) finished{running} after {elapsed:.0f} s "
+        "(a running trial is the participant at work in its sandbox, then the verifier)."
+    )

@@ -4,12 +4,20 @@ The green agent has no authentication (AgentBeats reaches it inside a private ne
 reaches it must not be able to grow its memory with one large body, nor turn a malformed body
 into an internal error (-32603): a body that breaks these rules gets a JSON-RPC InvalidParams
 error (-32602) naming the problem, without being read past the limit.
+
+A2A 0.3 methods (``message/send``, ``tasks/get``, …) whose ``params`` are invalid get -32602 here
+too: a2a-sdk's 0.3 compatibility layer validates the whole request with one model and answers
+-32600 (Invalid Request) for any failure, params included, and offers no setting to change that.
+The request is checked with the SDK's own 0.3 models; a broken envelope (``jsonrpc``, ``id``,
+``method``) is left to the SDK, which answers it -32600 as JSON-RPC says.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
 
 from green_agent.request import json_depth_problem
 
@@ -61,6 +69,11 @@ class RequestGuard:
         if problem is not None:
             await _refuse(send, 400, problem)
             return
+        refusal = v03_params_refusal(body)
+        if refusal is not None:
+            request_id, why = refusal
+            await _refuse(send, 200, why, request_id=request_id)
+            return
 
         replayed = False
 
@@ -110,9 +123,59 @@ def _body_problem(body: bytes) -> str | None:
     return f"request body: {problem}" if problem else None
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+def _v03_models() -> dict[str, type[BaseModel]]:
+    """0.3 method name -> the request model a2a-sdk validates it with (its own table)."""
+    from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
+
+    return dict(JSONRPC03Adapter.METHOD_TO_MODEL)
+
+
+def v03_params_refusal(body: bytes) -> tuple[str | int | None, str] | None:
+    """``(id, message)`` when ``body`` is a well-formed JSON-RPC request for an A2A 0.3 method
+    whose params the SDK would refuse; None for anything else (the SDK answers it)."""
+    try:
+        document: Any = json.loads(body)
+    except ValueError:
+        return None  # the SDK answers -32700
+    if not isinstance(document, dict) or document.get("jsonrpc") != "2.0":
+        return None
+    model = _v03_models().get(document.get("method"))  # type: ignore[arg-type]
+    request_id = document.get("id")
+    if model is None or not _valid_id(request_id):
+        return None
+    try:
+        # Without an id (a notification) the params are still judged: JSON-RPC answers a
+        # notification whose params are invalid with -32602 too, as the A2A TCK expects.
+        model.model_validate({**document, "id": 0 if request_id is None else request_id})
+    except ValidationError as exc:
+        errors = exc.errors()
+        if not errors or any(error["loc"][:1] != ("params",) for error in errors):
+            return None
+        return request_id, _params_message(errors)
+    return None
+
+
+def _valid_id(value: object) -> bool:
+    return value is None or (isinstance(value, str | int) and not isinstance(value, bool))
+
+
+def _params_message(errors: list[Any]) -> str:
+    """The first problem as ``params.message.messageId: Field required`` (and how many more)."""
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+async def _refuse(
+    send: Send, status: int, message: str, *, request_id: str | int | None = None
+) -> None:
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_PARAMS, "message": message}}
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": INVALID_PARAMS, "message": message},
+        }
     ).encode()
     await send(
         {

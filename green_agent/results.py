@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from green_agent.selection import Selection
 from leaderboard.normalize import RowContext, TaskMeta, build_envelope, normalize_row
-from leaderboard.rows import FailureCategory
+from leaderboard.rows import FailureCategory, worker_failed
 from worker.api import RunTask
 
 
@@ -86,3 +86,14 @@ class PublicResults:
     def envelope(self, participant: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The one DataPart the assessment returns, validated against the public contract."""
         return build_envelope({"agent": participant}, rows, self.context).public_dict()
+
+
+def worker_failure(rows: Sequence[Mapping[str, Any]], error: str | None) -> str | None:
+    """Why the assessment scored nothing because of the worker, or None when it measured the
+    agent (some trial was scored, or failed for a reason of its own: sandbox, participant,
+    verifier). ``error``: the worker's (or the adapter's) reason for how the run ended."""
+    kinds = worker_failed(rows)
+    if kinds is None:
+        return None
+    why = f"{error}; " if error else ""
+    return f"{why}no trial was scored ({kinds}): this result measures the worker, not the agent"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from green_agent.card import CARD_PATH, card_document
 from green_agent.settings import GreenSettings, load_settings
 from serving.listen import listening_socket
+from serving.urls import advertised_url
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -146,8 +147,8 @@ def serve(host: str, port: int, card_url: str | None = None) -> None:
     import uvicorn
 
     settings = load_settings()
+    url = advertised_url(host, port, card_url)  # a bad --card-url is refused before the bind
     sock = listening_socket(host, port)  # before the app builds: "ready" comes after the bind
-    url = card_url or f"http://{host}:{port}/"
     app: Any = FastStartApp(url, lambda: build_app(url, settings))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
     try:

@@ -17,7 +17,17 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from serving.urls import check_url
 
 WORKER_URL = "SKILLSBENCH_WORKER_URL"
 WORKER_SLOT_URL = "SKILLSBENCH_WORKER_SLOT_URL"
@@ -74,6 +84,16 @@ class GreenSettings(BaseModel):
         trimmed = {k: v.strip() if isinstance(v, str) else v for k, v in data.items()}
         return {k: v for k, v in trimmed.items() if v != ""}
 
+    @field_validator("worker_url", "worker_slot_url")
+    @classmethod
+    def _worker_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A worker URL that no request could reach is refused at start, not at the first
+        assessment (minutes of retries later). ``0.0.0.0`` is this machine: allowed."""
+        if value is not None and info.field_name is not None:
+            variable = str(cls.model_fields[info.field_name].validation_alias)
+            check_url(value, variable, wildcard_ok=True)
+        return value
+
     @property
     def effective_worker_url(self) -> str | None:
         """``SKILLSBENCH_WORKER_URL``, else the Amber worker-slot fallback, else None (mock)."""
@@ -105,4 +125,6 @@ def _explain(error: Any, env: Mapping[str, str]) -> str:
         return f"{name} must be at most {error['ctx']['le']:g} seconds, got {raw!r}"
     if error["type"].startswith("float"):
         return f"{name} must be a number of seconds, got {raw!r}"
+    if error["type"] == "value_error":  # our own check: its message names the variable
+        return str(error["ctx"]["error"])
     return f"{name}: {error['msg']}, got {raw!r}"

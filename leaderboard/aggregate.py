@@ -14,6 +14,8 @@ The rules a published file must keep, refused here with a message naming the fil
 * one task set (name and digest);
 * no shard twice: a trial id, or a task id in two different shards (shard k of n holds the tasks at
   positions ``i % n == k``, so two shards never share a task);
+* no shard that scored nothing because of the worker (every row a ``worker_*`` failure): it is
+  treated as a failed shard;
 * no missing shard when the expected count is known; with ``allow_partial`` the file is written
   with status ``partial`` instead, which the leaderboard ignores, as the published pipeline does.
 """
@@ -29,7 +31,7 @@ from typing import Any
 import json5
 
 from leaderboard.results_files import parse_results_file
-from leaderboard.rows import AGENTBEATS_UUID_PATTERN
+from leaderboard.rows import AGENTBEATS_UUID_PATTERN, worker_failed
 from leaderboard.validate import validate_results
 from serving.output import prepare_output_file
 
@@ -146,10 +148,20 @@ def aggregate(
     _check_no_shard_twice(shards)
 
     notes: list[str] = []
-    completed = [s for s in shards if s.status == "completed" and s.rows]
+    completed = [
+        s for s in shards if s.status == "completed" and s.rows and not worker_failed(s.rows)
+    ]
     problems = [s for s in shards if s not in completed]
     for shard in problems:
-        notes.append(f"{shard.source}: shard status {shard.status!r} with {len(shard.rows)} row(s)")
+        if shard.status == "completed" and shard.rows:
+            notes.append(
+                f"{shard.source}: scored nothing, every trial is a worker failure "
+                f"({worker_failed(shard.rows)}): it measures the worker, not the agent"
+            )
+        else:
+            notes.append(
+                f"{shard.source}: shard status {shard.status!r} with {len(shard.rows)} row(s)"
+            )
     missing = 0 if num_shards is None else num_shards - len(shards)
     if missing < 0:
         raise AggregateError(f"{len(shards)} shards given but --num-shards is {num_shards}")

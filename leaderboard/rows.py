@@ -14,6 +14,8 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -228,6 +230,26 @@ FailureCategory = Literal[
     "verifier_error",
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+# The worker's own failures: a trial with one of these never reached the agent's work (or its
+# grading). A result whose every row is one of these scored nothing because of the worker.
+WORKER_FAILURE_CATEGORIES: frozenset[str] = frozenset(
+    {"worker_timeout", "worker_cancelled", "worker_error"}
+)
+
+
+def worker_failed(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """``"3 worker_error"`` when no row was scored and every one is a worker failure (the
+    worker refused, lost or never ran the run: the rows measure the worker, not the agent),
+    else None."""
+    if not rows or any(
+        row.get("score_eligible") or row.get("infra_failure_type") not in WORKER_FAILURE_CATEGORIES
+        for row in rows
+    ):
+        return None
+    kinds = Counter(str(row.get("infra_failure_type")) for row in rows)
+    return ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+
+
 # The harness's own agents (``agent_transport`` of their rows): references and probes (the
 # task's solution, doing nothing, a script), never participants. Their rows never reach a
 # leaderboard: ``leaderboard aggregate`` and ``validate --contract`` refuse them.

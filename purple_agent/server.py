@@ -34,12 +34,12 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
 from serving.listen import listening_socket
+from serving.urls import advertised_url
 from worker.bridge.protocol import Action
 
 log = logging.getLogger("purple_agent")
 
 DEFAULT_PORT = 9010
-_WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
 
 
 @dataclass(frozen=True)
@@ -119,13 +119,11 @@ class TurnExecutor(AgentExecutor):
 
 
 def public_url(host: str, port: int, card_url: str | None) -> str:
-    """The URL peers should use: ``--card-url`` if given, else this host and port."""
-    if card_url:
-        return card_url
-    shown = "127.0.0.1" if host in _WILDCARD_HOSTS else host
-    if ":" in shown:  # an IPv6 literal
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}/"
+    """The URL peers should use: ``--card-url`` if given (refused with a ValueError when it is
+    no reachable http(s) URL), else this host and port; bound to a wildcard address, this
+    machine's address on its network (``serving.urls``), never ``127.0.0.1``, which a peer
+    in another container would reach itself by."""
+    return advertised_url(host, port, card_url)
 
 
 def build_card(
@@ -178,7 +176,10 @@ def serve(app: Starlette, host: str, port: int) -> None:
 def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--host --port --card-url``, the options every AgentBeats component takes."""
     func = click.option(
-        "--card-url", default=None, help="URL advertised in the agent card (default: host:port)."
+        "--card-url",
+        default=None,
+        help="URL advertised in the agent card (default: http://HOST:PORT/; bound to 0.0.0.0, "
+        "this machine's address on its network).",
     )(func)
     func = click.option(
         "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True

@@ -3,6 +3,10 @@
 With ``--green`` it is a gateway-style client of that green agent. Without, it wires the parts in
 this process (the composition root's job): a green agent, and the real worker unless
 ``SKILLSBENCH_WORKER_URL`` / ``SKILLSBENCH_WORKER_SLOT_URL`` names one.
+
+SIGINT (Ctrl-C) and SIGTERM cancel the assessment where it runs (A2A ``CancelTask`` to the green
+agent, which cancels its worker run), then exit 130 or 143 with one line and no traceback; the
+results document says ``canceled``. A second signal stops waiting for that cancellation.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +27,12 @@ from urllib.parse import urlsplit
 
 import click
 
-from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
+from green_agent.gateway import (
+    AgentsNotReady,
+    cancel_assessment,
+    run_assessment,
+    wait_for_cards,
+)
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from serving.invocation import command_prefix
 from serving.output import prepare_output_file
@@ -60,6 +70,10 @@ def _check_locally(participant: str, config: dict[str, Any], green_url: str | No
         parts = urlsplit(green_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"--green: must be an absolute http(s) URL, got {green_url!r}")
+    else:  # the local green agent's settings (a bad SKILLSBENCH_WORKER_URL), refused now
+        from green_agent.settings import load_settings
+
+        load_settings()
     try:
         parse_request(json.dumps({"participants": {"agent": participant}, "config": config}))
         if green_url is None:
@@ -98,7 +112,74 @@ def _progress(line: str) -> None:
     click.echo(line, err=True)
 
 
+class _Session:
+    """What an interrupt needs: the signals received, and the assessment to cancel."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.green_url: str | None = None
+        self.task_id: str | None = None
+
+    def install(self, main: asyncio.Task[Any]) -> None:
+        """SIGINT and SIGTERM cancel ``main``, which then cancels the assessment it runs."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._received, signum, main)
+
+    def uninstall(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+    def _received(self, signum: int, main: asyncio.Task[Any]) -> None:
+        name = signal.Signals(signum).name
+        if self.signals:
+            _progress(f"{name} again: no longer waiting for the cancellation")
+        else:
+            _progress(f"{name} received: cancelling the assessment")
+        self.signals.append(signum)
+        main.cancel()
+
+    async def follow(
+        self, green_url: str, participants: dict[str, str], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The assessment at ``green_url``; interrupted, it is cancelled there (A2A CancelTask:
+        the green agent cancels the worker run before it answers) before this returns."""
+        self.green_url = green_url
+        try:
+            return await run_assessment(
+                green_url, participants, config, _progress, on_task=self._task
+            )
+        except asyncio.CancelledError:
+            if self.signals:
+                await self._cancel_remote(green_url)
+            raise
+
+    def _task(self, task_id: str) -> None:
+        self.task_id = task_id
+
+    async def _cancel_remote(self, green_url: str) -> None:
+        if self.task_id is None:
+            _progress("the green agent had not started the assessment yet: nothing to cancel")
+            return
+        try:
+            state = await cancel_assessment(green_url, self.task_id)
+        except Exception as exc:
+            _progress(
+                f"could not cancel assessment {self.task_id} at {green_url}: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            return
+        _progress(f"assessment {self.task_id} at {green_url} is {state} (its worker run too)")
+
+    def interrupted(self) -> dict[str, Any]:
+        """The results document of an interrupted assessment: nothing to publish, and why."""
+        name = signal.Signals(self.signals[0]).name
+        return {"status": "canceled", "results": [], "error": f"interrupted by {name}"}
+
+
 async def _assess(
+    session: _Session,
     participant: str,
     config: dict[str, Any],
     green_url: str | None,
@@ -107,8 +188,8 @@ async def _assess(
 ) -> dict[str, Any]:
     participants = {"agent": participant}
     if green_url is not None:
-        await wait_for_cards([green_url, participant])
-        return await run_assessment(green_url, participants, config, _progress)
+        await wait_for_cards([green_url, participant], progress=_progress)
+        return await session.follow(green_url, participants, config)
     env: dict[str, str] = {}
     async with contextlib.AsyncExitStack() as stack:
         if not (os.environ.get(WORKER_URL) or os.environ.get(WORKER_SLOT_URL)):
@@ -121,8 +202,38 @@ async def _assess(
             env[WORKER_URL] = worker_url
         url = await stack.enter_async_context(local_green(env))
         _progress(f"started a local green agent at {url}")
-        await wait_for_cards([url, participant])
-        return await run_assessment(url, participants, config, _progress)
+        await wait_for_cards([url, participant], progress=_progress)
+        return await session.follow(url, participants, config)
+
+
+async def _main(
+    participant: str,
+    config: dict[str, Any],
+    green_url: str | None,
+    jobs_dir: Path | None,
+    environment: str,
+) -> tuple[dict[str, Any], int | None]:
+    """The results document, and the signal that interrupted the assessment (if one did)."""
+    session = _Session()
+    main = asyncio.current_task()
+    assert main is not None
+    session.install(main)
+    try:
+        result = await _assess(session, participant, config, green_url, jobs_dir, environment)
+    except asyncio.CancelledError:
+        if not session.signals:
+            raise
+        return session.interrupted(), session.signals[0]
+    except Exception as exc:  # the gateway exports any failure as status "failed"
+        if session.signals:  # a failure while stopping is part of the interrupt
+            return session.interrupted(), session.signals[0]
+        message = str(exc) if isinstance(exc, AgentsNotReady) else f"{type(exc).__name__}: {exc}"
+        result = {"status": "failed", "results": [], "error": message}
+    finally:
+        session.uninstall()
+    if session.signals:  # the assessment ended as the signal arrived
+        return session.interrupted(), session.signals[0]
+    return result, None
 
 
 @click.command(name="assess")
@@ -159,11 +270,7 @@ def assess(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = _load_config(config_arg)
     _check_locally(participant, config, green_url)
-    try:
-        result = asyncio.run(_assess(participant, config, green_url, jobs_dir, environment))
-    except Exception as exc:  # the gateway exports any failure as status "failed"
-        message = str(exc) if isinstance(exc, AgentsNotReady) else f"{type(exc).__name__}: {exc}"
-        result = {"status": "failed", "results": [], "error": message}
+    result, signum = asyncio.run(_main(participant, config, green_url, jobs_dir, environment))
     text = json.dumps(result, indent=2)
     if output is not None:
         prepare_output_file(output).write_text(text + "\n", encoding="utf-8")
@@ -176,8 +283,9 @@ def assess(
     else:
         click.echo(text)
     if result["status"] != "completed":
-        click.echo(
-            f"error: assessment {result['status']}: {result.get('error', '')}".rstrip(": "),
-            err=True,
-        )
-        sys.exit(1)
+        reason = str(result.get("error") or "")
+        if not reason.lower().startswith(f"assessment {result['status']}"):
+            reason = f"assessment {result['status']}: {reason}".rstrip(": ")
+        click.echo(f"error: {reason[0].lower()}{reason[1:]}", err=True)
+        # 128 + the signal, as a shell reports a command a signal stopped (130, 143)
+        sys.exit(128 + signum if signum is not None else 1)

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,20 @@ def loopback_socket() -> socket.socket:
     return sock
 
 
+def _server(config: Any) -> Any:
+    """A uvicorn server that leaves signals to the process that runs it: uvicorn's own
+    handlers would stop the server at the first Ctrl-C (before its owner could cancel what it
+    runs) and raise the signal again afterwards."""
+    import uvicorn
+
+    class InProcessServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return InProcessServer(config)
+
+
 @contextlib.asynccontextmanager
 async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
     """Serve ``make_app(base_url)`` with uvicorn on a free loopback port; yields the base URL."""
@@ -34,7 +48,7 @@ async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
 
     sock = loopback_socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    server = uvicorn.Server(
+    server = _server(
         uvicorn.Config(
             make_app(url), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
         )
@@ -67,10 +81,25 @@ async def local_worker(
     settings = EngineSettings(
         jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
     )
-    async with serve_app(
-        lambda url: create_app(Engine(settings), token=None, script_dir=script_dir)
-    ) as url:
-        yield url.rstrip("/")
+    engine = Engine(settings)
+    async with serve_app(lambda url: create_app(engine, token=None, script_dir=script_dir)) as url:
+        try:
+            yield url.rstrip("/")
+        finally:
+            await cancel_unfinished(engine)
+
+
+async def cancel_unfinished(engine: Any) -> None:
+    """Cancel every run the worker has not finished. A worker in this process lives as long as
+    the command that started it: a run it leaves behind would stay ``running`` in its jobs
+    folder, with no one to follow it, until a worker started there resumed it."""
+    for run in engine.runs():
+        if not run.terminal:
+            log.warning("cancelling unfinished worker run %s", run.run_id)
+            try:
+                await engine.cancel(run.run_id)
+            except Exception:
+                log.exception("could not cancel worker run %s", run.run_id)
 
 
 @contextlib.asynccontextmanager

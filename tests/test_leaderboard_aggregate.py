@@ -185,6 +185,37 @@ def test_missing_or_failed_shards_refuse_or_make_a_partial_file(tmp_path: Path) 
     assert doc["status"] == "partial" and len(doc["results"]) == 2
 
 
+def test_a_shard_that_scored_nothing_because_of_the_worker_is_a_failed_shard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shard whose every row is a worker failure (an older green agent ended such an
+    assessment 'completed') measures the worker, not the agent: refused like a failed one."""
+    paths = _gateway_exports(tmp_path, 2)
+    data = copy.deepcopy(json.loads(paths[1].read_text()))
+    for row in data["results"][0]["results"]:
+        row.update(score_eligible=False, passed=False, reward=0.0)
+        row.update(infra_failure_type="worker_error", error_type="worker_error")
+    rows = len(data["results"][0]["results"])
+    write_json(paths[1], data)
+    with pytest.raises(
+        AggregateError,
+        match=rf"shard-1.json: scored nothing, every trial is a worker failure \({rows} worker_error\)",
+    ):
+        aggregate(paths, agent=AGENT)
+    done = run_cli(
+        capsys, "leaderboard", "aggregate", *paths, "--agent", AGENT,
+        "--output", tmp_path / "out.json",
+    )  # fmt: skip
+    assert done.returncode != 0 and "scored nothing" in done.stderr
+    assert not (tmp_path / "out.json").exists()
+    # One scored row is enough: then the worker failures are the rest's gaps, not the shard's.
+    data["results"][0]["results"][0].update(
+        score_eligible=True, infra_failure_type=None, error_type=None
+    )
+    write_json(paths[1], data)
+    assert aggregate(paths, agent=AGENT).status == "completed"
+
+
 def test_rows_that_break_the_contract_are_not_written(tmp_path: Path) -> None:
     paths = _gateway_exports(tmp_path, 1)
     data = copy.deepcopy(json.loads(paths[0].read_text()))

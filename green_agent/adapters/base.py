@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -33,6 +34,25 @@ class RunEnded:
 RunEvent = RowFinished | RunEnded
 
 
+@dataclass
+class WorkerHealth:
+    """The worker as the adapter last saw it, for the assessment's heartbeat: a silence is
+    explained (the worker is not answering and is being retried) instead of "still running"."""
+
+    problem: str | None = None  # e.g. "the worker at URL is not answering (ConnectError: …)"
+    since: float | None = None  # monotonic time of the first failure in a row
+    retry_sec: float | None = None  # how long failures in a row are retried before giving up
+    running: int | None = None  # trials the worker last reported running
+
+    def failing(self, problem: str, retry_sec: float) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+        self.problem, self.retry_sec = problem, retry_sec
+
+    def answering(self) -> None:
+        self.problem = self.since = None
+
+
 class WorkerRun(Protocol):
     run_id: str
 
@@ -48,6 +68,8 @@ class WorkerRun(Protocol):
 class WorkerAdapter(Protocol):
     kind: str  # "http" or "mock"
 
-    async def start(self, request: RunRequest) -> WorkerRun: ...
+    async def start(self, request: RunRequest, health: WorkerHealth | None = None) -> WorkerRun:
+        """Create the run; ``health`` (kept by the run too) hears how the worker answers."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import httpx
@@ -32,9 +32,17 @@ from tenacity import (
     wait_exponential,
 )
 
-from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent
+from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent, WorkerHealth
 from green_agent.settings import GreenSettings
-from worker.api import EVENT_END, EVENT_ROW, TERMINAL_STATES, RunCreated, RunRequest, RunStatus
+from worker.api import (
+    EVENT_END,
+    EVENT_ROW,
+    EVENT_STATUS,
+    TERMINAL_STATES,
+    RunCreated,
+    RunRequest,
+    RunStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -136,18 +144,42 @@ class HttpWorkerAdapter:
             raise _Transient(_detail(response), unsent=response.status_code in UNSENT_STATUS)
         return response
 
+    def not_answering(self, health: WorkerHealth) -> Callable[[RetryCallState], None]:
+        """A ``before_sleep`` hook: log the retry, and tell ``health`` the worker is not
+        answering (what the assessment's heartbeat says while the retries last)."""
+
+        def hook(state: RetryCallState) -> None:
+            _log_retry(state)
+            exc = state.outcome.exception() if state.outcome else None
+            health.failing(
+                f"the worker at {self.base_url} is not answering ({exc})", self.retry_sec
+            )
+
+        return hook
+
     async def call_with_retry(
-        self, method: str, path: str, *, only_unsent: bool = False, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        only_unsent: bool = False,
+        health: WorkerHealth | None = None,
+        **kwargs: Any,
     ) -> httpx.Response:
         def retryable(exc: BaseException) -> bool:
             return isinstance(exc, _Transient) and (exc.unsent or not only_unsent)
 
+        health = health or WorkerHealth()
         try:
             async for attempt in RETRY.copy(
-                retry=retry_if_exception(retryable), stop=stop_before_delay(self.retry_sec)
+                retry=retry_if_exception(retryable),
+                stop=stop_before_delay(self.retry_sec),
+                before_sleep=self.not_answering(health),
             ):
                 with attempt:
-                    return await self.call(method, path, **kwargs)
+                    response = await self.call(method, path, **kwargs)
+                    health.answering()
+                    return response
         except _Transient as exc:
             if only_unsent and not exc.unsent:
                 raise WorkerError(
@@ -159,26 +191,35 @@ class HttpWorkerAdapter:
             ) from None
         raise AssertionError("unreachable: the retry loop returns or raises")
 
-    async def start(self, request: RunRequest) -> HttpRun:
+    async def start(self, request: RunRequest, health: WorkerHealth | None = None) -> HttpRun:
+        health = health or WorkerHealth()
         response = await self.call_with_retry(
-            "POST", "/runs", only_unsent=True, json=request.model_dump(mode="json")
+            "POST", "/runs", only_unsent=True, health=health, json=request.model_dump(mode="json")
         )
         if response.status_code >= 400:
             raise WorkerError(f"worker refused the run: {_detail(response)}")
         created = RunCreated.model_validate(response.json())
         instances = int(request.config.get("num_instances", 1) or 1)
         log.info("worker run %s started at %s", created.run_id, self.base_url)
-        return HttpRun(self, created.run_id, total=len(request.tasks) * instances)
+        return HttpRun(self, created.run_id, total=len(request.tasks) * instances, health=health)
 
 
 class HttpRun:
-    def __init__(self, adapter: HttpWorkerAdapter, run_id: str, *, total: int) -> None:
+    def __init__(
+        self,
+        adapter: HttpWorkerAdapter,
+        run_id: str,
+        *,
+        total: int,
+        health: WorkerHealth | None = None,
+    ) -> None:
         self.adapter = adapter
+        self.health = health or WorkerHealth()
         self.run_id = run_id
         self.total = total
         self._rows: dict[str, dict[str, Any]] = {}
         self._deadline = time.monotonic() + adapter.timeout_sec
-        self._cancel_sent = False
+        self._cancelling: asyncio.Future[None] | None = None
         self._last_ok = time.monotonic()  # last sign of life from the worker
         self._use_events = True  # until the worker shows it has no event stream
 
@@ -236,7 +277,10 @@ class HttpRun:
         queue.put_nowait(RunEnded(state=state, rows=list(self._rows.values()), error=status.error))
 
     async def _pump(self, queue: asyncio.Queue[RunEvent]) -> None:
-        follow = RETRY.copy(stop=lambda _: self._quiet_for() > self.adapter.retry_sec)
+        follow = RETRY.copy(
+            stop=lambda _: self._quiet_for() > self.adapter.retry_sec,
+            before_sleep=self.adapter.not_answering(self.health),
+        )
         first = True
         try:
             while True:  # each pass: catch up, then stream (or poll once) until it closes
@@ -257,6 +301,11 @@ class HttpRun:
 
     def _quiet_for(self) -> float:
         return time.monotonic() - self._last_ok
+
+    def _alive(self) -> None:
+        """The worker answered: the retry window starts again, and the silence is over."""
+        self._last_ok = time.monotonic()
+        self.health.answering()
 
     async def _follow_once(self, queue: asyncio.Queue[RunEvent], *, catch_up: bool) -> bool:
         """One pass; True when the run has ended. Transient failures raise :class:`_Transient`."""
@@ -287,8 +336,10 @@ class HttpRun:
             raise _Transient(_detail(response))
         if response.status_code >= 400:
             raise WorkerError(f"worker lost run {self.run_id}: {_detail(response)}")
-        self._last_ok = time.monotonic()
-        return RunStatus.model_validate(response.json())
+        self._alive()
+        status = RunStatus.model_validate(response.json())
+        self.health.running = status.progress.running
+        return status
 
     async def _stream(self, queue: asyncio.Queue[RunEvent]) -> bool:
         """Follow the event stream; True when the run ended, False when the stream just closed."""
@@ -312,9 +363,9 @@ class HttpRun:
                     await response.aread()
                     raise WorkerError(f"worker refused the event stream: {_detail(response)}")
                 connected = True
-                self._last_ok = time.monotonic()
+                self._alive()
                 async for event in source.aiter_sse():
-                    self._last_ok = time.monotonic()
+                    self._alive()
                     if event.data and self._dispatch(event.event, event.data, queue):
                         return True
         except TRANSIENT_ERRORS as exc:
@@ -331,17 +382,28 @@ class HttpRun:
             return False
         if event == EVENT_ROW and isinstance(data, dict) and isinstance(data.get("row"), dict):
             self._accept([data["row"]], queue)
+            self._count_running(data.get("progress"))
+        elif event == EVENT_STATUS and isinstance(data, dict):
+            self._count_running(data.get("progress"))
         elif event == EVENT_END and isinstance(data, dict):
             self._end(RunStatus.model_validate(data), queue)
             return True
         return False
 
+    def _count_running(self, progress: object) -> None:
+        if isinstance(progress, dict) and isinstance(progress.get("running"), int):
+            self.health.running = progress["running"]
+
     # -- cancelling --------------------------------------------------------------------------
 
     async def cancel(self) -> None:
-        if self._cancel_sent:
-            return
-        self._cancel_sent = True
+        """Every caller waits for the one cancel request (the worker answers once the run has
+        stopped), so none returns while the run may still be running."""
+        if self._cancelling is None:
+            self._cancelling = asyncio.ensure_future(self._cancel())
+        await asyncio.shield(self._cancelling)
+
+    async def _cancel(self) -> None:
         try:
             async for attempt in RETRY.copy(stop=stop_after_attempt(20)):
                 with attempt:

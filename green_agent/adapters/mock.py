@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from green_agent.adapters.base import RowFinished, RunEnded, RunEvent
+from green_agent.adapters.base import RowFinished, RunEnded, RunEvent, WorkerHealth
 from green_agent.settings import WORKER_URL
 from worker.api import RunRequest
 
@@ -76,7 +76,7 @@ class MockRun:
 class MockWorkerAdapter:
     kind = "mock"
 
-    async def start(self, request: RunRequest) -> MockRun:
+    async def start(self, request: RunRequest, health: WorkerHealth | None = None) -> MockRun:
         run = MockRun(request)
         log.warning(
             "MOCK WORKER: run %s of %d task(s) from %s is not executed; rows are marked "

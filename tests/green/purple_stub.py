@@ -1,7 +1,9 @@
-"""A tiny A2A participant (a2a-sdk 1.x, 1.0 + 0.3): it answers every message with plain text."""
+"""Tiny A2A participants (a2a-sdk 1.x, 1.0 + 0.3): one answers every message with plain text,
+the other never answers (a trial in progress for as long as a test needs)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from a2a.helpers import new_text_message
@@ -22,7 +24,25 @@ class _Polite(AgentExecutor):
         return None
 
 
-def purple_app(url: str) -> Any:
+class _Silent(AgentExecutor):
+    def __init__(self, received: asyncio.Event) -> None:
+        self.received = received
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.received.set()
+        await asyncio.Event().wait()  # until the client goes away or the server stops
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
+def silent_purple_app(received: asyncio.Event) -> Any:
+    """An app factory for a participant that never answers; ``received`` is set at the first
+    message (so a test knows a trial is under way)."""
+    return lambda url: purple_app(url, _Silent(received))
+
+
+def purple_app(url: str, executor: AgentExecutor | None = None) -> Any:
     card = AgentCard(
         name="purple stub",
         description="answers politely",
@@ -37,7 +57,7 @@ def purple_app(url: str) -> Any:
         skills=[AgentSkill(id="noop", name="noop", description="noop", tags=["test"])],
     )
     handler = DefaultRequestHandler(
-        agent_executor=_Polite(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor or _Polite(), task_store=InMemoryTaskStore(), agent_card=card
     )
     return Starlette(
         routes=[

@@ -193,3 +193,59 @@ async def test_many_assessments_leave_a_bounded_store_and_the_newest_result_read
         assert newest["result"]["status"]["state"] == "completed"
         oldest = (await http.post(url, json={**get, "params": {"id": ids[0]}})).json()
         assert "error" in oldest and "result" not in oldest
+
+
+_MESSAGE_03 = {"kind": "message", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
+INVALID_PARAMS_03 = [
+    ("message/send", {"message": _MESSAGE_03}, "params.message.messageId"),  # the TCK's case
+    ("message/send", {"": "not_a_dict"}, "params.message"),
+    ("message/send", {"message": {"parts": "invalid"}}, "params.message"),
+    ("message/send", None, "params"),
+    ("message/stream", {"message": _MESSAGE_03}, "params.message.messageId"),
+    ("tasks/get", {}, "params.id"),
+    ("tasks/get", {"id": 5}, "params.id"),
+    ("tasks/cancel", {}, "params.id"),
+    ("tasks/resubscribe", {}, "params.id"),
+    ("tasks/pushNotificationConfig/set", {}, "params."),
+    ("tasks/pushNotificationConfig/get", {}, "params."),
+    ("tasks/pushNotificationConfig/list", {}, "params.id"),
+    ("tasks/pushNotificationConfig/delete", {}, "params."),
+]
+
+
+@pytest.mark.parametrize("headers", [{"A2A-Version": "0.3"}, {}], ids=["0.3-header", "no-header"])
+@pytest.mark.parametrize(("method", "params", "where"), INVALID_PARAMS_03)
+async def test_a2a03_invalid_params_are_32602_on_every_method(
+    green: str, method: str, params: Any, where: str, headers: dict[str, str]
+) -> None:
+    """a2a-sdk's 0.3 layer answers -32600 for these (the A2A TCK 0.3 expects -32602)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": "req-9", "method": method}
+    if params is not None:
+        body["params"] = params
+    response = await _post(green, json.dumps(body), headers)
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["id"] == "req-9"
+    assert answer["error"]["code"] == -32602, answer
+    assert answer["error"]["message"].startswith(where), answer
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"jsonrpc": "aaa", "method": "message/send", "params": {}}, -32600),
+        ({"jsonrpc": "2.0", "params": {}}, -32600),
+        ({"jsonrpc": "2.0", "method": "message/ssend", "params": {}}, -32601),
+        ({"jsonrpc": "2.0", "method": "message/send", "params": {}, "id": {"bad": 1}}, -32600),
+        ({"jsonrpc": "2.0", "method": "message/send", "params": {"": "not_a_dict"}}, -32602),
+    ],
+    ids=["bad-jsonrpc", "no-method", "unknown-method", "bad-id", "notification-bad-params"],
+)
+async def test_a_broken_envelope_keeps_its_json_rpc_code(
+    green: str, body: dict[str, Any], code: int
+) -> None:
+    """Only params problems become -32602: the envelope's own errors keep the SDK's answer."""
+    response = await _post(green, json.dumps(body), {"A2A-Version": "0.3"})
+    assert response.status_code == 200
+    assert response.json()["error"]["code"] == code, response.text
+    await _still_serves(green)

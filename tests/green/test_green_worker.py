@@ -71,6 +71,18 @@ async def assess(green_url: str, config: dict[str, Any], agent: str = PURPLE_URL
     return Envelope.model_validate(export["results"][0])
 
 
+async def assess_fails(green_url: str, config: dict[str, Any], agent: str = PURPLE_URL) -> str:
+    """The assessment scored nothing because of the worker: the A2A task ends ``failed`` (no
+    result to publish) and its last status says why. The reason is returned."""
+    export = await run_assessment(green_url, {"agent": agent}, config)
+    assert export["status"] == "failed", export
+    assert export["results"] == []
+    error: str = export["error"]
+    assert error.startswith("Assessment failed: "), error
+    assert "no trial was scored" in error and "measures the worker, not the agent" in error
+    return error
+
+
 async def test_rows_follow_the_event_stream_and_leave_only_public_keys(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_kind: str
 ) -> None:
@@ -115,16 +127,16 @@ async def test_polling_fallback_with_bearer_token(tmp_path: Path) -> None:
     assert [r.score_eligible for r in envelope.results] == [True] * 5
 
 
-async def test_worker_refusing_the_run_gives_worker_error_rows_in_a_completed_task(
+async def test_a_worker_refusing_the_token_fails_the_assessment(
     tmp_path: Path, worker_kind: str
 ) -> None:
     async with (
         worker_under_test(worker_kind, tmp_path, config=FIVE, token="s3cret") as worker,
         green(GreenSettings(worker_url=worker.url, worker_token="wrong")) as gurl,
     ):
-        envelope = await assess(gurl, FIVE, worker.purple_url)
-    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
-    assert len(envelope.results) == 5
+        error = await assess_fails(gurl, FIVE, worker.purple_url)
+    assert "worker refused the run: HTTP 401" in error
+    assert "(5 worker_error)" in error
     assert worker.requests() == []
 
 
@@ -166,6 +178,15 @@ async def test_worker_that_starts_late_is_retried(tmp_path: Path) -> None:
     assert all(r.score_eligible for r in envelope.results)
 
 
+async def test_an_unreachable_worker_fails_the_assessment(tmp_path: Path) -> None:
+    """Nothing listens at the worker URL: retried for worker_retry_sec, then failed, not a
+    completed assessment of worker_error rows."""
+    settings = GreenSettings(worker_url=f"http://127.0.0.1:{free_port()}", worker_retry_sec=1)
+    async with green(settings) as gurl:
+        error = await asyncio.wait_for(assess_fails(gurl, FIVE), 60)
+    assert "unreachable for 1s" in error and "ConnectError" in error
+
+
 def _broken_worker(url: str) -> Any:
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, Response
@@ -177,11 +198,11 @@ def _broken_worker(url: str) -> Any:
     return Starlette(routes=[Route("/runs", create, methods=["POST"])])
 
 
-async def test_a_broken_worker_answer_still_completes_with_worker_error_rows() -> None:
+async def test_a_broken_worker_answer_fails_the_assessment_in_one_line() -> None:
     async with serve_app(_broken_worker) as wurl, green(GreenSettings(worker_url=wurl)) as gurl:
-        envelope = await assess(gurl, FIVE)
-    assert len(envelope.results) == 5
-    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+        error = await assess_fails(gurl, FIVE)
+    assert "the worker's answer to the run request is unreadable" in error
+    assert "Traceback" not in error
 
 
 def _unreadable_status_worker(url: str) -> Any:
@@ -226,12 +247,12 @@ async def test_a_run_request_that_may_have_arrived_is_not_sent_twice() -> None:
         serve_app(gateway_timeout_worker) as wurl,
         green(GreenSettings(worker_url=wurl, worker_retry_sec=5.0)) as gurl,
     ):
-        envelope = await assess(gurl, FIVE)
+        error = await assess_fails(gurl, FIVE)
     assert len(posts) == 1
-    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+    assert "may have received POST /runs but did not answer it" in error
 
 
-async def test_an_unreadable_status_ends_the_run_at_once_as_worker_error() -> None:
+async def test_an_unreadable_status_ends_the_run_at_once_as_failed() -> None:
     # The timeout is long: only ending the run at the bad answer makes this test finish.
     async with (
         serve_app(_unreadable_status_worker) as wurl,
@@ -239,9 +260,8 @@ async def test_an_unreadable_status_ends_the_run_at_once_as_worker_error() -> No
             GreenSettings(worker_url=wurl, worker_timeout_sec=600.0, worker_poll_interval_sec=0.05)
         ) as gurl,
     ):
-        envelope = await asyncio.wait_for(assess(gurl, FIVE), 60)
-    assert len(envelope.results) == 5
-    assert {r.infra_failure_type for r in envelope.results} == {"worker_error"}
+        error = await asyncio.wait_for(assess_fails(gurl, FIVE), 60)
+    assert "unreadable worker answer" in error and "(5 worker_error)" in error
 
 
 async def test_a_stream_that_breaks_after_a_healthy_stretch_is_resumed(tmp_path: Path) -> None:
@@ -423,6 +443,41 @@ async def test_worker_killed_and_restarted_mid_run(tmp_path: Path) -> None:
     assert len(trial_ids) == 5 == len(set(trial_ids))
     assert all(r.score_eligible for r in envelope.results)
     assert len(worker.runs()) == 1
+
+
+async def test_the_heartbeat_says_a_dead_worker_is_being_retried(tmp_path: Path) -> None:
+    """The worker process dies mid-run: while the green agent retries it, its heartbeat says so
+    (not "Still running"); when the retries run out, nothing was scored and the task fails."""
+    port = free_port()
+    state = tmp_path / "state"
+    proc = _start_worker_process(port, state, 60.0)  # no trial ends before the kill
+    try:
+        await asyncio.to_thread(_wait_healthy, port, proc, state)
+        settings = GreenSettings(
+            worker_url=f"http://127.0.0.1:{port}", worker_retry_sec=3, heartbeat_sec=0.2
+        )
+        async with green(settings) as gurl:
+            events_task = asyncio.create_task(stream_events(gurl, request_text(FIVE)))
+            worker = FakeWorker(state, trial_sec=60.0)
+            async with asyncio.timeout(60):
+                while not worker.runs():
+                    await asyncio.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            events = await asyncio.wait_for(events_task, timeout=60)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    texts = [p.text for p in agent_parts(events) if p.WhichOneof("content") == "text"]
+    after_start = texts[next(i for i, t in enumerate(texts) if t.startswith("Worker run")) :]
+    retrying = [t for t in after_start if f"127.0.0.1:{port} is not answering" in t]
+    assert retrying, texts
+    assert all("retrying for up to 3 s" in t for t in retrying)
+    assert not any(
+        t.startswith("Still running") for t in after_start[after_start.index(retrying[0]) :]
+    )
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_FAILED
+    assert "(5 worker_error)" in texts[-1]
 
 
 async def test_loopback_participant_is_rebased_onto_the_proxy(tmp_path: Path) -> None:

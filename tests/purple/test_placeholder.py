@@ -43,7 +43,11 @@ async def test_placeholder_answers_politely_without_an_action() -> None:
 
 
 def test_public_url() -> None:
-    assert public_url("0.0.0.0", 9010, None) == "http://127.0.0.1:9010/"
+    # Bound to every interface: never 127.0.0.1, which a peer elsewhere reaches itself by.
+    assert public_url("0.0.0.0", 9010, None) not in (
+        "http://127.0.0.1:9010/",
+        "http://0.0.0.0:9010/",
+    )
     assert public_url("::1", 9010, None) == "http://[::1]:9010/"
     assert public_url("0.0.0.0", 9010, "http://agent:9010/") == "http://agent:9010/"
 
