@@ -57,7 +57,10 @@ max-height:420px;overflow:auto;border-radius:4px;font-size:12.5px}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #e3e3e8;padding:4px 6px;text-align:left;vertical-align:top}
 th{background:#f3f4f6;white-space:nowrap;font-weight:600}
-td.why{max-width:420px;overflow-wrap:anywhere;color:#444} td.id{overflow-wrap:anywhere}
+td.why{min-width:220px;max-width:420px;overflow-wrap:anywhere;color:#444}
+td.id{white-space:nowrap} td.agent{min-width:90px;max-width:240px;overflow-wrap:anywhere}
+.scroll{overflow-x:auto}
+@media (max-width:900px){.wide{display:none}}
 td.num,th.num{text-align:right;white-space:nowrap}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;
 white-space:nowrap}
@@ -70,7 +73,7 @@ white-space:nowrap}
 .label{font-weight:600}.muted{color:#666}.differs{background:#fff7d6}
 form.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin:6px 0 10px}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
-form.filters input,form.filters select{font:inherit;padding:2px 4px}
+form.filters input,form.filters select{font:inherit;padding:2px 4px;max-width:260px}
 progress{width:120px;vertical-align:middle}
 .meta td{border:none;padding:1px 10px 1px 0}.meta th{background:none;border:none;padding:1px 10px
 1px 0;color:#555}
@@ -243,7 +246,7 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
         rows.append(
             f'<tr data-run="{_e(run.run_id)}"><td class=id><a href="{_e(href)}">'
             f"{_e(run.run_id)}</a></td><td>{_e(run.created_at)}</td>"
-            f"<td>{_e(run.status)}</td><td class=id>{_e(run.agent)}</td>"
+            f"<td>{_e(run.status)}</td><td class=agent>{_e(run.agent)}</td>"
             f"<td>{_e(run.task_set)}</td>"
             f'<td><progress max="{total}" value="{run.n_done}"></progress> '
             f'<span class="done">{run.n_done}/{total}</span></td>'
@@ -251,7 +254,10 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
             f"<td class=num>{run.count('error')}</td><td class=num>{run.count('running')}</td>"
             f"<td class=num>{_num(mean)}</td></tr>"
         )
-    parts.append(f"<table id=runs><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+    parts.append(
+        f"<div class=scroll><table id=runs><thead>{head}</thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
     return "".join(parts)
 
 
@@ -292,18 +298,27 @@ def _filters_form(f: Filters, trials: list[TrialRow], runs: list[RunRow]) -> str
     )
 
 
+def short_id(trial_id: str) -> str:
+    """A trial id's own part (``<task>__<tag>__<8 hex>``: the hex), the task being its own
+    column."""
+    return trial_id.rsplit("__", 1)[-1]
+
+
 def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
     head = (
         "<tr><th>task</th><th>trial</th>"
-        + ("<th>run</th>" if show_run else "")
+        + ("<th class=wide>run</th>" if show_run else "")
         + "<th>agent</th><th>outcome</th><th class=num>reward</th><th>failure</th>"
-        "<th>eligible</th><th class=num>time (s)</th><th>attempts</th><th>why</th></tr>"
+        "<th class=wide>eligible</th><th class=num>time (s)</th>"
+        "<th class='num wide'>attempts</th><th>why</th></tr>"
     )
     rows = []
     for t in trials:
         href = trial_href(t)
         trial_cell = (
-            f'<a href="{_e(href)}">{_e(t.trial_id)}</a>' if href else "<span class=muted>-</span>"
+            f'<a href="{_e(href)}" title="{_e(t.trial_id)}">{_e(short_id(t.trial_id or ""))}</a>'
+            if href
+            else "<span class=muted>-</span>"
         )
         why = t.reason or ""
         rows.append(
@@ -311,20 +326,23 @@ def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
             f'<td><a href="{_e(_link("/trials", {"task": t.task_id}))}">{_e(t.task_id)}</a></td>'
             f"<td class=id>{trial_cell}</td>"
             + (
-                f'<td class=id><a href="{_e(_link("/trials", {"run": t.run_id}))}">'
+                f'<td class="id wide"><a href="{_e(_link("/trials", {"run": t.run_id}))}">'
                 f"{_e(t.run_id)}</a></td>"
                 if show_run
                 else ""
             )
-            + f"<td class=id>{_e(t.agent)}</td><td>{_badge(t.outcome)}</td>"
+            + f"<td class=agent>{_e(t.agent)}</td><td>{_badge(t.outcome)}</td>"
             f"<td class=num>{_num(t.reward)}</td><td>{_e(t.failure)}</td>"
-            f"<td>{_yes_no(t.score_eligible)}</td><td class=num>{_num(t.seconds)}</td>"
-            f"<td class=num>{t.n_attempts}</td>"
+            f"<td class=wide>{_yes_no(t.score_eligible)}</td>"
+            f"<td class=num>{_num(t.seconds)}</td><td class='num wide'>{t.n_attempts}</td>"
             f'<td class=why title="{_e(why)}">{_e(_clip(why, MAX_WHY_CHARS))}</td></tr>'
         )
     if not rows:
         rows.append('<tr><td colspan="11" class=muted>no trial matches</td></tr>')
-    return f"<table id=trials><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return (
+        f"<div class=scroll><table id=trials><thead>{head}</thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _trials_body(f: Filters, runs: list[RunRow]) -> str:
