@@ -4,12 +4,13 @@
 #   python3.11 bash copied into the "python" Docker test image
 #   debootstrap     the Debian rootfs of the service images' Python base (tests/images/python_base.py)
 #   chromium        headless rendering of the HTML report (tests/test_leaderboard_report.py)
+#   chromium-driver the WebDriver Selenium drives Chromium with (tests/worker/viewer/test_web_browser.py)
 #   tmux            the terminus CLI run by the agent-under-test (tests/purple/test_real_clis.py)
 # As root on Debian or Ubuntu the missing ones are installed; anywhere else (or when installing
 # fails, or with SKILLSBENCH_NO_HOST_PACKAGES=1) this only says what is missing, and every test
 # that needs a missing package skips with a reason naming it. It never fails the test run.
 set -u
-PACKAGES="busybox-static python3.11 bash debootstrap chromium tmux"
+PACKAGES="busybox-static python3.11 bash debootstrap chromium chromium-driver tmux"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "host-packages: not a Debian/Ubuntu host; tests needing $PACKAGES skip where they are missing"

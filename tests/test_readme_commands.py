@@ -48,6 +48,7 @@ NOT_RUN = {
     "deploy-bundle": "writes a deployment bundle",
     "ghcr-preflight": "needs GitHub credentials and the network",
     "agents": "lists the manifest agents of a configured folder",
+    "view": "a long-running server (tests/worker/viewer)",
 }
 # Subcommands cheap enough to run as written when the line has no placeholder.
 RUN_AS_WRITTEN = (

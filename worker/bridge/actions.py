@@ -146,7 +146,11 @@ class SandboxActions:
         await self.conn.session_update(
             self.sid,
             update_tool_call(
-                tool_id, status="completed", raw_output={"bytes": len(raw), "truncated": truncated}
+                tool_id,
+                status="completed",
+                # what was read, so the trajectory shows it (capped like the reply)
+                content=[tool_content(text_block(content))],
+                raw_output={"bytes": len(raw), "truncated": truncated},
             ),
         )
         self.log.event(

@@ -65,7 +65,7 @@ def _step(step: Step, n_action: int) -> str:
     )
 
 
-def _model_calls(t: Transcript) -> str:
+def model_calls_table(t: Transcript) -> str:
     rows = []
     for n, line in enumerate(t.model_calls, 1):
         usage = line.get("usage") or {}
@@ -86,7 +86,7 @@ def _model_calls(t: Transcript) -> str:
     return _table(headers, rows) if rows else "<p class=muted>none recorded by the worker</p>"
 
 
-def _reported(t: Transcript) -> str:
+def reported_table(t: Transcript) -> str:
     rows = [
         [
             r["turn"],
@@ -152,13 +152,13 @@ def render(t: Transcript) -> str:
         f"{_e(cost_summary(agent_result, calls_model=tracking.get('model_access') != 'none'))}"
         f"<br><span class=label>Usage source:</span> {_e(agent_result.get('usage_source'))}</p>"
     )
-    parts.append(_model_calls(t))
+    parts.append(model_calls_table(t))
     if t.reported:
         parts.append(
             "<p><span class=label>Reported by the participant</span> (its word, not measured): "
             f"{_e(participant.describe(agent_result.get('participant_usage')))}</p>"
         )
-        parts.append(_reported(t))
+        parts.append(reported_table(t))
     parts.append("<h2>Agent logs</h2>")
     if not t.agent_logs:
         parts.append("<p class=muted>no agent log recorded</p>")

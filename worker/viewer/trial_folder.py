@@ -7,8 +7,11 @@ Everything here is read as untrusted text (the agent wrote much of it): callers 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +31,16 @@ INSTRUCTION_FILE: Final = "sandbox-input/instruction.md"
 VERIFIER_FILES: Final = (VERIFIER_STDOUT_FILE, f"{VERIFIER_DIR}/test-stderr.txt")
 MAX_TEXT_CHARS: Final = 200_000  # per file read for a transcript
 MAX_AGENT_LOGS: Final = 20  # files of agent/ shown
+MAX_WRITTEN_CHARS: Final = 64_000  # of one file the agent wrote, shown beside its action
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (symlinks followed) is within ``folder``: a trial folder holds what the
+    agent left, and a link out of it must not make a reader show a file of the host."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -61,6 +74,24 @@ class Action:
     timed_out: bool = False
     output: str = ""
     raw_input: Any = None
+    started_at: str | None = None  # the trajectory's timestamps (ISO, UTC)
+    ended_at: str | None = None
+    written: str | None = None  # the content of a file the agent wrote (a2a trials)
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the action took, from its first to its last recorded event."""
+        start, end = instant(self.started_at), instant(self.ended_at)
+        return None if start is None or end is None else max(0.0, end - start)
+
+
+def instant(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -70,6 +101,7 @@ class Step:
     kind: str  # user | agent | thought | action | event
     text: str = ""
     action: Action | None = None
+    at: str | None = None  # when it began (the trajectory's timestamp)
 
 
 @dataclass
@@ -109,20 +141,27 @@ def _content_text(content: Any) -> str:
     return "".join(texts)
 
 
-def timeline(folder: Path) -> list[Step]:
+def _lines(folder: Path, name: str, strict: bool) -> list[dict[str, Any]]:
+    path = folder / name
+    return list(json_lines(path, strict=strict)) if inside(path, folder) else []
+
+
+def timeline(folder: Path, *, strict: bool = True) -> list[Step]:
     """Messages and actions in the order the ACP trajectory recorded them; consecutive chunks of
-    one message are joined, a tool call's updates are folded into its action."""
+    one message are joined, a tool call's updates are folded into its action (a trajectory still
+    being written: ``strict=False`` passes over a torn last line)."""
     steps: list[Step] = []
     actions: dict[str, Action] = {}
     names = {"user_message": "user", "agent_message": "agent", "agent_thought": "thought"}
-    for event in json_lines(folder / ACP_TRAJECTORY_FILE):
+    for event in _lines(folder, ACP_TRAJECTORY_FILE, strict):
         kind = event.get("type")
+        stamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
         if kind in names:
             text = str(event.get("text") or "")
             if steps and steps[-1].kind == names[kind]:
                 steps[-1].text += text
             else:
-                steps.append(Step(names[kind], text))
+                steps.append(Step(names[kind], text, at=stamp))
         elif kind in ("tool_call", "tool_call_update"):
             call_id = str(event.get("tool_call_id") or "")
             action = actions.get(call_id)
@@ -133,9 +172,11 @@ def timeline(folder: Path) -> list[Step]:
                     str(event.get("title") or ""),
                     str(event.get("status") or ""),
                     raw_input=event.get("raw_input"),
+                    started_at=stamp,
                 )
                 actions[call_id] = action
-                steps.append(Step("action", action=action))
+                steps.append(Step("action", action=action, at=stamp))
+            action.ended_at = stamp or action.ended_at
             if event.get("title") and not action.title:
                 action.title = str(event["title"])
             if event.get("status"):
@@ -152,14 +193,70 @@ def timeline(folder: Path) -> list[Step]:
                 action.output = text
         elif kind in ("agent_timeout", "cancel_sent", "trajectory_truncated"):
             detail = {k: v for k, v in event.items() if k not in ("type", "timestamp")}
-            steps.append(Step("event", f"{kind} {json.dumps(detail, sort_keys=True)}"))
+            steps.append(Step("event", f"{kind} {json.dumps(detail, sort_keys=True)}", at=stamp))
+    _attach_written(folder, actions, strict)
     return steps
+
+
+def _written_text(item: dict[str, Any]) -> str | None:
+    content = item.get("content")
+    if not isinstance(content, str):
+        return None
+    if item.get("encoding") == "base64":
+        try:
+            raw = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        try:
+            content = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"({len(raw)} bytes of binary content)"
+    if len(content) > MAX_WRITTEN_CHARS:
+        return content[:MAX_WRITTEN_CHARS] + "\n… [cut]"
+    return content
+
+
+def _attach_written(folder: Path, actions: dict[str, Action], strict: bool) -> None:
+    """The content of each file an a2a participant wrote, taken from its reply (the bridge's
+    tool call records only the size): the action ``turn-N…`` writing PATH gets the content the
+    reply of turn N gave for PATH (a ``write_file`` action or a ``finish``'s ``files``)."""
+    by_turn: dict[int, dict[str, dict[str, Any]]] = {}
+    for event in _lines(folder, A2A_TRAJECTORY_FILE, strict):
+        payload = event.get("payload")
+        turn = event.get("turn")
+        if event.get("type") != "a2a_response" or not isinstance(payload, dict):
+            continue
+        if not isinstance(turn, int):
+            continue
+        files = by_turn.setdefault(turn, {})
+        for part in payload.get("data") or []:
+            if not isinstance(part, dict):
+                continue
+            items = (
+                [part, *(part.get("files") or [])]
+                if isinstance(part.get("files"), list)
+                else [part]
+            )
+            for item in items:
+                if isinstance(item, dict) and isinstance(item.get("path"), str):
+                    files.setdefault(item["path"], item)
+    for call_id, action in actions.items():
+        if action.kind != "edit" or not call_id.startswith("turn-"):
+            continue
+        try:
+            turn = int(call_id.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        path = action.raw_input.get("path") if isinstance(action.raw_input, dict) else None
+        item = by_turn.get(turn, {}).get(path) if isinstance(path, str) else None
+        if item is not None:
+            action.written = _written_text(item)
 
 
 def reported_usage(folder: Path) -> list[dict[str, Any]]:
     """The ``usage`` object of each purple reply that carried one (a2a trials)."""
     out = []
-    for event in json_lines(folder / A2A_TRAJECTORY_FILE):
+    for event in _lines(folder, A2A_TRAJECTORY_FILE, False):
         payload = event.get("payload")
         if event.get("type") != "a2a_response" or not isinstance(payload, dict):
             continue
@@ -172,29 +269,36 @@ def reported_usage(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def load(folder: Path) -> Transcript:
-    record = TrialResult.read(folder / RESULT_FILE)
-    if record is None:
+def load(folder: Path, *, running: bool = False) -> Transcript:
+    """The trial at ``folder``; ``running``: it may not have finished (no ``result.json`` yet,
+    a trajectory still being written), so what is there so far."""
+    record = (
+        TrialResult.read(folder / RESULT_FILE) if inside(folder / RESULT_FILE, folder) else None
+    )
+    if record is None and not running:
         raise ValueError(f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)")
-    result = record.document()
+    result = record.document() if record is not None else {}
     verifier = {}
     for name in VERIFIER_FILES:
-        text = read_text(folder / name)
+        text = read_text(folder / name) if inside(folder / name, folder) else None
         if text is not None:
             verifier[Path(name).name] = text
     logs = {}
     agent_dir = folder / "agent"
-    if agent_dir.is_dir():
+    if agent_dir.is_dir() and inside(agent_dir, folder):
         for path in sorted(agent_dir.iterdir())[:MAX_AGENT_LOGS]:
-            text = read_text(path) if path.is_file() and not path.is_symlink() else None
+            safe = path.is_file() and not path.is_symlink() and inside(path, folder)
+            text = read_text(path) if safe else None
             if text is not None:
                 logs[path.name] = text
     return Transcript(
         folder=folder,
         result=result,
-        instruction=read_text(folder / INSTRUCTION_FILE),
-        steps=timeline(folder),
-        model_calls=list(json_lines(folder / LLM_TRAJECTORY_FILE)),
+        instruction=read_text(folder / INSTRUCTION_FILE)
+        if inside(folder / INSTRUCTION_FILE, folder)
+        else None,
+        steps=timeline(folder, strict=not running),
+        model_calls=_lines(folder, LLM_TRAJECTORY_FILE, not running),
         reported=reported_usage(folder),
         verifier_output=verifier,
         agent_logs=logs,

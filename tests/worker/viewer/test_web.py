@@ -1,0 +1,155 @@
+"""The web viewer over HTTP (httpx against the real `view` server on 127.0.0.1, over job folders
+made by real trials): runs and trials with their filters, one trial's page, escaping, the paths it
+refuses, and the SSE stream that tells a page a run moved on."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from viewer.viewer_support import HOSTILE, SECRET, Jobs, LiveRun, Server, cli
+
+ESCAPED = "&lt;/pre&gt;&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;"
+
+
+def get(server: Server, path: str, **params: str) -> httpx.Response:
+    return httpx.get(server.url + path, params=params, timeout=30)
+
+
+def trial_rows(html: str) -> list[str]:
+    return re.findall(r'<tr class="trial".*?</tr>', html, re.S)
+
+
+def test_runs_page_lists_every_run_with_its_progress(jobs: Jobs, server: Server) -> None:
+    page = get(server, "/")
+    assert page.status_code == 200
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    for run_id in jobs.runs.values():
+        assert f'data-run="{run_id}"' in page.text
+    assert page.text.count('<span class="done">2/2</span>') == 2  # the example runs
+    assert "run-outside" not in page.text  # a run folder linking out of the jobs folder
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, 6),
+        ({"outcome": "passed"}, 3),
+        ({"outcome": "failed"}, 3),
+        ({"task": "csv-sales-summary"}, 2),
+        ({"agent": "nop"}, 2),
+        ({"agent": "oracle", "outcome": "failed"}, 0),
+        ({"eligible": "yes"}, 6),
+        ({"eligible": "no"}, 0),
+        ({"failure": "none"}, 6),
+        ({"q": "grid-path"}, 2),
+        ({"q": "no such thing"}, 0),
+    ],
+)
+def test_trials_filters(jobs: Jobs, server: Server, params: dict[str, str], expected: int) -> None:
+    page = get(server, "/trials", **params)
+    assert page.status_code == 200
+    assert len(trial_rows(page.text)) == expected, page.text
+
+
+def test_trials_of_one_run_and_sorted(jobs: Jobs, server: Server) -> None:
+    run = get(server, "/trials", run=jobs.runs["nop"]).text
+    assert len(trial_rows(run)) == 2 and "2/2 done" in run
+    by_reward = trial_rows(get(server, "/trials", sort="reward", desc="1").text)
+    rewards = [re.search(r"<td class=num>([^<]*)</td>", row).group(1) for row in by_reward]  # type: ignore[union-attr]
+    assert rewards == sorted(rewards, reverse=True) and rewards[0] == "1" and rewards[-1] == "0"
+
+
+def test_trial_page_shows_every_part_escaped(jobs: Jobs, server: Server) -> None:
+    trial = jobs.trial_ids("script")[0]
+    page = get(server, f"/trial/0/{jobs.runs['script']}/{trial}")
+    assert page.status_code == 200
+    html = page.text
+    # nothing the agent, the task or the agent's file name wrote became markup
+    assert html.count("<script") == 1  # the viewer's own, with its nonce
+    assert "<img" not in html and "alert(2)>" not in html
+    assert ESCAPED in html and "&amp;amp;" in html
+    # the instruction once (not again as the first user message)
+    assert html.count("Write 42 to /root/answer.txt.") == 1
+    # the action: its command, exit code, timing and output; the verifier; why it failed
+    assert "exit 3" in html and re.search(r"\d\.\d\ds · at \+\d", html)
+    assert "second line of output" in html and "Verifier output" in html
+    assert 'class="badge failed"' in html and "Why:" in html
+    # the other trial of the task (the oracle's), linked
+    oracle = jobs.trial_ids("oracle-hostile")[0]
+    assert f'/trial/0/{jobs.runs["oracle-hostile"]}/{oracle}"' in html
+    # a link out of the trial folder is neither listed nor read
+    assert SECRET not in html and "leak.txt" not in html
+
+
+def test_the_agent_name_is_escaped_in_lists(jobs: Jobs, server: Server) -> None:
+    for path in ("/", "/trials", "/compare"):
+        html = get(server, path, a="agent:oracle", b="agent:nop").text
+        assert "<img" not in html and "&lt;img src=x onerror=alert(2)&gt;" in html, path
+
+
+def test_raw_files_only_inside_their_trial_folder(jobs: Jobs, server: Server) -> None:
+    run, trial = jobs.runs["script"], jobs.trial_ids("script")[0]
+    base = f"/raw/0/{run}/{trial}/"
+    ok = get(server, base + "verifier/test-stdout.txt")
+    assert ok.status_code == 200 and HOSTILE in ok.text
+    assert ok.headers["content-type"].startswith("text/plain")
+    assert ok.headers["x-content-type-options"] == "nosniff"
+    for path in (
+        base + "agent/leak.txt",  # a symlink to a file outside
+        base + "verifier/test-stderr.txt",
+        base + "%2e%2e/%2e%2e/%2e%2e/run.json",
+        base + "..%2f..%2f..%2f..%2f..%2fsecret.txt",
+        base + quote("/etc/passwd", safe=""),
+        f"/raw/0/run-outside0000000000/{jobs.trial_ids('nop')[0]}/result.json",
+        f"/raw/7/{run}/{trial}/result.json",  # no such jobs folder
+        f"/trial/0/{quote('../..', safe='')}/{trial}",
+    ):
+        refused = httpx.get(server.url + path, timeout=30)
+        assert refused.status_code == 404, path
+        assert SECRET not in refused.text and "root:" not in refused.text
+
+
+def test_compare_two_agents_task_by_task(jobs: Jobs, server: Server) -> None:
+    page = get(server, "/compare", a="agent:oracle", b="agent:nop").text
+    # the oracle also ran the hostile task, which nop did not
+    assert "<span id=n-differ>3</span> of 3 task(s) differ" in page
+    assert "3/3 passed" in page and "0/2 passed" in page
+    assert page.count('class="differs"') == 3 and page.count("passed → failed") == 2
+    assert "run on one side only" in page
+    same = get(server, "/compare", a=f"run:{jobs.runs['nop']}", b=f"run:{jobs.runs['nop']}")
+    assert "<span id=n-differ>0</span> of 2" in same.text
+
+
+def test_events_say_when_a_run_moves_on(
+    jobs: Jobs, server: Server, live_run: Callable[[str], LiveRun]
+) -> None:
+    sig = re.search(r'data-sig="([^"]*)"', get(server, "/").text).group(1)  # type: ignore[union-attr]
+    with httpx.stream("GET", server.url + "/events", params={"since": sig}, timeout=60) as events:
+        assert events.headers["content-type"].startswith("text/event-stream")
+        lines = events.iter_lines()
+        assert next(lines).startswith("retry:")
+        run = live_run("nop")  # a new run appears while the stream is open
+        deadline = time.monotonic() + 60
+        for line in lines:
+            if line.startswith("event: change") or time.monotonic() > deadline:
+                break
+        assert line == "event: change"
+    listed = get(server, "/trials", run=run.run_id, fragment="1").text
+    assert not listed.startswith("<!DOCTYPE") and "0/2 done" in listed
+    assert len(trial_rows(listed)) == 2 and 'data-outcome="queued"' in listed
+    trial = run.start(run.keys[0])
+    page = get(server, f"/trial/0/{run.run_id}/{trial}")
+    assert page.status_code == 200 and "updates as it goes" in page.text  # running: partial
+    assert 'data-outcome="running"' in get(server, "/trials", run=run.run_id).text
+
+
+def test_view_refuses_a_missing_folder(tmp_path: Path) -> None:
+    done = cli("view", str(tmp_path / "nowhere"), "--port", "0")
+    assert done.returncode != 0 and "no such folder" in done.stderr
