@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from .python_base import (
+from tests.images.python_base import (
     CLI_PYTHON_PATH,
     ensure_cli_python_image,
     ensure_python_base_image,
 )
-from .service_images import (
+from tests.images.service_images import (
     ensure_purple_cli_image,
     ensure_ray_worker_image,
     ensure_service_images,

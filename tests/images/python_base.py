@@ -4,7 +4,7 @@ Made from a Debian bookworm rootfs (debootstrap, Debian's Python 3.11) and `dock
 nothing is pulled from an image registry: only Debian packages are downloaded. It is tagged with a
 hash of its recipe (cached across runs), and the service images are built on it by that tag
 (`BASE_IMAGE`). It never takes the name `python:3.11-slim`: that name has one owner here,
-tests/docker_images.py's `python` image, so which base a task's `FROM python:3.11-slim` gets
+tests/support/docker_images.py's `python` image, so which base a task's `FROM python:3.11-slim` gets
 does not depend on which fixture ran first on a fresh machine.
 
 Like the official image it has `python`, `pip` (installing into the system, no PEP 668 guard),

@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import run_cli
-from loopback_server import serve
 
+from tests.images.push_registry import PushRegistry
+from tests.support import run_cli, serve_in_thread
 from worker.sandbox._docker import DockerSandbox
 from worker.sandbox.settings import PrebuiltImages
-
-from .push_registry import PushRegistry
 
 
 def write_task(root: Path, task_id: str, base: str, skills: bool) -> None:
@@ -57,7 +55,7 @@ def test_push_needs_a_registry(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 
 @pytest.fixture
 def tasks_dir(docker_client: Any, tmp_path: Path) -> Path:
-    from docker_images import ensure_test_image
+    from tests.support.docker_images import ensure_test_image
 
     base = ensure_test_image(docker_client, "busybox")
     root = tmp_path / "tasks"
@@ -106,7 +104,7 @@ async def test_build_tasks_local_and_pushed(
     assert local["plain"] != local["with-skill"]
 
     registry = PushRegistry()
-    with serve(registry.app()) as url:
+    with serve_in_thread(registry.app()) as url:
         host = url.removeprefix("http://")
         pushed_map = tmp_path / "prebuilt_images.json"
         result = run_cli(

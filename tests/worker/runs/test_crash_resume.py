@@ -1,0 +1,267 @@
+"""SIGKILL a real worker process mid-run, restart it on the same jobs dir: every trial ends with
+exactly one row, rows finished before the kill are kept as they were, unfinished trials re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+import pytest
+
+from tests.support import wait_for_http
+from tests.worker.support import (
+    free_port,
+    make_task,
+    process_cmdlines_containing,
+    run_payload,
+    script,
+)
+from worker.runs.store import read_run_document
+
+
+def stored(run_file: Path) -> dict[str, Any]:
+    """The run as stored (run.json with its journal applied): what a restarted worker sees."""
+    return read_run_document(run_file.parent)
+
+
+def finished_document(run_file: Path) -> dict[str, Any]:
+    """The run document once the store has the run's end (the status answers ``completed`` as
+    soon as the run ends; the document is rewritten right after)."""
+    journal = run_file.parent / "journal.jsonl"
+    # The status may reach the journal a moment before the final save compacts it away.
+    assert _wait_until(
+        lambda: stored(run_file)["status"] == "completed" and not journal.exists(), 60
+    ), stored(run_file)
+    document = json.loads(run_file.read_text())
+    assert document["status"] == "completed"  # compacted into the document
+    return dict(document)
+
+
+class WorkerProcess:
+    def __init__(self, jobs: Path, tasks: Path, environment: str = "local") -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
+        self.log = (jobs.parent / f"worker-{self.port}.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "worker", "--port", str(self.port), "--jobs-dir", str(jobs),
+             "--tasks-dir", str(tasks), "--concurrency", "2", "--log-level", "warning",
+             "--environment", environment, "--script-dir", str(jobs.parent)],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        self.log.flush()
+        wait_for_http(f"{self.url}/healthz", self.proc, what="worker", log=Path(self.log.name))
+
+    def get(self, path: str) -> dict[str, Any]:
+        return dict(httpx.get(f"{self.url}{path}", timeout=10).json())
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def environment(request: pytest.FixtureRequest) -> str:
+    if request.param == "docker":
+        client = request.getfixturevalue("docker_client")
+        from tests.support.docker_images import ensure_test_image
+
+        ensure_test_image(client, "python")
+    return str(request.param)
+
+
+def test_sigkill_and_restart_loses_and_duplicates_nothing(
+    tmp_path: Path, workers: list[WorkerProcess], environment: str
+) -> None:
+    tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
+    tasks.mkdir()
+    task_ids = [f"answer-{i}" for i in range(3)]
+    for task_id in task_ids:
+        make_task(tasks, task_id)
+    # Long enough that trials still run when the worker is killed on a busy host.
+    marker = f"4.{int(time.time() * 1000) % 100000:05d}"
+    agent = script(tmp_path, "slowish", f"sleep {marker}\necho 42 > /root/answer.txt\n")
+    first = WorkerProcess(jobs, tasks, environment)
+    workers.append(first)
+    response = httpx.post(
+        f"{first.url}/runs", json=run_payload(task_ids, agent=agent, num_instances=2), timeout=10
+    )
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    run_file = jobs / "runs" / run_id / "run.json"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # watch the store itself: that is what a restart sees
+        states = [t["state"] for t in stored(run_file)["trials"].values()]
+        if "finished" in states and "running" in states:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"never saw finished and running trials together: {states}")
+    first.kill()
+    before = stored(run_file)
+    kept = {key: t["row"] for key, t in before["trials"].items() if t["state"] == "finished"}
+    interrupted = [key for key, t in before["trials"].items() if t["state"] == "running"]
+    assert kept and interrupted
+
+    second = WorkerProcess(jobs, tasks, environment)
+    workers.append(second)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        status = second.get(f"/runs/{run_id}")
+        if status["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    assert status["status"] == "completed", status
+    rows = status["rows"]
+    assert len(rows) == 6
+    assert len({row["trial_id"] for row in rows}) == 6
+    assert sorted(status["tasks"]) == sorted(f"{t}#{i}" for t in task_ids for i in range(2))
+    assert all(row["passed"] for row in rows), rows
+    after = finished_document(run_file)
+    for key, row in kept.items():
+        assert after["trials"][key]["row"] == row  # finished before the kill: untouched
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+        assert after["trials"][key]["row"]["trial_id"] == attempts[-1]["trial_id"]
+    assert process_cmdlines_containing(f"sleep {marker}") == []
+    if environment == "docker":  # the restart reaped what the killed worker left behind
+        client = docker.from_env()
+        left = client.containers.list(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
+        client.close()
+        assert left == []
+
+
+def _identity(pid: int) -> dict[str, Any]:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return {"pid": pid, "start_ticks": ticks, "boot_id": boot}
+
+
+def _wait_until(condition: Any, bound: float) -> bool:
+    deadline = time.monotonic() + bound
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_sigkill_with_a2a_trials_leaves_no_process_and_resumes(
+    tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """The bridges and the agents' commands die with the worker; the restart kills the host
+    processes its crashed attempts recorded (only if still the same process), removes their
+    sandbox folders, and finishes the run with one row per trial."""
+    from tests.worker.support import purple_server
+
+    tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
+    tasks.mkdir()
+    task_ids = [f"answer-{i}" for i in range(3)]
+    for task_id in task_ids:
+        make_task(tasks, task_id)
+    marker = f"2.{int(time.time() * 1000) % 100000:05d}"
+    with purple_server(f"slow-{marker}") as url:
+        bridges = f"worker.bridge --url {url}"
+        first = WorkerProcess(jobs, tasks)
+        workers.append(first)
+        response = httpx.post(
+            f"{first.url}/runs", json=run_payload(task_ids, agent=f"a2a:{url}"), timeout=10
+        )
+        assert response.status_code == 201, response.text
+        run_id = response.json()["run_id"]
+        run_file = jobs / "runs" / run_id / "run.json"
+
+        def running() -> bool:
+            doc = stored(run_file)
+            recorded = any(
+                t["attempts"] and t["attempts"][-1]["host_processes"]
+                for t in doc["trials"].values()
+                if t["state"] == "running"
+            )
+            return recorded and bool(process_cmdlines_containing(f"sleep {marker}"))
+
+        assert _wait_until(running, 90), "never saw a2a trials running"
+        assert process_cmdlines_containing(bridges)
+        first.kill()
+
+        def left() -> list[str]:
+            return process_cmdlines_containing(bridges) + process_cmdlines_containing(
+                f"sleep {marker}"
+            )
+
+        assert _wait_until(lambda: not left(), 30), left()
+        before = stored(run_file)
+        interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
+        assert interrupted
+        sandboxes = [
+            jobs / before["trials"][k]["attempts"][-1]["trial_dir"] / "sandbox" for k in interrupted
+        ]
+        assert any(path.is_dir() for path in sandboxes)
+
+        # Stand-ins for processes a crash left running (had their parent-death signal not
+        # fired): one recorded as it is, one recorded with another start time (as if its pid
+        # had been reused by an unrelated process: it must live).
+        leftover = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        unrelated = subprocess.Popen(["sleep", "301"], start_new_session=True)
+        try:
+            other = _identity(unrelated.pid)
+            other["start_ticks"] -= 1
+            attempt = before["trials"][interrupted[0]]["attempts"][-1]
+            attempt["host_processes"] += [_identity(leftover.pid), other]
+            tmp = run_file.with_suffix(".edit")
+            tmp.write_text(json.dumps(before))
+            os.replace(tmp, run_file)
+
+            second = WorkerProcess(jobs, tasks)
+            workers.append(second)
+            assert leftover.wait(30) == -signal.SIGKILL
+            assert unrelated.poll() is None
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                status = second.get(f"/runs/{run_id}")
+                if status["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.2)
+        finally:
+            for proc in (leftover, unrelated):
+                proc.kill()
+                proc.wait()
+    assert status["status"] == "completed", status
+    rows = status["rows"]
+    assert len(rows) == 3 and len({row["trial_id"] for row in rows}) == 3
+    assert all(row["passed"] for row in rows), rows
+    after = finished_document(run_file)
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+    assert not any(path.exists() for path in sandboxes)
+    assert left() == []
