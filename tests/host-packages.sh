@@ -2,7 +2,7 @@
 # Host packages the test suite uses beyond Python, made ready by `make test` itself.
 #   busybox-static  the shell and tools of every Docker test image (tests/support/docker_images.py)
 #   python3.11 bash copied into the "python" Docker test image
-#   debootstrap     the Debian rootfs of the service images' Python base (tests/images/python_base.py)
+#   debootstrap     the Debian rootfs of the service images' Python base (tests/images/support.py)
 #   chromium        headless rendering of the HTML report (tests/leaderboard/test_report.py)
 #   tmux            the terminus CLI run by the agent-under-test (tests/purple_agent/test_real_clis.py)
 # As root on Debian or Ubuntu the missing ones are installed; anywhere else (or when installing

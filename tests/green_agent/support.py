@@ -1,4 +1,6 @@
-"""The worker behind the green agent in the adapter tests: the fake one or the real ``worker.service.app``.
+"""Helpers of the green agent tests: requests and streams, and the worker behind the green agent.
+
+The worker in the adapter tests is the fake one or the real ``worker.service.app``.
 
 Tests that hold for any worker speaking the worker HTTP API take the ``worker_kind`` fixture
 (parametrized ``fake`` and ``real``) and start ``worker_under_test(kind, ...)``, so the fake
@@ -12,25 +14,82 @@ scored, not passed).
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from a2a.helpers import new_text_message
+from a2a.client import ClientConfig, create_client
+from a2a.helpers import new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Message,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+)
 from starlette.applications import Starlette
 
 from green_agent.selection import select
 from skillsbench_agentbeats.in_process import serve_app
 from tests.green_agent.fake_worker import FakeWorker
+
+PURPLE_URL = "http://127.0.0.1:9019/"
+
+
+def request_text(config: dict[str, Any], agent: str = PURPLE_URL) -> str:
+    return json.dumps({"participants": {"agent": agent}, "config": config})
+
+
+SMOKE = {"task_set": "smoke", "tasks": "all"}
+# 5 tasks of skillsbench-v1.1: shard 3 of 20
+FIVE = {"task_set": "skillsbench-v1.1", "tasks": "all", "num_shards": 20, "shard_index": 3}
+
+
+async def stream_events(
+    green_url: str, text: str, *, timeout: float = 120.0
+) -> list[StreamResponse]:
+    """Send one request with a 1.x streaming client and collect every event."""
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        client = await create_client(
+            green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
+        )
+        message = Message(
+            role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[new_text_part(text)]
+        )
+        events: list[StreamResponse] = []
+        async with client:
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                events.append(event)
+        return events
+
+
+def agent_parts(events: list[StreamResponse]) -> list[Any]:
+    """Every part the green agent authored in a stream: status messages and artifacts."""
+    parts: list[Any] = []
+    for event in events:
+        kind = event.WhichOneof("payload")
+        if kind == "status_update" and event.status_update.status.HasField("message"):
+            parts.extend(event.status_update.status.message.parts)
+        elif kind == "artifact_update":
+            parts.extend(event.artifact_update.artifact.parts)
+        elif kind == "task" and event.task.status.HasField("message"):
+            parts.extend(event.task.status.message.parts)
+    return parts
+
 
 KINDS = ("fake", "real")
 NEVER_ENDS = "#!/bin/sh\nexec sleep 3600\n"

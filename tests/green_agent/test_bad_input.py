@@ -20,7 +20,7 @@ from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from green_agent.task_store import BoundedTaskStore
 from skillsbench_agentbeats.in_process import serve_app
-from tests.green_agent.conftest import PURPLE_URL, SMOKE, request_text
+from tests.green_agent.support import PURPLE_URL, SMOKE, request_text
 
 
 def _send(text: str, method: str = "message/send") -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from green_agent.gateway import run_assessment
 from leaderboard.rows import Envelope
 from skillsbench_agentbeats.in_process import local_green, local_worker, serve_app
-from tests.green_agent.conftest import request_text
+from tests.green_agent.support import request_text
 
 TWO = {"task_set": "examples", "task_ids": ["grid-path-count", "fix-interval-merge"]}
 

@@ -17,7 +17,7 @@ from google.protobuf.json_format import MessageToDict
 from green_agent.card import agent_card, card_document
 from green_agent.gateway import parse_parts, run_assessment
 from leaderboard.rows import Envelope
-from tests.green_agent.conftest import (
+from tests.green_agent.support import (
     FIVE,
     PURPLE_URL,
     SMOKE,

@@ -39,9 +39,16 @@ from green_agent.settings import GreenSettings
 from leaderboard.normalize import RowContext
 from leaderboard.rows import Envelope
 from skillsbench_agentbeats.in_process import serve_app
-from tests.green_agent.conftest import FIVE, PURPLE_URL, agent_parts, request_text, stream_events
 from tests.green_agent.fake_worker import FakeWorker
-from tests.green_agent.support import worker_kind, worker_under_test
+from tests.green_agent.support import (
+    FIVE,
+    PURPLE_URL,
+    agent_parts,
+    request_text,
+    stream_events,
+    worker_kind,
+    worker_under_test,
+)
 from tests.support import free_port, wait_for_http
 
 __all__ = ["worker_kind"]  # the fixture: fake and real worker

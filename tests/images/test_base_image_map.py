@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.images.test_build_tasks import write_task
+from tests.images.support import write_task
 from tests.support import run_cli
 
 UNREACHABLE = "registry.example/ubuntu:24.04"

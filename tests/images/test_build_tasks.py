@@ -4,47 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.images.push_registry import PushRegistry
+from tests.images.support import PushRegistry, write_task
 from tests.support import run_cli, serve_in_thread
 from worker.sandbox._docker import DockerSandbox
 from worker.sandbox.settings import PrebuiltImages
-
-
-def write_task(root: Path, task_id: str, base: str, skills: bool) -> None:
-    folder = root / task_id
-    (folder / "environment").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "task.toml").write_text(
-        textwrap.dedent(
-            """\
-            version = "1.0"
-            [metadata]
-            category = "testing"
-            difficulty = "easy"
-            [agent]
-            timeout_sec = 60
-            [environment]
-            cpus = 1
-            memory_mb = 256
-            """
-        )
-    )
-    (folder / "instruction.md").write_text(f"Task {task_id}.\n")
-    (folder / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    (folder / "environment" / "Dockerfile").write_text(
-        f"FROM {base}\nWORKDIR /app\nCOPY marker.txt /app/marker.txt\n"
-    )
-    (folder / "environment" / "marker.txt").write_text(f"{task_id}\n")
-    if skills:
-        skill = folder / "environment" / "skills" / "lookup"
-        skill.mkdir(parents=True)
-        (skill / "SKILL.md").write_text("---\nname: lookup\n---\nLook it up.\n")
 
 
 def test_push_needs_a_registry(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

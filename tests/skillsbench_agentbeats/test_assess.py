@@ -15,9 +15,8 @@ from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from leaderboard.rows import Envelope
 from skillsbench_agentbeats.in_process import serve_app
-from tests.green_agent.conftest import FIVE
 from tests.green_agent.fake_worker import FakeWorker
-from tests.green_agent.support import purple_app
+from tests.green_agent.support import FIVE, purple_app
 from tests.support import REPO_ROOT
 
 WORKER_ENV = ("SKILLSBENCH_WORKER_URL", "SKILLSBENCH_WORKER_SLOT_URL", "SKILLSBENCH_WORKER_TOKEN")

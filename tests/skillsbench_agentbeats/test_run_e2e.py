@@ -4,41 +4,15 @@ participant and with a manifest agent, in the local sandbox, rows and trial file
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from tests.support import REPO_ROOT, free_port
-from tests.worker.acp.test_manifest_agent import AGENTS_DIR, agent_python
-from tests.worker.support import TASKS, served
+from tests.support import REPO_ROOT, TEST_AGENTS, free_port
+from tests.worker.support import TASKS, agent_python, run_cli, served, trial_file
 
 REPO = REPO_ROOT
 EXAMPLE = REPO / "docs" / "examples" / "csv_sales_purple.py"
 OUR_TASKS = TASKS  # tests/worker/tasks
-
-
-def run_cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> tuple[Any, list[dict]]:  # type: ignore[type-arg]
-    """Run the CLI; returns the process and every trial's result.json."""
-    code = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
-    done = subprocess.run(
-        [sys.executable, "-c", code, "run", *args, "--jobs-dir", str(tmp / "jobs"),
-         "--concurrency", "1"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    results = [
-        json.loads(p.read_text())
-        for p in sorted((tmp / "jobs").glob("runs/*/trials/*/result.json"))
-    ]
-    assert results, done.stdout + done.stderr
-    return done, results
-
-
-def trial_file(tmp: Path, name: str) -> Path:
-    found = sorted((tmp / "jobs").glob(f"runs/*/trials/*/**/{name}"))
-    assert found, f"no {name} under {tmp / 'jobs'}"
-    return found[-1]
 
 
 def test_a2a_participant_through_the_worker(tmp_path: Path) -> None:
@@ -76,7 +50,7 @@ def test_unreachable_participant_row(tmp_path: Path) -> None:
 
 
 def test_manifest_agent_through_the_worker(tmp_path: Path) -> None:
-    env = {"SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR), **agent_python()}
+    env = {"SKILLSBENCH_AGENTS_DIR": str(TEST_AGENTS), **agent_python()}
     done, rows = run_cli(
         tmp_path, "--tasks-dir", str(OUR_TASKS), "--task-id", "write-answer",
         "--agent", "py-acp-agent", "--expect", "passed", env=env,

@@ -29,7 +29,7 @@ from typing import Any
 
 RECIPE_VERSION = "3"
 LABEL = "skillsbench.test-image"
-# tests/images/python_base.py's label: an older run let that base take python:3.11-slim; the
+# tests/images/support.py's label: an older run let that base take python:3.11-slim; the
 # name is ours (one owner, whatever ran first), so it is taken back.
 BASE_LABEL = "skillsbench.test-base"
 BUSYBOX = Path("/bin/busybox")

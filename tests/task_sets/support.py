@@ -1,4 +1,5 @@
-"""Run an example task directly under bubblewrap: agent phase (oracle, a script, or nothing), then
+"""Helpers of the task_sets tests: a minimal task folder (``make_task``), and an example task run
+directly under bubblewrap: agent phase (oracle, a script, or nothing), then
 the verifier. A small stand-in for the worker's local sandbox, used only to test ``tasks/``.
 
 Layout inside the sandbox: host directories read-only (the host's ``python3`` stands in for the
@@ -165,3 +166,35 @@ def sandbox_problem() -> str | None:
     if done.returncode != 0:
         return f"bubblewrap cannot create namespaces here: {done.stderr.strip()}"
     return None
+
+
+# A minimal valid task folder (the task-folder, task-set and config tests build on it).
+MINIMAL_TOML = """\
+version = "1.0"
+
+[metadata]
+category = "software-engineering"
+difficulty = "easy"
+tags = ["a", "b"]
+author_name = "someone"
+
+[agent]
+timeout_sec = 120.0
+
+[verifier]
+timeout_sec = 30.0
+"""
+
+
+def make_task(root: Path, name: str = "demo", toml: str = MINIMAL_TOML) -> Path:
+    folder = root / name
+    (folder / "environment" / "skills" / "helper").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "solution").mkdir()
+    (folder / "task.toml").write_text(toml)
+    (folder / "instruction.md").write_text("Do the thing.\n")
+    (folder / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /root\n")
+    (folder / "environment" / "skills" / "helper" / "SKILL.md").write_text("# helper\n")
+    (folder / "tests" / "test.sh").write_text("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
+    (folder / "solution" / "solve.sh").write_text("#!/bin/sh\n")
+    return folder

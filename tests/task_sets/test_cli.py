@@ -15,7 +15,7 @@ from task_sets.cli import config, task_set
 from task_sets.digest import task_set_digest
 from task_sets.manifest import PACKAGED_DIR, load_task_set
 from tests.support import REPO_ROOT, TASKS_DIR
-from tests.task_sets.test_task import make_task
+from tests.task_sets.support import make_task
 
 V1_1_DIGEST = "sha256:3c9432bb1a4bd1b66ddbc175bb1f43bf546f7de663d1b2aa0327a88bff7ecd39"
 

@@ -26,7 +26,7 @@ from task_sets.digest import task_digest
 from task_sets.excluded import TASK_ID_PATTERN
 from task_sets.manifest import build_manifest, load_task_set, shard
 from tests.support import PUBLISHED_DATA, REPO_ROOT
-from tests.task_sets.test_task import make_task
+from tests.task_sets.support import make_task
 
 INT_KEYS = ("shard_index", "num_shards", "num_instances")
 EXAMPLES = load_task_set("examples")

@@ -29,7 +29,7 @@ from task_sets.manifest import (
     verify_manifest,
 )
 from tests.support import PUBLISHED_DATA, TASKS_DIR
-from tests.task_sets.test_task import make_task
+from tests.task_sets.support import make_task
 
 PUBLISHED_SETS = sorted(PUBLISHED_DATA.glob("*__task_sets__*.json"))
 PUBLISHED_RESULTS = sorted(PUBLISHED_DATA.glob("*__results__*.json"))

@@ -7,22 +7,7 @@ from pathlib import Path
 import pytest
 
 from task_sets.task import REQUIRED_PARTS, TaskError, discover_tasks, load_task
-
-MINIMAL_TOML = """\
-version = "1.0"
-
-[metadata]
-category = "software-engineering"
-difficulty = "easy"
-tags = ["a", "b"]
-author_name = "someone"
-
-[agent]
-timeout_sec = 120.0
-
-[verifier]
-timeout_sec = 30.0
-"""
+from tests.task_sets.support import MINIMAL_TOML, make_task
 
 # task.toml of SkillsBench's citation-check, as published (research/agentbeats.md §6).
 SKILLSBENCH_TOML = """\
@@ -49,20 +34,6 @@ storage_mb = 10240
 gpus = 0
 allow_internet = true
 """
-
-
-def make_task(root: Path, name: str = "demo", toml: str = MINIMAL_TOML) -> Path:
-    folder = root / name
-    (folder / "environment" / "skills" / "helper").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "solution").mkdir()
-    (folder / "task.toml").write_text(toml)
-    (folder / "instruction.md").write_text("Do the thing.\n")
-    (folder / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /root\n")
-    (folder / "environment" / "skills" / "helper" / "SKILL.md").write_text("# helper\n")
-    (folder / "tests" / "test.sh").write_text("#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n")
-    (folder / "solution" / "solve.sh").write_text("#!/bin/sh\n")
-    return folder
 
 
 def error_of(folder: Path) -> str:

@@ -1,10 +1,12 @@
-"""Helpers for the worker tests: tiny task folders, run requests, an in-process loopback server."""
+"""Helpers for the worker tests: tiny task folders, run requests, one trial driven as the worker
+drives it (the ACP/A2A harness), scripted purple agents on loopback, the `run` command."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -244,3 +246,39 @@ def served(argv: Callable[[int], list[str]], env: dict[str, str]) -> Iterator[st
         finally:
             proc.kill()
             proc.wait()
+
+
+# Manifest agents (tests/agents) inside the local sandbox, and the `run` command in a subprocess.
+def agent_python() -> dict[str, str]:
+    """A Python with the `acp` SDK, as seen from inside a sandbox: the host's system
+    interpreter of this version with this venv's packages (which the worker lends the sandbox);
+    the venv's own interpreter and a pyenv one live in folders the sandbox does not show."""
+    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_PYTHONPATH": ""}
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if system.exists():
+        env["PY_ACP_AGENT_PYTHON"] = str(system)
+        site = [p for p in sys.path if p.endswith("site-packages")]
+        env["PY_ACP_AGENT_PYTHONPATH"] = os.pathsep.join(site)
+    return env
+
+
+def run_cli(tmp: Path, *args: str, env: dict[str, str] | None = None) -> tuple[Any, list[dict]]:  # type: ignore[type-arg]
+    """Run the CLI; returns the process and every trial's result.json."""
+    code = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "run", *args, "--jobs-dir", str(tmp / "jobs"),
+         "--concurrency", "1"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    results = [
+        json.loads(p.read_text())
+        for p in sorted((tmp / "jobs").glob("runs/*/trials/*/result.json"))
+    ]
+    assert results, done.stdout + done.stderr
+    return done, results
+
+
+def trial_file(tmp: Path, name: str) -> Path:
+    found = sorted((tmp / "jobs").glob(f"runs/*/trials/*/**/{name}"))
+    assert found, f"no {name} under {tmp / 'jobs'}"
+    return found[-1]

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import TEST_AGENTS
-from tests.worker.support import run_trial
+from tests.worker.support import agent_python, run_trial
 from worker.acp.agent_manifest import AgentManifestError, discover, find, load_agent_manifest
 from worker.agents.acp import ManifestAgent
 from worker.core.failures import FailureKind
@@ -27,19 +25,6 @@ AGENTS_DIR = TEST_AGENTS
 def agents_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLSBENCH_AGENTS_DIR", str(AGENTS_DIR))
     monkeypatch.delenv("BENCHFLOW_AGENTS_DIR", raising=False)
-
-
-def agent_python() -> dict[str, str]:
-    """A Python with the `acp` SDK, as seen from inside a sandbox: the host's system
-    interpreter of this version with this venv's packages (which the worker lends the sandbox);
-    the venv's own interpreter and a pyenv one live in folders the sandbox does not show."""
-    env = {"PY_ACP_AGENT_PYTHON": sys.executable, "PY_ACP_AGENT_PYTHONPATH": ""}
-    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    if system.exists():
-        env["PY_ACP_AGENT_PYTHON"] = str(system)
-        site = [p for p in sys.path if p.endswith("site-packages")]
-        env["PY_ACP_AGENT_PYTHONPATH"] = os.pathsep.join(site)
-    return env
 
 
 def agent_env(mode: str = "run") -> dict[str, str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.acp.test_manifest_agent import AGENTS_DIR, agent_python
-from tests.worker.support import run_trial
+from tests.support import TEST_AGENTS
+from tests.worker.support import agent_python, run_trial
 from worker.acp.agent_manifest import find
 from worker.agents.acp import ManifestAgent
 from worker.core.failures import FailureKind
@@ -23,7 +23,7 @@ def _env(model_mode: str) -> dict[str, str]:
 
 def _agent(tmp_path: Path, extra: str = "") -> ManifestAgent:
     agents = tmp_path / "agents"
-    shutil.copytree(AGENTS_DIR / "py-acp-agent", agents / "py-acp-agent")
+    shutil.copytree(TEST_AGENTS / "py-acp-agent", agents / "py-acp-agent")
     if extra:
         manifest = agents / "py-acp-agent" / "manifest.toml"
         manifest.write_text(manifest.read_text() + extra + "\n")

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.skillsbench_agentbeats.test_run_e2e import OUR_TASKS, run_cli, trial_file
-from tests.worker.support import purple_server
+from tests.worker.support import TASKS as OUR_TASKS
+from tests.worker.support import purple_server, run_cli, trial_file
 from worker.core.capped import TRAJECTORY_TRUNCATED, TRUNCATED_KEY
 from worker.core.limits import OutputCaps
 

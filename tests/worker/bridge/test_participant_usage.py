@@ -14,8 +14,8 @@ from pathlib import Path
 
 from leaderboard.report import build_report
 from leaderboard.rows import ROW_KEYS, PublicRow
-from tests.skillsbench_agentbeats.test_run_e2e import OUR_TASKS, run_cli
-from tests.worker.support import purple_server
+from tests.worker.support import TASKS as OUR_TASKS
+from tests.worker.support import purple_server, run_cli
 
 CLI = "import sys; from skillsbench_agentbeats.cli import main; main(sys.argv[1:])"
 

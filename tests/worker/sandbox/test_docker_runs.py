@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.docker_images import ensure_test_image
 from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
-from tests.worker.trial.test_cheat_probes import PROBE_TEST, PROBES
+from tests.worker.trial.support import PROBE_TEST, PROBES
 from worker.api import RunRequest
 from worker.core.failures import RetryPolicy
 from worker.runs.engine import Engine, EngineSettings

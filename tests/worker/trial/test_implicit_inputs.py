@@ -2,7 +2,7 @@
 
 The three shapes of SkillsBench's public verifiers (docs/sandboxes.md, "Work product"), with
 their real text, run offline (the task's ``[verifier].env`` points uv and pip at a wheelhouse
-baked into the image, tests/images/verifier_toolchain.py; ``apt-get`` and ``curl`` fail and
+baked into the image, tests/images/support.py; ``apt-get`` and ``curl`` fail and
 test.sh carries on, as it has no ``set -e``):
 
 * ``uvx``: ``apt-get update; apt-get install -y curl; curl … | sh; source $HOME/.local/bin/env;
@@ -58,7 +58,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.images.verifier_toolchain import (
+from tests.images.support import (
     ToolchainUnavailable,
     ensure_verifier_image,
     host_uv,
@@ -417,7 +417,7 @@ def _toolchain(environment: str, request: pytest.FixtureRequest) -> str | None:
         if environment == "local":
             wheelhouse(), host_uv()  # a skip naming what is missing, before any task is made
             return None
-        from tests.images.python_base import ensure_python_base_image
+        from tests.images.support import ensure_python_base_image
 
         client = request.getfixturevalue("docker_client")
         try:

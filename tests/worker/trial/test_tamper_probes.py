@@ -255,7 +255,7 @@ async def test_folders_touched_and_what_the_harness_installed_are_not_evidence(
     """A folder whose only change is a file made and removed again is no evidence; what the
     harness installed (``trust_current_changes``) is forgiven until the agent changes it
     (docker; local: tests/worker/sandbox/test_local_sandbox.py)."""
-    from tests.worker.trial.test_cheat_probes import started_sandbox
+    from tests.worker.trial.support import started_sandbox
 
     async with started_sandbox(
         "docker", tasks_dir / "checked", tmp_path / "sandbox", "tamper-trust", request
