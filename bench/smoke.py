@@ -29,6 +29,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("green_overhead.py", [], False),
     ("trial_overhead.py", ["--environment", "docker"], True),
     ("bridge_overhead.py", [], False),
+    ("bridge_memory.py", [], False),
     ("host_capacity.py", ["--environment", "docker"], True),
     ("sandbox_primitives.py", ["--backend", "docker"], True),
     ("trial_overhead.py", ["--environment", "local"], False),

@@ -31,6 +31,7 @@ import json5
 from leaderboard.results_files import parse_results_file
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN
 from leaderboard.validate import validate_results
+from serving.output import prepare_output_file
 
 # Where a scenario names the agent under test (the published aggregation's order).
 SCENARIO_AGENT_KEYS = ("baseline_agent", "agent", "agent_under_test")
@@ -189,7 +190,7 @@ def write_aggregate(result: Aggregate, output: Path, *, force: bool = False) -> 
     text = json.dumps(result.document, indent=2) + "\n"
     if output.exists() and not force and output.read_text(encoding="utf-8") != text:
         raise AggregateError(f"{output} exists and differs (pass --force to replace it)")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    prepare_output_file(output)
     partial = output.with_name(f".{output.name}.partial")
     partial.write_text(text, encoding="utf-8")
     partial.replace(output)

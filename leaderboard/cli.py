@@ -12,6 +12,8 @@ from typing import Any
 import click
 
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN
+from serving.invocation import command_prefix
+from serving.output import prepare_output_file
 
 _QUERY_CHOICES = ("overall", "by_category", "by_difficulty", "all")
 _FORMAT_CHOICES = ("table", "json", "csv", "markdown")
@@ -142,7 +144,7 @@ def aggregate(
     click.echo(
         f"wrote {output}: status {result.status}, {result.shards} shard(s), {result.rows} row(s)"
     )
-    click.echo(f"next: skillsbench-agentbeats leaderboard validate {output}")
+    click.echo(f"next: {command_prefix()} leaderboard validate {output}")
 
 
 @leaderboard.command()
@@ -172,8 +174,7 @@ def report(
 
     names = load_labels(labels) if labels is not None else None
     html = build_report(results, participant=participant, title=title, labels=names)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(html, encoding="utf-8")
+    prepare_output_file(output).write_text(html, encoding="utf-8")
     click.echo(f"wrote {output}")
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from leaderboard.findings import Finding
+from serving.output import prepare_output_file
 
 if TYPE_CHECKING:
     from leaderboard.query_check import QueryRunner
@@ -32,7 +33,7 @@ def read_json(path: Path) -> Any:
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    prepare_output_file(path)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 

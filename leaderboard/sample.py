@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.rows import FAILURE_CATEGORIES, Envelope, PublicRow
+from serving.output import prepare_output_dir
 
 _DIFFICULTY_EASE = {"easy": 0.9, "medium": 0.6, "hard": 0.3}
 
@@ -68,7 +69,7 @@ def write_sample(
     agents: Sequence[SampleAgent] = DEFAULT_AGENTS,
 ) -> list[Path]:
     rng = random.Random(seed)
-    output.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(output)
     written = []
     for agent in agents:
         path = output / f"sample-{manifest['task_set']}-{agent.agent_id}.json"

@@ -12,8 +12,10 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +24,8 @@ import click
 
 from green_agent.gateway import AgentsNotReady, run_assessment, wait_for_cards
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from serving.invocation import command_prefix
+from serving.output import prepare_output_file
 from skillsbench_agentbeats.in_process import local_green, local_worker
 from worker.service.cli import environment_option
 
@@ -68,6 +72,28 @@ def _check_locally(participant: str, config: dict[str, Any], green_url: str | No
         raise ValueError(f"--config: {exc}") from None
 
 
+@contextlib.contextmanager
+def _temporary_jobs_dir() -> Iterator[Path]:
+    """A jobs dir for this assessment only, removed when it ends however it ends (a file the
+    sandbox left read-only included); one that cannot be removed is named, never hidden."""
+    folder = Path(tempfile.mkdtemp(prefix="skillsbench-assess-"))
+    try:
+        yield folder
+    finally:
+        _remove_tree(folder)
+
+
+def _remove_tree(folder: Path) -> None:
+    def writable_then_retry(function: Any, path: str, _info: Any) -> None:
+        os.chmod(os.path.dirname(path), 0o700)  # a folder the sandbox left read-only
+        function(path)
+
+    try:
+        shutil.rmtree(folder, onerror=writable_then_retry)  # onexc from Python 3.12
+    except OSError as exc:
+        _progress(f"warning: could not remove the temporary jobs dir {folder}: {exc}")
+
+
 def _progress(line: str) -> None:
     click.echo(line, err=True)
 
@@ -86,9 +112,12 @@ async def _assess(
     env: dict[str, str] = {}
     async with contextlib.AsyncExitStack() as stack:
         if not (os.environ.get(WORKER_URL) or os.environ.get(WORKER_SLOT_URL)):
-            jobs = jobs_dir or Path(tempfile.mkdtemp(prefix="skillsbench-assess-"))
+            # Entered before the worker, so left after it: whatever ends the assessment
+            # (completion, an error, an interrupt), the worker stops and then its folder goes.
+            jobs = jobs_dir or stack.enter_context(_temporary_jobs_dir())
             worker_url = await stack.enter_async_context(local_worker(jobs, environment))
-            _progress(f"started a local worker at {worker_url} (jobs dir {jobs})")
+            where = f"jobs dir {jobs}" + ("" if jobs_dir else ", removed at the end")
+            _progress(f"started a local worker at {worker_url} ({where})")
             env[WORKER_URL] = worker_url
         url = await stack.enter_async_context(local_green(env))
         _progress(f"started a local green agent at {url}")
@@ -110,7 +139,8 @@ async def _assess(
     "--jobs-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Jobs dir of the local worker (without --green; default: a new temporary dir).",
+    help="Jobs dir of the local worker (without --green; default: a temporary dir, removed "
+    "at the end).",
 )
 @environment_option(help="Sandbox of the local worker (without --green).")
 def assess(
@@ -136,11 +166,11 @@ def assess(
         result = {"status": "failed", "results": [], "error": message}
     text = json.dumps(result, indent=2)
     if output is not None:
-        output.write_text(text + "\n", encoding="utf-8")
+        prepare_output_file(output).write_text(text + "\n", encoding="utf-8")
         _progress(f"wrote {output}")
         if result["status"] == "completed":
             _progress(
-                f"next: skillsbench-agentbeats leaderboard aggregate {output} --agent UUID "
+                f"next: {command_prefix()} leaderboard aggregate {output} --agent UUID "
                 "--output results/NAME.json (one file per shard; then leaderboard validate)"
             )
     else:

@@ -17,6 +17,8 @@ from typing import Any
 import click
 
 from green_agent.settings import WORKER_URL
+from serving.invocation import command_prefix
+from serving.output import prepare_output_file
 
 # A fixed AgentBeats-style UUID, so the leaderboard table has an id (the gateway would echo a URL).
 DEMO_PARTICIPANT_ID = "019e4ed1-0000-7000-8000-000000000de0"
@@ -65,10 +67,10 @@ def command(output: Path, jobs_dir: Path, task_ids: tuple[str, ...]) -> None:
     export = asyncio.run(
         placeholder_assessment(jobs_dir, config, progress=lambda line: print(line, flush=True))
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
+    prepare_output_file(output)
     output.write_text(json.dumps(export, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {output} (status {export['status']})")
-    print(f"trials are in {jobs_dir}: skillsbench-agentbeats trials list {jobs_dir}")
+    print(f"trials are in {jobs_dir}: {command_prefix()} trials list {jobs_dir}")
     if export["status"] != "completed":
         sys.exit(1)
     from leaderboard.formatting import render

@@ -48,7 +48,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "images": (
         "skillsbench_agentbeats.commands",
         "images",
-        "Image evidence and task environment images.",
+        "Image evidence, task environment images and the local base image.",
     ),
     "deploy-bundle": (
         "integrations.agentbeats.cli",

@@ -15,6 +15,8 @@ from typing import Any
 import click
 
 from leaderboard.rows import BUILTIN_AGENT_TRANSPORTS
+from serving.invocation import command_prefix
+from serving.output import prepare_output_file
 from worker.sandbox.settings import base_image_map_option
 from worker.service.cli import (
     concurrency_or_cores,
@@ -174,12 +176,12 @@ def run(
     click.echo(cost_line(results))
     click.echo(
         f"Run folder: {jobs_dir / 'runs' / run_id} (one folder per trial under trials/)\n"
-        f"next: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs_dir} "
+        f"next: {command_prefix()} trials show TRIAL_ID_OR_TASK --jobs-dir {jobs_dir} "
         f"(or trials list {jobs_dir}; trials view TRIAL writes an HTML transcript)"
     )
     if output is not None:
         document = _output_envelope(rows, manifest, agent, participant_id)
-        output.parent.mkdir(parents=True, exist_ok=True)
+        prepare_output_file(output)
         output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"rows written to {output}")
         kind = agent.split(":", 1)[0]
@@ -190,7 +192,7 @@ def run(
             )
         else:
             click.echo(
-                f"next: skillsbench-agentbeats leaderboard aggregate {output}"
+                f"next: {command_prefix()} leaderboard aggregate {output}"
                 + ("" if participant_id else " --agent UUID")
                 + " --output results/NAME.json (a submittable file; then leaderboard validate)"
             )

@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
+from serving.output import prepare_output_dir
 from skillsbench_agentbeats.assessment_demo import placeholder_app, placeholder_assessment
 
 WORKER_BACKED_ID = "019e5a00-0000-7000-8000-0000000000e1"
@@ -66,7 +67,7 @@ def published_shape(export: dict[str, Any], participant_id: str) -> dict[str, An
 
 
 def regenerate(output: Path) -> list[Path]:
-    output.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(output)
     written = []
     with tempfile.TemporaryDirectory(prefix="skillsbench-sample-") as tmp:
         for mode, name in FILES.items():

@@ -10,6 +10,9 @@ chosen environment, and prints one row per task with a verdict and its reason:
 * ``infra``: a trial could not be graded (the image did not build, the sandbox did not start, the
   verifier left no reward, ...).
 * ``invalid``: the task folder does not load (task.toml, layout).
+* ``needs docker`` / ``unsupported``: the chosen environment cannot run the task right (the
+  local sandbox and a test.sh that runs ``apt-get``, say), found before anything runs; the
+  summary says how many tasks the environment can run.
 * ``no metadata``: everything above is fine, but ``task.toml [metadata]`` lacks ``category`` or
   ``difficulty``, which a task needs to enter a task set (the leaderboard groups by them). The
   oracle and ``nop`` still run: a plain ``run`` does not need them.
@@ -30,6 +33,7 @@ from typing import Any, Final
 
 import click
 
+from serving.output import prepare_output_file
 from task_sets.cli import task_set
 from worker.sandbox.settings import base_image_map_option
 from worker.service.cli import environment_option
@@ -93,7 +97,7 @@ def check(
     from worker.service.cli import concurrency_or_cores
 
     folder = resolve_tasks_dir(tasks_dir)
-    checks, manifest = _load(folder, task_set_name, task_ids)
+    checks, manifest = _load(folder, task_set_name, task_ids, environment, base_image_map)
     if manifest is not None:
         rows = asyncio.run(
             _run(
@@ -106,10 +110,10 @@ def check(
             )
         )
         for item in checks:
-            if item.loads:
+            if item.loads and item.task_id in rows["oracle"]:
                 _judge(item, rows["oracle"][item.task_id], rows["nop"][item.task_id])
                 _judge_metadata(item)
-    click.echo(report_table(checks))
+    click.echo(report_table(checks, environment))
     ok = all(item.verdict == "ok" for item in checks)
     if json_report is not None:
         document = {
@@ -120,7 +124,7 @@ def check(
             "ok": ok,
             "tasks": [asdict(item) for item in checks],
         }
-        json_report.parent.mkdir(parents=True, exist_ok=True)
+        prepare_output_file(json_report, "--json-report")
         json_report.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         click.echo(f"report written to {json_report}")
     if not ok:
@@ -128,14 +132,22 @@ def check(
 
 
 def _load(
-    folder: Path, task_set_name: str | None, task_ids: tuple[str, ...]
+    folder: Path,
+    task_set_name: str | None,
+    task_ids: tuple[str, ...],
+    environment: str,
+    base_image_map: dict[str, str] | None = None,
 ) -> tuple[list[TaskCheck], dict[str, Any] | None]:
-    """A check per selected task (the ones that do not load already judged), and the manifest of
-    the tasks that load (None when none does)."""
+    """A check per selected task (the ones that do not load, or that the environment refuses,
+    already judged), and the manifest of the tasks to run (None when there is none)."""
+    from dataclasses import replace
+
     from task_sets.excluded import excluded_reason
     from task_sets.manifest import build_manifest, missing_metadata
     from task_sets.task import TaskError, discover_tasks, load_task
     from worker.runs.catalog import selected_manifest
+    from worker.sandbox import sandbox_class
+    from worker.sandbox.settings import PrebuiltImages
 
     found = discover_tasks(folder)
     if task_set_name is not None:
@@ -147,6 +159,8 @@ def _load(
         wanted = [tid for tid in found if excluded_reason(tid, folder) is None]
     if not wanted:
         raise ValueError(f"{folder}: no tasks to check")
+    backend = sandbox_class(environment)
+    lenient = replace(PrebuiltImages.from_env(bases=base_image_map), required=False)
     checks = []
     for tid in wanted:
         try:
@@ -156,8 +170,19 @@ def _load(
         except TaskError as exc:
             checks.append(TaskCheck(tid, loads=False, verdict="invalid", reason=str(exc)))
             continue
-        checks.append(TaskCheck(tid, loads=True, missing_metadata=missing_metadata(loaded_task)))
-    loaded = [item.task_id for item in checks if item.loads]
+        item = TaskCheck(tid, loads=True, missing_metadata=missing_metadata(loaded_task))
+        checks.append(item)
+        try:  # what the sandbox refuses before anything runs: said now, nothing started
+            backend.config_type.from_task(
+                loaded_task, with_skills=loaded_task.skills_dir is not None, prebuilt=lenient
+            )
+        except ValueError as exc:
+            refusal = str(exc)
+            item.verdict = (
+                "needs docker" if "needs the docker environment" in refusal else ("unsupported")
+            )
+            item.reason = refusal
+    loaded = [item.task_id for item in checks if item.loads and item.reason == ""]
     if not loaded:
         return checks, None
     if task_set_name is not None:
@@ -278,7 +303,7 @@ def _judge_metadata(item: TaskCheck) -> None:
         item.reason = f"{item.reason}; {need}"
 
 
-def report_table(checks: list[TaskCheck]) -> str:
+def report_table(checks: list[TaskCheck], environment: str | None = None) -> str:
     headers = ("task", "loads", "builds", "oracle", "nop", "verdict", "reason")
     lines = [
         (
@@ -300,6 +325,15 @@ def report_table(checks: list[TaskCheck]) -> str:
     ]
     bad = sum(1 for item in checks if item.verdict != "ok")
     out.append(f"\n{len(checks) - bad}/{len(checks)} tasks ok" + (f", {bad} not ok" if bad else ""))
+    refused = [item for item in checks if item.verdict in ("needs docker", "unsupported")]
+    if refused and environment is not None:
+        runnable = sum(1 for item in checks if item.loads) - len(refused)
+        need_docker = sum(1 for item in refused if item.verdict == "needs docker")
+        out.append(
+            f"the {environment} environment can run {runnable} of {len(checks)} tasks"
+            + (f"; {need_docker} need the docker environment" if need_docker else "")
+            + (f"; {len(refused) - need_docker} unsupported" if len(refused) > need_docker else "")
+        )
     return "\n".join(out)
 
 

@@ -13,9 +13,11 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from serving.output import prepare_output_file
 from task_sets.config import CONFIG_KEYS, parse_config, select_tasks
 from task_sets.digest import task_set_digest
 from task_sets.manifest import (
+    BuildReport,
     build_manifest,
     dumps_manifest,
     is_path,
@@ -72,6 +74,11 @@ def task_set() -> None:
 @click.option(
     "--allow-excluded", is_flag=True, help="Let excluded tasks in (never for public sets)."
 )
+@click.option(
+    "--allow-refused",
+    is_flag=True,
+    help="Exit 0 although some task folders were refused (they are left out either way).",
+)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 @_one_line_errors
 def build(
@@ -79,23 +86,41 @@ def build(
     name: str,
     task_ids: tuple[str, ...],
     allow_excluded: bool,
+    allow_refused: bool,
     output: Path | None,
 ) -> None:
-    """Build a manifest from the task folders in TASKS_DIR."""
+    """Build a manifest from the task folders in TASKS_DIR.
+
+    Folders that do not load are left out and listed on stderr with their reason; the exit
+    status is then 1 unless --allow-refused."""
+    report = BuildReport()
     manifest = build_manifest(
         tasks_dir,
         name,
         task_ids=list(task_ids) or None,
         allow_excluded_tasks=allow_excluded,
+        report=report,
     )
+    for tid, warnings in report.warnings.items():
+        for warning in warnings:
+            click.echo(f"warning: {tid}: {warning}", err=True)
+    for tid, reason in report.refused.items():
+        click.echo(f"refused: {tid}: {reason}", err=True)
     text = dumps_manifest(manifest)
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        prepare_output_file(output).write_text(text, encoding="utf-8")
         click.echo(
             f"wrote {output}: {manifest.task_count} tasks, {manifest.task_set_digest}", err=True
         )
+    if report.refused and not allow_refused:
+        click.echo(
+            f"error: {len(report.refused)} task folder(s) refused (listed above) and left out "
+            f"of the {manifest.task_count} built; --allow-refused accepts the set without them",
+            err=True,
+        )
+        raise SystemExit(1)
 
 
 @task_set.command()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -225,13 +226,25 @@ def missing_metadata(task: Task) -> list[str]:
     return [key for key in LEADERBOARD_METADATA if not getattr(meta, key)]
 
 
-def entry_for_task(folder: Path, *, require_metadata: bool = True) -> TaskEntry:
+@dataclass
+class BuildReport:
+    """What :func:`build_manifest` left out and noticed, when asked to build what loads."""
+
+    refused: dict[str, str] = field(default_factory=dict)  # task id -> one-line reason
+    warnings: dict[str, list[str]] = field(default_factory=dict)  # task id -> warnings
+
+
+def entry_for_task(
+    folder: Path, *, require_metadata: bool = True, warnings: list[str] | None = None
+) -> TaskEntry:
     """The manifest entry of one task folder: its digest and ``[metadata]`` fields.
 
     Entering a task set needs ``category`` and ``difficulty`` (the leaderboard's by-category
     and by-difficulty queries group by them); a plain run does not (``require_metadata=False``:
     a missing one is recorded as null, unknown, as BenchFlow runs such a task)."""
     task = load_task(folder)
+    if warnings is not None:
+        warnings.extend(task.warnings)
     meta = task.config.metadata
     missing = missing_metadata(task)
     if missing and require_metadata:
@@ -256,12 +269,15 @@ def build_manifest(
     allow_excluded_tasks: bool = False,
     source_registry: dict[str, Any] | None = None,
     require_metadata: bool = True,
+    report: BuildReport | None = None,
 ) -> TaskSetManifest:
     """A manifest of the direct child tasks of ``tasks_dir`` (all, sorted, or ``task_ids`` in order).
 
     Excluded ids are skipped when selecting all tasks and refused when named, unless
     ``allow_excluded_tasks`` (which the manifest then records). ``require_metadata=False`` is
-    for the ad-hoc ``local`` set of a plain run (see :func:`entry_for_task`).
+    for the ad-hoc ``local`` set of a plain run (see :func:`entry_for_task`). With ``report``,
+    a task folder that does not load (or lacks metadata) is left out and recorded there with
+    its reason instead of failing the whole set, and each task's warnings are recorded too.
     """
     root = Path(tasks_dir)
     if root.name in EXCLUDED_DIR_NAMES:
@@ -288,7 +304,22 @@ def build_manifest(
             raise TaskSetError("task ids are listed twice")
     if not selected:
         raise TaskSetError(f"{root}: no tasks to put in task set {task_set!r}")
-    entries = [entry_for_task(found[tid], require_metadata=require_metadata) for tid in selected]
+    entries: list[TaskEntry] = []
+    for tid in selected:
+        if report is None:
+            entries.append(entry_for_task(found[tid], require_metadata=require_metadata))
+            continue
+        warnings: list[str] = []
+        try:
+            entries.append(
+                entry_for_task(found[tid], require_metadata=require_metadata, warnings=warnings)
+            )
+        except (TaskError, TaskSetError) as exc:
+            report.refused[tid] = str(exc).removeprefix(f"{found[tid]}: ")
+        if warnings:
+            report.warnings[tid] = warnings
+    if not entries:
+        raise TaskSetError(f"{root}: no task folder loads; nothing to put in task set {task_set!r}")
     return TaskSetManifest.create(
         task_set=task_set,
         tasks=entries,

@@ -17,7 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_SKILLS_DIR = "/skills"
-SUPPORTED_MAJOR_VERSION = 1
+# Harbor and SkillsBench write ``version = "1.0"``; three real SkillsBench tasks carry "0.0"
+# (the same format, before it was numbered). A future major version is refused.
+SUPPORTED_MAJOR_VERSIONS = (0, 1)
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
 
@@ -143,8 +145,8 @@ class TaskConfig(BaseModel):
     def _version_major(cls, value: Any) -> str:
         text = str(value).strip()
         major = text.split(".", 1)[0]
-        if not major.isdigit() or int(major) != SUPPORTED_MAJOR_VERSION:
-            raise ValueError(f"unsupported task.toml version {text!r} (major version 1 only)")
+        if not major.isdigit() or int(major) not in SUPPORTED_MAJOR_VERSIONS:
+            raise ValueError(f"unsupported task.toml version {text!r} (major version 0 or 1 only)")
         return text
 
 
@@ -171,6 +173,9 @@ class Task:
     path: Path
     config: TaskConfig
     instruction: str
+    # What Harbor and SkillsBench load without a word but a reader should know (a skills
+    # subfolder that is no skill); ``task-set build`` and ``check`` print them.
+    warnings: tuple[str, ...] = ()
 
     @property
     def environment_dir(self) -> Path:
@@ -227,12 +232,16 @@ def load_task(path: str | Path) -> Task:
         if (folder / "task.md").is_file():
             hint = " (BenchFlow's native task.md layout is not supported; use task.toml)"
         raise TaskError(f"{folder}: not a task folder: missing {', '.join(missing)}{hint}")
+    warnings: list[str] = []
     skills = folder / "environment" / "skills"
     if skills.is_dir():
+        # Harbor copies the folder as is; real tasks ship licence files or a skill's package
+        # beside the skills, so a subfolder without SKILL.md is reported, not refused.
         for child in sorted(skills.iterdir()):
             if child.is_dir() and not (child / SKILL_FILE).is_file():
-                raise TaskError(
-                    f"{folder}: skill folder environment/skills/{child.name} has no {SKILL_FILE}"
+                warnings.append(
+                    f"environment/skills/{child.name} has no {SKILL_FILE}: copied with the "
+                    "skills, but it is not a skill"
                 )
     try:
         raw = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
@@ -245,7 +254,13 @@ def load_task(path: str | Path) -> Task:
     instruction = (folder / "instruction.md").read_text(encoding="utf-8")
     if not instruction.strip():
         raise TaskError(f"{folder}: instruction.md is empty")
-    return Task(task_id=folder.name, path=folder, config=config, instruction=instruction)
+    return Task(
+        task_id=folder.name,
+        path=folder,
+        config=config,
+        instruction=instruction,
+        warnings=tuple(warnings),
+    )
 
 
 def discover_tasks(tasks_dir: str | Path) -> dict[str, Path]:

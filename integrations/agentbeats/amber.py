@@ -16,9 +16,10 @@ from integrations.agentbeats.amber_link import check_children, child_contexts
 from integrations.agentbeats.amber_lints import check_lints
 from integrations.agentbeats.amber_manifest import (
     CAPABILITY_KINDS,
+    DENYABLE_LINTS,
     EXPERIMENTAL_FEATURES,
+    FATAL_RULES,
     FRAMEWORK_CAPABILITIES,
-    LINTS,
     LIST_SECTIONS,
     OBJECT_SECTIONS,
     RULES,
@@ -211,6 +212,8 @@ class _Checker(AmberManifestCheck):
             self.add(child(p, "args"), "program_shape", "args is only valid with path")
         if "image" in program and "entrypoint" not in program:
             self.add(p, "program_shape", "an image program needs an entrypoint")
+        elif "image" in program and program["entrypoint"] in ([], ""):
+            self.add(child(p, "entrypoint"), "program_shape", "the entrypoint is empty")
 
     # --- interpolation and references -----------------------------------------------------
     def _uses(self) -> Iterator[Use]:
@@ -508,6 +511,9 @@ def check_manifests(files: Iterable[Path]) -> list[Finding]:
             found = [Finding(path="$", rule=rule, message=error, file=str(path))]
         else:
             found = _check_tree(manifest, loader, LintContext(), ())
+            if any(f.rule in FATAL_RULES for f in found):
+                # Amber stops at a manifest it cannot parse: no lint is printed for this root.
+                found = [f for f in found if f.severity == "error"]
         for finding in found:
             key = (finding.file, finding.path, finding.rule, finding.message)
             if key not in seen:
@@ -537,10 +543,11 @@ def deny_lints(findings: list[Finding], deny: Iterable[str]) -> list[Finding]:
     """``-D warnings`` makes every warning an error; ``-D <code>`` (Amber's lint code, e.g.
     ``manifest::unused_slot``; the bare name works too) only that lint."""
     names = {d if d == "warnings" else lint_code(d) for d in deny}
-    unknown = names - LINTS - {"warnings"}
+    unknown = names - DENYABLE_LINTS - {"warnings"}
     if unknown:
         raise ValueError(
-            f"-D: unknown lint(s) {sorted(unknown)}; use 'warnings' or one of {sorted(LINTS)}"
+            f"-D: unknown lint(s) {sorted(unknown)}; use 'warnings' or one of "
+            f"{sorted(DENYABLE_LINTS)}"
         )
     return [
         f.model_copy(update={"severity": "error"})

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from referencing.exceptions import Unresolvable
+
 from integrations.agentbeats.amber_manifest import (
     AmberManifest,
     AmberManifestCheck,
@@ -180,6 +183,35 @@ def _child_config(c: AmberManifestCheck, manifest: AmberManifest, config: Any, p
     for key in as_list(schema.get("required")):
         if key not in given and not (isinstance(props.get(key), dict) and "default" in props[key]):
             c.add(p, "child_config", f"required config {key!r} is missing")
+    _child_config_types(c, schema, given, p)
+
+
+def _literal(value: Any) -> bool:
+    """A value with no ``${...}`` anywhere: known before run time, so its type can be checked."""
+    if isinstance(value, str):
+        return "${" not in value
+    if isinstance(value, dict):
+        return all(_literal(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_literal(v) for v in value)
+    return True
+
+
+def _child_config_types(
+    c: AmberManifestCheck, schema: dict[str, Any], given: dict[str, Any], p: str
+) -> None:
+    """Amber validates a child's config against its schema (``linker::invalid_config``); an
+    interpolated value is known only at run time, so only literal values are checked here."""
+    literal = {k: v for k, v in given.items() if _literal(v)}
+    relaxed = {k: v for k, v in schema.items() if k != "required"}
+    try:
+        validator = Draft202012Validator(relaxed)
+        errors = list(validator.iter_errors(literal))
+    except (Unresolvable, RecursionError):
+        return  # a broken schema is the child's own config_schema error
+    for error in errors:
+        where = child(p, str(error.path[0])) if error.path else p
+        c.add(where, "child_config", f"invalid config: {error.message}")
 
 
 def _binding_kinds(c: AmberManifestCheck) -> None:

@@ -5,7 +5,7 @@ suppressions in ``compiler/src/lib.rs``)."""
 from __future__ import annotations
 
 from integrations.agentbeats.amber_manifest import AmberManifestCheck, Use, as_obj, binding_parts
-from integrations.agentbeats.amber_schema import property_names, ref_problems
+from integrations.agentbeats.amber_schema import property_names
 from leaderboard.findings import child, json_path
 
 
@@ -65,14 +65,6 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
         )
     _unused_use(c)
     _duplicate_resolvers(c)
-    schema = data.get("config_schema")
-    problems = ref_problems(schema)
-    if problems:
-        c.add(
-            json_path("config_schema"),
-            "manifest::config_lint_incomplete",
-            f"unused-config linting is incomplete: {'; '.join(problems)}",
-        )
     _unused_config(c, uses)
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
 from leaderboard.findings import Finding, child
 
 PROPERTY_NAME = re.compile(r"^(?!.*__)[a-z][a-z0-9_]*$")
@@ -53,8 +56,12 @@ def check_config_schema(schema: Any, path: str, file: str) -> list[Finding]:
         return out
     if "object" not in _types(schema):
         add(child(path, "type"), 'the root schema must be object-shaped (type: "object")')
-    if "$schema" in schema and not _DRAFT_2020_12.match(str(schema["$schema"])):
-        add(child(path, "$schema"), "only JSON Schema draft 2020-12 is supported")
+
+    def keyword_type(node: dict[str, Any], p: str, key: str, kind: type, name: str) -> bool:
+        if key in node and not isinstance(node[key], kind):
+            add(child(p, key), f"{key} must be {name}")
+            return False
+        return True
 
     def walk(node: Any, p: str) -> None:
         if isinstance(node, list):
@@ -63,6 +70,19 @@ def check_config_schema(schema: Any, path: str, file: str) -> list[Finding]:
             return
         if not isinstance(node, dict):
             return
+        if "$schema" in node and not (
+            isinstance(node["$schema"], str) and _DRAFT_2020_12.match(node["$schema"])
+        ):
+            add(child(p, "$schema"), "only JSON Schema draft 2020-12 is supported")
+        for key, kind, name in (
+            ("properties", dict, "an object"),
+            ("required", list, "an array"),
+            ("$defs", dict, "an object"),
+            ("definitions", dict, "an object"),
+            ("allOf", list, "an array"),
+            ("prefixItems", list, "an array"),
+        ):
+            keyword_type(node, p, key, kind, name)
         for key in sorted(UNSUPPORTED_KEYWORDS & set(node)):
             add(child(p, key), f"{key!r} is not supported by Amber's config_schema profile")
         if "additionalProperties" in node and not isinstance(node["additionalProperties"], bool):
@@ -89,7 +109,7 @@ def check_config_schema(schema: Any, path: str, file: str) -> list[Finding]:
                 add(
                     child(p, "required", i), f"required entry {name!r} is not a valid property name"
                 )
-        for key in ("items", "prefixItems", "$defs", "definitions", "allOf"):
+        for key in ("items", "contains", "prefixItems", "$defs", "definitions", "allOf"):
             if key in node:
                 sub = node[key]
                 if isinstance(sub, dict) and key in ("$defs", "definitions"):
@@ -99,7 +119,25 @@ def check_config_schema(schema: Any, path: str, file: str) -> list[Finding]:
                     walk(sub, child(p, key))
 
     walk(schema, path)
+    if not out:
+        out += _meta_schema(schema, path, file) + [
+            Finding(path=path, rule="config_schema", message=problem, file=file)
+            for problem in ref_problems(schema)
+        ]
     return out
+
+
+def _meta_schema(schema: dict[str, Any], path: str, file: str) -> list[Finding]:
+    """Amber builds a JSON Schema validator from the schema, which checks it against the draft
+    2020-12 meta-schema (``"type": "strng"``, ``"enum": "x"`` and the like are errors)."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = path
+        for part in exc.path:
+            where = child(where, part if isinstance(part, int) else str(part))
+        return [Finding(path=where, rule="config_schema", message=exc.message, file=file)]
+    return []
 
 
 def resolve_config_path(schema: Any, dotted: str) -> tuple[bool, bool]:
@@ -146,9 +184,10 @@ def _pointer(schema: Any, ref: str) -> Any:
 
 
 def ref_problems(schema: Any) -> list[str]:
-    """Why Amber cannot list every config leaf: a local ``$ref`` that resolves to nothing, or one
-    that refers to itself through the schema (recursive). Non-local refs are a ``config_schema``
-    error instead."""
+    """Local ``$ref``s Amber v0.4 refuses: one that resolves to nothing (its JSON Schema
+    validator cannot be built: ``manifest::invalid_config_schema``), and one that reaches itself
+    through the schema (its config analysis, which collects every property's defaults, fails on
+    a cyclic ``$ref``). Non-local refs are refused by the profile walk."""
     problems: set[str] = set()
 
     def walk(node: Any, stack: tuple[str, ...]) -> None:
@@ -161,7 +200,7 @@ def ref_problems(schema: Any) -> list[str]:
         ref = node.get("$ref")
         if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
             if ref in stack:
-                problems.add(f"recursive $ref {ref}")
+                problems.add(f"$ref {ref} is cyclic (Amber cannot collect its defaults)")
             else:
                 try:
                     target = _pointer(schema, ref)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ from leaderboard.readiness_cli import (
     task_set_loader,
     write_json,
 )
+from serving.output import prepare_output_file
 
 # --- readiness assemble --------------------------------------------------------------------
 
@@ -107,8 +109,7 @@ def assemble(**opts: Any) -> None:
         quick_submit_results=opts["quick_submit_results"],
         quick_submit_run_url=opts["quick_submit_run_url"],
     )
-    base_dir = output.parent
-    base_dir.mkdir(parents=True, exist_ok=True)  # results paths are recorded relative to it
+    base_dir = prepare_output_file(output).parent  # results paths are recorded relative to it
     if opts["no_query_verify"]:
         doc = assemble_evidence(inputs, base_dir=base_dir, queries=None)
         write_json(output, doc)
@@ -169,6 +170,37 @@ def evidence(
     write_json(output, data)
     for role in refs:
         click.echo(f"{role}: {data[f'{role}_image']} ({data[f'{role}_image_platform']})")
+
+
+@click.command("build-base")
+def build_base() -> None:
+    """Make the local Python base image the service images build on without a registry.
+
+    A stand-in for python:3.11-slim from Debian packages (debootstrap, docker import; needs
+    root). Prints its tag, for docker build --build-arg BASE_IMAGE=TAG (docs/images.md).
+    """
+    from integrations.agentbeats.base_image import ensure_python_base_image, recipe_tag
+
+    try:
+        import docker
+
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except Exception as exc:
+        raise click.ClickException(f"no Docker Engine answers: {exc}") from None
+    click.echo(f"making (or finding) {recipe_tag()} ...", err=True)
+    try:
+        tag = ensure_python_base_image(client)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    except subprocess.CalledProcessError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
+        raise click.ClickException(
+            f"{exc.cmd[0]} failed (exit {exc.returncode})" + (f": {detail[0]}" if detail else "")
+        ) from None
+    finally:
+        client.close()
+    click.echo(tag)
 
 
 # --- deploy bundle -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from integrations.agentbeats.base_image import ensure_python_base_image
 from tests.images.support import (
     BINARY_CLIS,
     CLI_PYTHON_PATH,
@@ -13,7 +14,6 @@ from tests.images.support import (
     CliImage,
     ensure_cli_python_image,
     ensure_purple_cli_image,
-    ensure_python_base_image,
     ensure_ray_worker_image,
     ensure_service_images,
 )

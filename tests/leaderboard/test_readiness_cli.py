@@ -31,7 +31,12 @@ V11_SET = PUBLISHED_DATA / "benchflow-ai__skillsbench-agentbeats__task_sets__ski
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+def cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., CliResult]:
+    # Run in the workspace, as an operator does: missing output folders are made only inside
+    # the current folder (serving/output.py).
+    monkeypatch.chdir(tmp_path)
     return lambda *args: run_cli(capsys, *args)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -22,8 +23,10 @@ from tests.support import REPO_ROOT
 WORKER_ENV = ("SKILLSBENCH_WORKER_URL", "SKILLSBENCH_WORKER_SLOT_URL", "SKILLSBENCH_WORKER_TOKEN")
 
 
-async def _cli(*args: str) -> tuple[int, str, str]:
+async def _cli(*args: str, tmpdir: Path | None = None) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -139,3 +142,41 @@ async def test_assess_checks_urls_and_config_before_starting(
     assert code == 2, err
     assert err.startswith(expected), err
     assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+async def test_assess_removes_its_temporary_jobs_dir(tmp_path: Path) -> None:
+    """Issue #32: each in-process assess left a /tmp/skillsbench-assess-* folder behind."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    async with serve_app(purple_app) as purple:
+        code, out, err = await _cli(
+            "--participant", purple, "--config", json.dumps(FIVE), tmpdir=tmp
+        )
+    assert code == 0, err
+    assert json.loads(out)["status"] == "completed"
+    assert sorted(p.name for p in tmp.glob("skillsbench-assess-*")) == []
+    assert "skillsbench-assess-" in err and "removed at the end" in err  # it was made, and said
+
+
+async def test_assess_interrupted_removes_its_temporary_jobs_dir(tmp_path: Path) -> None:
+    """The same on an interrupt: SIGINT while the worker is up (waiting for a participant that
+    never answers), then the folder is gone once the process has exited."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV} | {"TMPDIR": str(tmp)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "skillsbench_agentbeats", "assess",
+        "--participant", "http://127.0.0.1:9/", "--config", json.dumps(FIVE),
+        cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen = b""
+    while b"started a local green agent" not in seen:
+        line = await asyncio.wait_for(proc.stderr.readline(), timeout=120)
+        assert line, seen.decode()
+        seen += line
+    assert list(tmp.glob("skillsbench-assess-*")), seen.decode()  # made, not yet removed
+    proc.send_signal(signal.SIGINT)
+    _out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode != 0, err.decode()
+    assert sorted(p.name for p in tmp.glob("skillsbench-assess-*")) == [], (seen + err).decode()

@@ -133,6 +133,40 @@ def test_infrastructure_errors_are_neither_passed_nor_failed(
     assert "every trial was an infrastructure error" in only.stderr
 
 
+def test_what_the_local_sandbox_cannot_run_right_is_refused_up_front(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    # Real SkillsBench shapes: 51 of 87 test.sh run apt-get (it would fail in place, "Unable to
+    # acquire the dpkg frontend lock", and score 0); four FROM a vendor's image.
+    make_task(
+        tasks_dir,
+        "apt-verifier",
+        test_sh="#!/bin/bash\napt-get update\napt-get install -y curl\n"
+        "echo 1 > /logs/verifier/reward.txt\n",
+    )
+    make_task(tasks_dir, "vendor-base", dockerfile="FROM jasonish/suricata:7.0.11\nWORKDIR /root\n")
+    done = _run(
+        "--tasks-dir", str(tasks_dir), "--task-id", "apt-verifier", "--task-id", "vendor-base",
+        "--agent", "oracle", "--jobs-dir", str(tmp_path / "jobs"),
+    )  # fmt: skip
+    assert done.returncode == 1
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
+    assert (
+        "sandbox_unsupported: task apt-verifier needs the docker environment: tests/test.sh "
+        "runs apt-get, which installs system packages"
+    ) in lines["apt-verifier"]
+    assert (
+        "task vendor-base needs the docker environment: Dockerfile FROM jasonish/suricata:7.0.11 "
+        "is a specialised image"
+    ) in lines["vendor-base"]
+    for trial in (tmp_path / "jobs").rglob("result.json"):
+        if "private-proof" in trial.parts:
+            continue
+        record = json.loads(trial.read_text())
+        assert record["failure"] == "sandbox_unsupported" and not record["score_eligible"]
+        assert record["sandbox_id"] is None and record["resources"] == {}  # nothing started
+
+
 def test_an_unbuildable_task_is_tried_once_per_run(tmp_path: Path, tasks_dir: Path) -> None:
     make_task(tasks_dir, "bad-dockerfile", dockerfile="FROM python:3.11-slim\nENV\n")
     done = _run(

@@ -69,13 +69,19 @@ def test_the_example_tasks_are_all_ok_locally(tmp_path: Path) -> None:
 
 def test_a_broken_task_set_fails_with_the_reasons(tmp_path: Path) -> None:
     tasks = _broken_tasks(tmp_path / "tasks")
+    # 51 of the 87 real test.sh run apt-get: the local sandbox says so before anything runs.
+    apt = "#!/bin/bash\nset -e\nif true; then apt-get install -y curl; fi\n" + ALWAYS_PASSES
+    make_task(tasks, "apt-tests", test_sh=apt.replace("#!/bin/sh\n", ""))
     report = tmp_path / "report.json"
     done = check(
         str(tasks), "--environment", "local", "--jobs-dir", str(tmp_path / "jobs"),
         "--json-report", str(report),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1/4 tasks ok, 3 not ok" in done.stdout
+    assert "1/5 tasks ok, 4 not ok" in done.stdout
+    assert "the local environment can run 3 of 5 tasks; 1 need the docker environment" in (
+        done.stdout
+    )
     by_id = {t["task_id"]: t for t in json.loads(report.read_text())["tasks"]}
     assert by_id["good"]["verdict"] == "ok"
     wrong = by_id["wrong-solution"]
@@ -87,6 +93,11 @@ def test_a_broken_task_set_fails_with_the_reasons(tmp_path: Path) -> None:
     bad = by_id["bad-toml"]
     assert bad["verdict"] == "invalid" and not bad["loads"] and bad["builds"] is None
     assert "task.toml is not valid TOML" in bad["reason"]
+    needs = by_id["apt-tests"]
+    assert needs["verdict"] == "needs docker" and needs["builds"] is None
+    assert "tests/test.sh runs apt-get, which installs system packages" in needs["reason"]
+    assert needs["oracle_trial_id"] is None and needs["nop_trial_id"] is None
+    assert not [d for d in (tmp_path / "jobs").rglob("apt-tests__*") if d.is_dir()]
     rows = _rows(done.stdout)
     assert (
         rows["wrong-solution"][5] == "oracle fails"

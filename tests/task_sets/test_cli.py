@@ -100,6 +100,44 @@ def test_build_reproduces_examples(tmp_path: Path) -> None:
     assert "6 tasks" in result.stderr
 
 
+def test_build_leaves_out_and_lists_refused_folders(tmp_path: Path) -> None:
+    # One bad folder must not abort the set: the rest is built, each refusal named once.
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS_DIR, tasks)
+    (tasks / "half-life-fit" / "instruction.md").unlink()
+    toml = tasks / "grid-path-count" / "task.toml"
+    toml.write_text(toml.read_text().replace('version = "1.0"', 'version = "7.0"'))
+    licences = tasks / "auth-log-triage" / "environment" / "skills" / "licenses"
+    licences.mkdir(parents=True)
+    (licences / "LICENSE").write_text("MIT\n")
+    out = tmp_path / "m.json"
+    args = ["task-set", "build", str(tasks), "--name", "some", "--output", str(out)]
+    result = cli(*args)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    stderr = result.stderr.splitlines()
+    assert "refused: half-life-fit: not a task folder: missing instruction.md" in stderr
+    assert any(
+        line.startswith("refused: grid-path-count: task.toml: version") and "'7.0'" in line
+        for line in stderr
+    ), result.stderr
+    assert any(
+        line.startswith("warning: auth-log-triage: environment/skills/licenses has no SKILL.md")
+        for line in stderr
+    ), result.stderr
+    assert "2 task folder(s) refused" in result.stderr
+    first = out.read_bytes()
+    built = [t["task_id"] for t in json.loads(first)["tasks"]]
+    examples = [
+        t["task_id"] for t in json.loads((PACKAGED_DIR / "examples.json").read_text())["tasks"]
+    ]
+    assert built == [t for t in examples if t not in {"half-life-fit", "grid-path-count"}]
+    out.unlink()
+    allowed = cli(*args, "--allow-refused")
+    assert allowed.returncode == 0, allowed.stderr
+    assert out.read_bytes() == first
+
+
 def test_build_to_stdout_with_task_ids() -> None:
     result = CliRunner().invoke(
         task_set,

@@ -103,18 +103,21 @@ def test_cheap_answers_do_not_pass(task_id: str, tmp_path: Path, sandbox: None) 
     assert outcome.reward == pytest.approx(expected), outcome.verifier_output
 
 
-def test_partial_credit_reports_checks(tmp_path: Path, sandbox: None) -> None:
+def test_partial_credit_reports_checks_as_numbers(tmp_path: Path, sandbox: None) -> None:
     outcome = _run_script_with_solution(
         TASKS_DIR / "auth-log-triage",
         tmp_path,
         "sh /solution/solve.sh && sed -i 's/: 8/: 7/' /root/report.json",
     )
     assert outcome.reward == pytest.approx(0.6667)
-    assert outcome.details["checks"] == {
-        "brute_force_ips": True,
-        "failed_attempts": False,
-        "compromised_accounts": True,
+    # reward.json is a map of numbers only, as Harbor and BenchFlow read it.
+    assert outcome.details == {
+        "reward": 0.6667,
+        "check_brute_force_ips": 1.0,
+        "check_failed_attempts": 0.0,
+        "check_compromised_accounts": 1.0,
     }
+    assert all(type(value) is float for value in outcome.details.values())
 
 
 def test_skill_is_mounted_for_the_agent(tmp_path: Path, sandbox: None) -> None:

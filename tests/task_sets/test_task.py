@@ -90,11 +90,18 @@ def test_native_layout_gets_a_hint(tmp_path: Path) -> None:
     assert "task.md layout is not supported" in error_of(folder)
 
 
-def test_skill_folder_without_skill_md(tmp_path: Path) -> None:
+def test_skill_folder_without_skill_md_is_a_warning(tmp_path: Path) -> None:
+    # Real SkillsBench tasks ship skills/licenses/ (licence files) beside the skills; Harbor
+    # loads them, so do we, and say so.
     folder = make_task(tmp_path)
-    (folder / "environment" / "skills" / "empty").mkdir()
-    message = error_of(folder)
-    assert "environment/skills/empty has no SKILL.md" in message
+    (folder / "environment" / "skills" / "licenses").mkdir()
+    (folder / "environment" / "skills" / "licenses" / "LICENSE.txt").write_text("MIT\n")
+    task = load_task(folder)
+    assert task.warnings == (
+        "environment/skills/licenses has no SKILL.md: copied with the skills, but it is not a "
+        "skill",
+    )
+    assert load_task(make_task(tmp_path / "plain")).warnings == ()
 
 
 def test_solution_is_optional(tmp_path: Path) -> None:
@@ -175,6 +182,12 @@ def test_native_section_names(tmp_path: Path) -> None:
 def test_both_spellings_is_an_error(tmp_path: Path) -> None:
     toml = MINIMAL_TOML + "[sandbox]\ncpus = 1\n[environment]\ncpus = 2\n"
     assert "both [environment] and [sandbox]" in error_of(make_task(tmp_path, toml=toml))
+
+
+def test_version_zero_of_real_tasks_loads(tmp_path: Path) -> None:
+    # jax-computing-basics, pddl-tpp-planning and virtualhome-agent-planning carry "0.0".
+    toml = MINIMAL_TOML.replace('version = "1.0"', 'version = "0.0"')
+    assert load_task(make_task(tmp_path, toml=toml)).config.version == "0.0"
 
 
 def test_unsupported_major_version(tmp_path: Path) -> None:

@@ -6,17 +6,21 @@ several folders separated by ``:``). Validated as BenchFlow's loader does: ``con
 ``MAJOR.MINOR`` (or ``MAJOR.MINOR.PATCH``) with major 1; the folders are searched recursively
 (build, vendor and VCS folders skipped, a manifest at the agents dir itself ignored); two
 manifests of one agents dir declaring the same name (or alias) are refused, naming both files.
-Keys we do not know are kept and reported, never dropped silently: a misspelled key shows up in
-``skillsbench-agentbeats agents NAME``.
+A manifest that cannot be used spoils only itself: the others load, its name (when it can be read)
+is refused with its error, and ``skillsbench-agentbeats agents`` lists it with that error.
+Keys we do not know are kept and reported by name, never dropped silently (BenchFlow drops them):
+``agents`` shows them, a run warns about them, and a required key that is missing names the
+unknown key that looks like its misspelling (``lanch_cmd``).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -145,6 +149,11 @@ class AgentManifest(BaseModel):
     def unknown_keys(self) -> list[str]:
         return sorted(self.model_extra or {})
 
+    @property
+    def unknown_key_notes(self) -> list[str]:
+        """Each unknown key, with the known key it looks like a misspelling of."""
+        return [_unknown_key_note(key) for key in self.unknown_keys]
+
     def missing_env(
         self, agent_env: Mapping[str, str], environ: Mapping[str, str] | None = None
     ) -> list[str]:
@@ -205,18 +214,43 @@ def agents_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
     return dirs
 
 
-def load_agent_manifest(path: Path) -> AgentManifest:
+def _known_key(key: str) -> str | None:
+    """The manifest key ``key`` most likely misspells, if one is close."""
+    close = difflib.get_close_matches(key, AgentManifest.model_fields, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _unknown_key_note(key: str) -> str:
+    known = _known_key(key)
+    return f"{key} (did you mean {known}?)" if known else key
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise AgentManifestError(f"{path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentManifestError(f"{path}: cannot read: {exc}") from None
+
+
+def load_agent_manifest(path: Path) -> AgentManifest:
+    raw = _read_toml(path)
     try:
         return AgentManifest.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise AgentManifestError(f"{path}: {problems}") from None
+        unknown = [k for k in raw if k not in AgentManifest.model_fields]
+        misspelt = {known: key for key in unknown if (known := _known_key(key)) is not None}
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error["loc"]) or "(root)"
+            problem = f"{where}: {error['msg']}"
+            if error["type"] == "missing" and where in misspelt:
+                problem += f" (is the unknown key {misspelt[where]!r} a misspelling of it?)"
+            problems.append(problem)
+        if unknown:
+            problems.append("unknown keys: " + ", ".join(_unknown_key_note(k) for k in unknown))
+        raise AgentManifestError(f"{path}: {'; '.join(problems)}") from None
 
 
 def manifest_paths(folder: Path) -> list[Path]:
@@ -231,40 +265,110 @@ def manifest_paths(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def _load_folder(folder: Path) -> dict[str, AgentManifestEntry]:
-    """One agents dir's agents by name and alias; a name (or alias) two manifests declare is
-    refused, naming both files."""
-    found: dict[str, AgentManifestEntry] = {}
+@dataclass(frozen=True)
+class BrokenManifest:
+    """A manifest (or an agents folder) that cannot be used, with why; ``names`` are the agent
+    names it declares, when they can be read, so asking for one of them gives this error."""
+
+    path: Path
+    error: str
+    names: tuple[str, ...] = ()
+
+
+@dataclass
+class AgentCatalog:
+    """What the agents dirs hold: usable agents by name and alias, the manifests that cannot be
+    used, and the names refused (declared by a broken manifest, or by two manifests) with why."""
+
+    agents: dict[str, AgentManifestEntry] = field(default_factory=dict)
+    broken: list[BrokenManifest] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def _declared_names(path: Path) -> tuple[str, ...]:
+    """The ``name`` and string ``aliases`` a manifest declares, read leniently (it may be broken)."""
+    try:
+        raw = _read_toml(path)
+    except AgentManifestError:
+        return ()
+    names = [raw.get("name")]
+    aliases = raw.get("aliases")
+    if isinstance(aliases, list):
+        names.extend(aliases)
+    return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+
+
+def _scan_folder(folder: Path) -> AgentCatalog:
+    """One agents dir. A manifest that fails to load spoils only itself (and the names it
+    declares); a name two manifests declare is refused, naming both files."""
+    found = AgentCatalog()
+    declared: dict[str, Path] = {}
     for path in manifest_paths(folder):
-        entry = AgentManifestEntry(load_agent_manifest(path), path)
-        for name in dict.fromkeys((entry.manifest.name, *entry.manifest.aliases)):
-            other = found.get(name)
+        try:
+            entry = AgentManifestEntry(load_agent_manifest(path), path)
+        except AgentManifestError as exc:
+            broken = BrokenManifest(path, str(exc), _declared_names(path))
+            found.broken.append(broken)
+            names: tuple[str, ...] = broken.names
+            error = broken.error
+        else:
+            names = tuple(dict.fromkeys((entry.manifest.name, *entry.manifest.aliases)))
+            error = ""
+        for name in names:
+            other = declared.get(name)
             if other is not None:
-                raise AgentManifestError(
-                    f"duplicate agent name {name!r}: declared by {other.path} and by {path}"
+                found.agents.pop(name, None)
+                found.refused[name] = (
+                    f"duplicate agent name {name!r}: declared by {other} and by {path}"
                 )
-            found[name] = entry
+                continue
+            declared[name] = path
+            if error:
+                found.refused[name] = error
+            else:
+                found.agents[name] = entry
     return found
+
+
+def scan(environ: Mapping[str, str] | None = None) -> AgentCatalog:
+    """Every agents dir. Between them the first listed wins a name (an override, as on a search
+    path), a refused name included: a broken override is an error, never a silent fallback."""
+    catalog = AgentCatalog()
+    for folder in agents_dirs(environ):
+        if not folder.is_dir():
+            catalog.broken.append(BrokenManifest(folder, f"{folder}: agents folder does not exist"))
+            continue
+        one = _scan_folder(folder)
+        catalog.broken.extend(one.broken)
+        for name, entry in one.agents.items():
+            if name not in catalog.agents and name not in catalog.refused:
+                catalog.agents[name] = entry
+        for name, error in one.refused.items():
+            if name not in catalog.agents and name not in catalog.refused:
+                catalog.refused[name] = error
+    return catalog
 
 
 def discover(environ: Mapping[str, str] | None = None) -> dict[str, AgentManifestEntry]:
-    """Every manifest agent by name and alias; between agents dirs, the first listed wins a name
-    (an override, as on a search path); within one, a duplicate name is an error."""
-    found: dict[str, AgentManifestEntry] = {}
-    for folder in agents_dirs(environ):
-        if not folder.is_dir():
-            raise AgentManifestError(f"{folder}: agents folder does not exist")
-        for name, entry in _load_folder(folder).items():
-            found.setdefault(name, entry)
-    return found
+    """Every usable manifest agent by name and alias (see :func:`scan` for the others)."""
+    return scan(environ).agents
 
 
 def find(name: str, environ: Mapping[str, str] | None = None) -> AgentManifestEntry:
-    agents = discover(environ)
-    if name not in agents:
-        where = (
-            ", ".join(str(d) for d in agents_dirs(environ))
-            or f"none ({' / '.join(AGENTS_DIR_VARS)} unset)"
+    catalog = scan(environ)
+    if name in catalog.agents:
+        return catalog.agents[name]
+    if name in catalog.refused:
+        raise AgentManifestError(catalog.refused[name])
+    where = (
+        ", ".join(str(d) for d in agents_dirs(environ))
+        or f"none ({' / '.join(AGENTS_DIR_VARS)} unset)"
+    )
+    message = f"unknown agent {name!r} (agents folders: {where})"
+    if catalog.broken:
+        unreadable = len(catalog.broken)
+        message += (
+            f"; {unreadable} manifest{'s' if unreadable > 1 else ''} could not be loaded "
+            "(the agents command lists them with their errors)"
         )
-        raise AgentManifestError(f"unknown agent {name!r} (agents folders: {where})")
-    return agents[name]
+    raise AgentManifestError(message)

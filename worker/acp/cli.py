@@ -1,8 +1,12 @@
-"""``skillsbench-agentbeats agents [NAME]``: list manifest agents, or show one."""
+"""``skillsbench-agentbeats agents [NAME]``: list manifest agents, or show one.
+
+The listing shows every manifest, a broken one with its error (it spoils only itself); a listing
+with a broken manifest exits 1, as ``ls`` does for a missing file among others."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -10,8 +14,8 @@ from worker.acp.agent_manifest import (
     AGENTS_DIR_VARS,
     AgentManifestEntry,
     agents_dirs,
-    discover,
     find,
+    scan,
 )
 
 
@@ -24,14 +28,23 @@ def agents(name: str | None) -> None:
         return
     if not agents_dirs():
         raise click.ClickException(f"no agents folder: set {' or '.join(AGENTS_DIR_VARS)}")
-    found = discover()
-    entries = {id(e): e for e in found.values()}.values()
-    if not found:
+    catalog = scan()
+    entries = {id(e): e for e in catalog.agents.values()}.values()
+    if not catalog.agents and not catalog.broken:
         click.echo("no manifest agents found")
     for entry in sorted(entries, key=lambda e: e.manifest.name):
         m = entry.manifest
-        flag = "  (unknown keys: " + ", ".join(m.unknown_keys) + ")" if m.unknown_keys else ""
+        flag = "  (unknown keys: " + ", ".join(m.unknown_key_notes) + ")" if m.unknown_keys else ""
         click.echo(f"{m.name:<28} {m.description}{flag}")
+    for broken in catalog.broken:
+        label = broken.names[0] if broken.names else broken.path.parent.name
+        click.echo(f"{label:<28} BROKEN: {broken.error}")
+    if catalog.broken:
+        count = len(catalog.broken)
+        click.echo(
+            f"error: {count} manifest{'s' if count > 1 else ''} could not be loaded", err=True
+        )
+        sys.exit(1)
 
 
 def _show(entry: AgentManifestEntry) -> None:
@@ -63,4 +76,4 @@ def _show(entry: AgentManifestEntry) -> None:
     for line in lines:
         click.echo(line)
     if m.unknown_keys:
-        click.echo(f"Unknown keys (ignored): {', '.join(m.unknown_keys)}", err=True)
+        click.echo(f"Unknown keys (ignored): {', '.join(m.unknown_key_notes)}", err=True)

@@ -8,6 +8,7 @@ environment: never in argv, and their values are masked in the install log.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 
@@ -18,6 +19,8 @@ from worker.agents.acp_session import outcome_of, run_process_session
 from worker.agents.base import Agent, AgentContext, AgentOutcome, agent_kind, agent_user_problem
 from worker.core.failures import FailureKind
 from worker.sandbox.base import SandboxError, SandboxUnsupported
+
+logger = logging.getLogger(__name__)
 
 AGENT_SRC_DIR = "/tmp/skillsbench-agents"
 PROVIDER_PREFIXES = ("BENCHFLOW_PROVIDER_", "RUNTIME_PROVIDER_")
@@ -47,9 +50,17 @@ class ManifestAgent(Agent):
         """The manifest loads and its ``requires_env`` is set ("must be set before a run
         starts"): checked by the engine before it accepts a run (``run`` and the worker API)."""
         try:
-            manifest = self.entry().manifest
+            entry = self.entry()
         except AgentManifestError as exc:
             raise ValueError(str(exc)) from None
+        manifest = entry.manifest
+        if manifest.unknown_keys:  # BenchFlow drops them silently; we name them
+            logger.warning(
+                "agent %r (%s): unknown keys ignored: %s",
+                manifest.name,
+                entry.path,
+                ", ".join(manifest.unknown_key_notes),
+            )
         missing = manifest.missing_env(agent_env)
         if missing:
             raise ValueError(_missing_message(manifest.name, missing))

@@ -1,5 +1,12 @@
 """One A2A conversation (one ``context_id``) with the purple agent, and the classification of
-what can go wrong into the reviewed participant failure categories."""
+what can go wrong into the reviewed participant failure categories.
+
+The conversation talks to the URL it was given: the URL an agent card advertises is used only
+when it serves the same card (a card written for one network, ``http://127.0.0.1:9010/`` in a
+container, names another host, or nothing, from the bridge's). What the participant sends is
+bounded in memory (:data:`MAX_REPLY_BYTES`), and its transient HTTP failures are retried
+(:mod:`worker.bridge.retries`).
+"""
 
 from __future__ import annotations
 
@@ -7,28 +14,34 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
     Task,
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
 
-from worker.bridge.rpc_check import checked_client
+from worker.bridge.config import MAX_REPLY_BYTES
+from worker.bridge.retries import Retry
+from worker.bridge.rpc_check import ReplyTooLarge, checked_client, size_checker
 from worker.core.failures import FailureKind
 
 CONNECT_TIMEOUT_SEC = 10.0
+CARD_PROBE_SEC = 5.0  # at most this long to ask an advertised URL whether it is the same agent
 POLL_INTERVAL_SEC = 0.25  # at most this late to notice a finished turn
 FIRST_POLL_SEC = 0.005  # polls start fast and back off to POLL_INTERVAL_SEC
 CANCEL_TIMEOUT_SEC = 2.0  # the worker kills the bridge 3 s after its own cancel
@@ -65,6 +78,8 @@ def classify(exc: BaseException) -> FailureKind:
     while current is not None and current not in seen:
         seen.append(current)
         current = current.__cause__ or current.__context__
+    if any(isinstance(e, ReplyTooLarge) for e in seen):
+        return FailureKind.PARTICIPANT_ERROR  # a flood is what the participant said
     if any(
         isinstance(e, A2AClientTimeoutError | httpx.TimeoutException | TimeoutError) for e in seen
     ):
@@ -88,9 +103,20 @@ def classify(exc: BaseException) -> FailureKind:
 class Conversation:
     """Sends user messages in one context and waits for each reply until a deadline."""
 
-    def __init__(self, url: str, deadline: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        deadline: float,
+        *,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        on_retry: Callable[[Retry], None] | None = None,
+    ) -> None:
         self.url = url
         self.deadline = deadline
+        self.max_reply_bytes = max_reply_bytes
+        self.on_retry = on_retry or (lambda retry: None)
+        # Each URL the card advertises that is not the given one, and the URL used for it.
+        self.card_urls: dict[str, str] = {}
         self.context_id: str | None = None
         self._task_id: str | None = None  # set while the purple task waits for input
         self.open_task: str | None = None  # the purple task not yet in a terminal state
@@ -104,8 +130,14 @@ class Conversation:
     async def __aenter__(self) -> Conversation:
         # The SDK's own client would time out after 5 s; a purple agent may think for minutes.
         timeout = max(self.remaining(), 1.0)
-        # Replies whose JSON-RPC id is not the request's are refused (a participant error).
-        self._http = checked_client(httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC))
+        # Replies whose JSON-RPC id is not the request's are refused (a participant error), as
+        # are replies past max_reply_bytes; transient HTTP failures are retried.
+        self._http = checked_client(
+            httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_SEC),
+            self.max_reply_bytes,
+            self.remaining,
+            self.on_retry,
+        )
         # The id of a running task must be known, so that a turn still running when time runs
         # out can be cancelled: streamed sends carry it in their first event; without streaming,
         # ``return_immediately`` brings it back at once and the task is polled (agents that
@@ -113,8 +145,7 @@ class Conversation:
         config = ClientConfig(streaming=True, polling=True, httpx_client=self._http)
         try:
             self._client = await asyncio.wait_for(
-                create_client(self.url, client_config=config),
-                timeout,
+                create_client(await self._card(self._http), client_config=config), timeout
             )
         except BaseException as exc:
             await self._http.aclose()
@@ -124,6 +155,46 @@ class Conversation:
                 classify(exc), f"agent card of {self.url}: {_text(exc)}"
             ) from exc
         return self
+
+    async def _card(self, http: httpx.AsyncClient) -> AgentCard:
+        """The participant's card, each URL in it that is not the same agent replaced by the
+        URL the bridge was given."""
+        card = await A2ACardResolver(http, self.url).get_agent_card()
+        served = AgentCard()
+        served.CopyFrom(card)
+        verdicts: dict[str, bool] = {}
+        for interface in card.supported_interfaces:
+            advertised = interface.url
+            if not advertised or _same_url(advertised, self.url):
+                continue
+            if advertised not in verdicts:
+                verdicts[advertised] = await self._serves_card(advertised, served)
+            if not verdicts[advertised]:
+                self.card_urls[advertised] = self.url
+                interface.url = self.url
+        return card
+
+    async def _serves_card(self, url: str, card: AgentCard) -> bool:
+        """Whether ``url`` answers, within :data:`CARD_PROBE_SEC`, with the very card the given
+        URL served (at its own well-known path, or its origin's): the same agent, reached
+        another way. Not retried: an advertised URL that fails is simply not used."""
+        try:
+            origin = str(httpx.URL(url).copy_with(path="/", query=None, fragment=None))
+        except (httpx.InvalidURL, TypeError, ValueError):
+            return False
+        candidates = [url] if _same_url(url, origin) else [url, origin]
+        timeout = max(min(CARD_PROBE_SEC, self.remaining()), 0.1)
+        async with httpx.AsyncClient(
+            timeout=timeout, event_hooks={"response": [size_checker(self.max_reply_bytes)]}
+        ) as probe:
+            for candidate in candidates:
+                try:
+                    answer = await A2ACardResolver(probe, candidate).get_agent_card()
+                except Exception:
+                    continue
+                if answer == card:
+                    return True
+        return False
 
     async def __aexit__(self, *exc: object) -> None:
         if self._client is not None:
@@ -177,21 +248,32 @@ class Conversation:
         self.open_task = message.task_id or None
         task: Task | None = None
         reply: Message | None = None
-        async for event in self._client.send_message(SendMessageRequest(message=message)):
-            kind = event.WhichOneof("payload")
-            if kind == "message":
-                self._check_about(event.message.task_id, event.message.context_id, message)
-                reply = event.message
-            elif kind == "task":
-                self._check_about(event.task.id, event.task.context_id, message, task)
-                task = Task()
-                task.CopyFrom(event.task)
-                self.open_task = task.id
-            elif kind in ("status_update", "artifact_update"):
-                update = getattr(event, kind)
-                self._check_about(update.task_id, update.context_id, message, task)
-                task = _apply_update(task, event)
-                self.open_task = task.id
+        # No task history: the bridge never reads it, and it grows with every turn.
+        request = SendMessageRequest(
+            message=message, configuration=SendMessageConfiguration(history_length=0)
+        )
+        received = 0  # bytes of this turn's streamed events
+        try:
+            async for event in self._client.send_message(request):
+                received += event.ByteSize()
+                if received > self.max_reply_bytes:
+                    raise ParticipantFailure(
+                        FailureKind.PARTICIPANT_ERROR,
+                        f"the participant streamed more than {self.max_reply_bytes} bytes"
+                        " in one turn",
+                    )
+                task, reply = self._take(event, message, task, reply)
+        except ParticipantFailure:
+            raise
+        except Exception as exc:
+            # A stream that broke once the task is known: the task goes on at the participant,
+            # and polling it is safe (resending the message is not).
+            if task is None or reply is not None:
+                raise
+            if classify(exc) is not FailureKind.PARTICIPANT_COMMUNICATION:
+                raise
+            self.on_retry(Retry("SendStreamingMessage", 1, f"stream broken: {_text(exc)}", 0.0))
+            task.status.state = TaskState.TASK_STATE_WORKING  # the poll says where it is
         if reply is not None:
             return self._from_message(reply)
         if task is not None:
@@ -199,7 +281,7 @@ class Conversation:
             while task.status.state in _PENDING_STATES or self._stale(task):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, POLL_INTERVAL_SEC)
-                polled = await self._client.get_task(GetTaskRequest(id=task.id))
+                polled = await self._client.get_task(GetTaskRequest(id=task.id, history_length=0))
                 self._check_about(polled.id or task.id, polled.context_id, message, task)
                 task = polled
             self._answered = (task.id, _turn_key(task))
@@ -207,6 +289,27 @@ class Conversation:
                 self.open_task = None
             return self._from_task(task)
         raise ParticipantFailure(FailureKind.PARTICIPANT_ERROR, "empty response")
+
+    def _take(
+        self, event: Any, message: Message, task: Task | None, reply: Message | None
+    ) -> tuple[Task | None, Message | None]:
+        """One event of a reply folded into what the turn has (its task, or its message)."""
+        kind = event.WhichOneof("payload")
+        if kind == "message":
+            self._check_about(event.message.task_id, event.message.context_id, message)
+            reply = event.message
+        elif kind == "task":
+            self._check_about(event.task.id, event.task.context_id, message, task)
+            task = Task()
+            task.CopyFrom(event.task)
+            task.ClearField("history")  # never read (an agent may send it anyway)
+            self.open_task = task.id
+        elif kind in ("status_update", "artifact_update"):
+            update = getattr(event, kind)
+            self._check_about(update.task_id, update.context_id, message, task)
+            task = _apply_update(task, event)
+            self.open_task = task.id
+        return task, reply
 
     def _check_about(
         self, task_id: str, context_id: str, sent: Message, task: Task | None = None
@@ -260,6 +363,20 @@ class Conversation:
         for artifact in reversed(task.artifacts):  # newest first: it holds this turn's action
             parts.extend(artifact.parts)
         return Reply(get_text_parts(parts), get_data_parts(parts), TaskState.Name(state), raw)
+
+
+def _same_url(a: str, b: str) -> bool:
+    """The same endpoint, up to a trailing slash and the default port."""
+    try:
+        x, y = httpx.URL(a), httpx.URL(b)
+    except httpx.InvalidURL:
+        return False
+    return (x.scheme, x.host, x.port, x.path.rstrip("/")) == (
+        y.scheme,
+        y.host,
+        y.port,
+        y.path.rstrip("/"),
+    )
 
 
 def _turn_key(task: Task) -> bytes:

@@ -15,6 +15,12 @@ from worker.core.limits import MESSAGE_BYTES, OutputCaps
 # its values as ``--cap-<name>`` flags.
 CAPS = ("trajectory_event_bytes", "trajectory_bytes", "agent_log_bytes")
 _PATH_BYTES = 1024  # a participant's path, as the outcome reports it
+# What the bridge holds of one reply: one HTTP body, one streamed event, and all the events of
+# one streamed turn together. A finish may return max_total_file_bytes (20 MiB) of files, 27 MiB
+# in base64: this leaves room for that and bounds the bridge's memory
+# (docs/participant-protocol.md, "Size limits").
+MAX_REPLY_BYTES = 32 << 20
+MAX_RETRIES_KEPT = 20  # retries listed in the outcome (all are counted, and logged)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class BridgeConfig:
     max_file_bytes: int = 5 << 20
     max_files: int = 100
     max_total_file_bytes: int = 20 << 20
+    max_reply_bytes: int = MAX_REPLY_BYTES
     caps: OutputCaps = field(default_factory=OutputCaps)  # of its own logs
 
 
@@ -45,6 +52,14 @@ class Outcome:
     refused_files: list[dict[str, str]] = field(default_factory=list)
     # The participant's own usage reports summed (participant_usage.UsageTally.to_data).
     usage: dict[str, Any] | None = None
+    # Transient failures retried (worker/bridge/retries.py): how many, the first MAX_RETRIES_KEPT.
+    n_retries: int = 0
+    retries: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_retry(self, retry: dict[str, Any]) -> None:
+        self.n_retries += 1
+        if len(self.retries) < MAX_RETRIES_KEPT:
+            self.retries.append(retry)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -59,5 +74,7 @@ class Outcome:
                     for refused in self.refused_files
                 ],
                 "usage": self.usage,
+                "n_retries": self.n_retries,
+                "retries": self.retries,
             }
         }

@@ -23,6 +23,7 @@ from worker.bridge.protocol import (
     find_usage,
     result_data,
 )
+from worker.bridge.retries import Retry
 from worker.core.failures import FailureKind
 
 _PARTICIPANT_ENDED = ("finished", "plain_reply")  # any other end cancels the purple task
@@ -40,6 +41,7 @@ class ShellSession:
         self.deadline = time.monotonic() + config.deadline_sec
         self.actions = SandboxActions(config, conn, session_id, self.log, self.deadline)
         self.usage = UsageTally()  # what the participant reported about its model calls
+        self.outcome = Outcome("finished")
 
     def context(self) -> ShellContext:
         c = self.config
@@ -55,13 +57,25 @@ class ShellSession:
         )
 
     async def run(self, instruction: str) -> Outcome:
-        outcome = Outcome("finished")
+        outcome = self.outcome
         context = self.context().to_data()
         self.log.event("user_message", 0, {"text": instruction})
         self.log.event("sandbox_context", 0, context)
         self.log.line(f"conversation with {self.config.url} task={self.config.task_id}")
         try:
-            async with Conversation(self.config.url, self.deadline) as conv:
+            conversation = Conversation(
+                self.config.url,
+                self.deadline,
+                max_reply_bytes=self.config.max_reply_bytes,
+                on_retry=self._retried,
+            )
+            async with conversation as conv:
+                for advertised, used in conv.card_urls.items():
+                    self.log.event("a2a_card_url", 0, {"advertised": advertised, "used": used})
+                    self.log.line(
+                        f"the card advertises {advertised}, which does not serve the same card:"
+                        f" using {used}"
+                    )
                 try:
                     await self._converse(
                         conv, [text_part(instruction), data_part(context)], outcome
@@ -79,6 +93,15 @@ class ShellSession:
             outcome.failure = exc.kind
             outcome.message = str(exc)
             return outcome
+
+    def _retried(self, retry: Retry) -> None:
+        """A transient failure the conversation retries: logged, and counted in the outcome."""
+        self.outcome.add_retry(retry.to_data())
+        self.log.event("a2a_retry", self.turn, retry.to_data())
+        self.log.line(
+            f"retry: {retry.method} try {retry.attempt} failed ({retry.reason});"
+            f" again in {retry.delay_sec:.1f} s"
+        )
 
     async def _cancel_participant(self, conv: Conversation) -> None:
         """The bridge stops before the participant did: tell it (never blocks for long)."""

@@ -34,6 +34,18 @@ class RunEvents:
 
     def __init__(self) -> None:
         self._subscribers: dict[str, set[asyncio.Queue[Event]]] = {}
+        # Trials whose row is set but still being saved: its event comes once the save is done,
+        # so a subscriber arriving meanwhile must not replay it too (it would get it twice).
+        self._held: set[tuple[str, str]] = set()
+
+    def hold(self, run_id: str, trial_key: str) -> None:
+        """Keep the trial's row out of replays until :meth:`publish_row` sends it."""
+        self._held.add((run_id, trial_key))
+
+    def publish_row(self, run: RunRecord, trial: TrialRecord) -> None:
+        self._held.discard((run.run_id, trial.key))
+        if self.listening(run.run_id):  # no event to build when nobody listens
+            self.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
 
     def listening(self, run_id: str) -> bool:
         """Whether anyone listens to the run (so an event need not be built otherwise)."""
@@ -56,7 +68,7 @@ class RunEvents:
         yield_first: list[Event] = [(EVENT_STATUS, status.status_doc(run, with_rows=False))]
         progress = status.progress(run)  # once for the replay: O(trials), not O(trials^2)
         for trial in run.trials.values():
-            if trial.row is not None:
+            if trial.row is not None and (run_id, trial.key) not in self._held:
                 yield_first.append((EVENT_ROW, row_event(run, trial, progress)))
         if run.terminal:
             yield_first.append((EVENT_END, status.status_doc(run)))

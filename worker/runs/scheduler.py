@@ -189,8 +189,9 @@ class Scheduler:
                 continue
             break
         if outcome is None:
+            self.events.hold(run.run_id, trial.key)
             await self.store.save_trial(run, trial)
-            self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
+            self.events.publish_row(run, trial)
             return
         if outcome.resource_changes:
             limits = run.worker_meta.setdefault("resource_limits", {})
@@ -202,8 +203,9 @@ class Scheduler:
         trial.current.outcome = "finished"
         trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
+        self.events.hold(run.run_id, trial.key)
         await self.store.save_trial(run, trial)
-        self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
+        self.events.publish_row(run, trial)
 
     async def _attempt(
         self, run: RunRecord, trial: TrialRecord, run_task: RunTask

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +31,7 @@ from worker.runs.catalog import UnknownTask
 from worker.runs.engine import KEEPALIVE, Engine, RunNotFound
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 TOKEN_VAR = "SKILLSBENCH_WORKER_TOKEN"
 OPEN_PATHS = frozenset({"/healthz"})
@@ -77,6 +78,32 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+async def _until(source: AsyncIterator[_T], stop: asyncio.Event | None) -> AsyncIterator[_T]:
+    """``source``'s items until it ends or ``stop`` is set, whichever comes first."""
+    stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(source))
+            if stopped is not None:
+                await asyncio.wait({step, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if not step.done():
+                    step.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await step
+                    return
+            try:
+                item = await step
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        if stopped is not None:
+            stopped.cancel()
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def create_app(
     engine: Engine,
     *,
@@ -84,6 +111,7 @@ def create_app(
     manage_engine: bool = True,
     engine_started: bool = False,
     script_dir: Path | None = None,
+    stopping: asyncio.Event | None = None,
 ) -> ASGIApp:
     """The ASGI app. With ``manage_engine`` the app starts (resumes) and closes the engine;
     with ``engine_started`` too, it only closes it (the ``worker`` command starts the engine
@@ -91,6 +119,9 @@ def create_app(
     ASGI lifespan with its traceback).
 
     ``script_dir``: ``script:<file>`` agents are accepted only for files inside it (none: never).
+    ``stopping``: set when the server starts to shut down; open event streams then end (a client
+    reconnects or polls, as after any dropped stream), so a shutdown neither waits for them nor
+    cancels them with a traceback.
     """
 
     async def create_run(request: Request) -> Response:
@@ -142,7 +173,8 @@ def create_app(
             return run
 
         async def stream() -> AsyncIterator[bytes]:
-            async for name, data in engine.events(run.run_id, keepalive_sec=SSE_KEEPALIVE_SEC):
+            events = engine.events(run.run_id, keepalive_sec=SSE_KEEPALIVE_SEC)
+            async for name, data in _until(events, stopping):
                 if name == KEEPALIVE:
                     yield b": keepalive\n\n"
                     continue

@@ -32,6 +32,23 @@ from worker.sandbox.settings import base_image_map_option
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _stopping_server(config: Any, stopping: asyncio.Event) -> Any:
+    """A uvicorn server that sets ``stopping`` as soon as a signal asks it to exit, before it
+    waits for open connections: the app's event streams end on it, so Ctrl-C with a client
+    watching a run is a clean shutdown, not a 5 s wait and a cancelled task's traceback."""
+    import uvicorn
+
+    class StoppingServer(uvicorn.Server):
+        loop: asyncio.AbstractEventLoop | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(stopping.set)
+
+    return StoppingServer(config)
+
+
 def listen_host(host: str, port: int) -> str:
     """The address to bind (``[::1]`` becomes ``::1``); one this machine cannot listen on is
     refused here, naming it, instead of failing inside the server."""
@@ -237,13 +254,17 @@ def worker(
     )
     sock = listening_socket(host, port)
     engine = Engine(settings)
-    app = create_app(engine, token=token, script_dir=script_dir, engine_started=True)
+    stopping = asyncio.Event()
+    app = create_app(
+        engine, token=token, script_dir=script_dir, engine_started=True, stopping=stopping
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level.lower(), timeout_graceful_shutdown=5
     )
-    server = uvicorn.Server(config)
+    server = _stopping_server(config, stopping)
 
     async def serve() -> None:
+        server.loop = asyncio.get_running_loop()
         # The engine starts here, not in the app's lifespan: an executor that cannot run
         # (no cluster, a node of another version) is one `error:` line and exit code 2, where
         # a failed lifespan would be uvicorn's "startup failed" with a traceback.

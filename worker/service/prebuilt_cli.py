@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from serving.output import prepare_output_file
 from worker.sandbox.settings import base_image_map_option
 
 
@@ -68,6 +69,7 @@ def build_tasks(
         progress=lambda line: click.echo(line, err=True),
         base_map={**base_image_map_from_env(), **base_image_map},
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(prebuilt_map(built), indent=2, sort_keys=True) + "\n")
+    prepare_output_file(output).write_text(
+        json.dumps(prebuilt_map(built), indent=2, sort_keys=True) + "\n"
+    )
     click.echo(f"wrote {output} ({len(built)} images)")

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from serving.invocation import command_prefix
+from serving.output import prepare_output_file
 from worker.bridge.protocol import find_usage
 from worker.trial_record.jsonl import json_lines
 from worker.trial_record.paths import (
@@ -367,8 +369,9 @@ def view(trial: str, jobs_dir: Path, output: Path | None) -> None:
     from worker.viewer.html import render
 
     transcript = trial_folder.load(_trial_folder(trial, jobs_dir))
-    output = output or Path(f"{transcript.result.get('trial_id') or 'trial'}.html")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output = prepare_output_file(
+        output or Path(f"{transcript.result.get('trial_id') or 'trial'}.html"), "--output"
+    )
     output.write_text(render(transcript), encoding="utf-8")
     click.echo(f"transcript written to {output}")
 
@@ -404,4 +407,4 @@ def list_trials(jobs: Path, n_runs: int) -> None:
         if rows:
             table_text = table(rows, ("trial", "task", "reward", "passed", "failure", "attempts"))
             click.echo("\n".join("  " + line for line in table_text.splitlines()))
-    click.echo(f"\nnext: skillsbench-agentbeats trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")
+    click.echo(f"\nnext: {command_prefix()} trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")

@@ -34,9 +34,9 @@ def grade():
 
 checks, error = grade()
 reward = round(sum(checks.values()) / len(checks), 4)
-result = {"reward": reward, "checks": checks}
-if error:
-    result["error"] = error
+# reward.json is a map of numbers (Harbor and BenchFlow read it so): one 0/1 per check beside the
+# reward; the why goes to the verifier's output.
+result = {"reward": reward, **{f"check_{key}": float(ok) for key, ok in checks.items()}}
 with open("/logs/verifier/reward.json", "w") as f:
     json.dump(result, f)
-print(json.dumps(result))
+print(json.dumps({"reward": reward, "checks": checks, "error": error}))

@@ -476,17 +476,15 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
         _set("use", {"wrapper": "./participant-placeholder.json5"}),
         "$.use.wrapper",
     ),
+    # Amber v0.4 refuses both (a warning here once): a cyclic $ref fails its config analysis,
+    # a dangling one its JSON Schema validator (manifest::invalid_config_schema).
+    ("config_schema", "worker", _prop("loop", {"$ref": "#/properties/loop"}), "$.config_schema"),
+    ("config_schema", "worker", _prop("gone", {"$ref": "#/$defs/gone"}), "$.config_schema"),
     (
-        "manifest::config_lint_incomplete",
+        "config_schema",
         "worker",
-        _prop("loop", {"$ref": "#/properties/loop"}),
-        "$.config_schema",
-    ),
-    (
-        "manifest::config_lint_incomplete",
-        "worker",
-        _prop("gone", {"$ref": "#/$defs/gone"}),
-        "$.config_schema",
+        _set("config_schema.properties.jobs_dir.type", "strng"),
+        "$.config_schema.properties.jobs_dir.type",
     ),
     (
         "manifest::duplicate_environment_resolver",

@@ -125,7 +125,7 @@ def test_invalid_manifest_names_file_and_key(tmp_path: Path) -> None:
     with pytest.raises(
         AgentManifestError, match=r"bad/manifest.toml: .*contract_version.*protocol"
     ):
-        discover({"SKILLSBENCH_AGENTS_DIR": str(tmp_path)})
+        find("bad", {"SKILLSBENCH_AGENTS_DIR": str(tmp_path)})
     with pytest.raises(AgentManifestError, match="unknown agent 'nope'"):
         find("nope", {"SKILLSBENCH_AGENTS_DIR": str(AGENTS_DIR)})
 

@@ -78,19 +78,73 @@ def test_a_duplicate_name_is_refused_naming_both_files(tmp_path: Path) -> None:
     root = tmp_path / "agents"
     first = _manifest(root / "acp" / "one", "same")
     second = _manifest(root / "other" / "two", "same")
+    _manifest(root / "fine", "fine")
+    env = {"SKILLSBENCH_AGENTS_DIR": str(root)}
     with pytest.raises(AgentManifestError) as raised:
-        discover({"SKILLSBENCH_AGENTS_DIR": str(root)})
+        find("same", env)
     message = str(raised.value)
     assert "duplicate agent name 'same'" in message
     assert str(first) in message and str(second) in message
+    assert set(discover(env)) == {"fine"}  # the clash spoils only its name
 
 
 def test_an_alias_clashing_with_another_agent_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "agents"
     _manifest(root / "a", "alpha")
     _manifest(root / "b", "beta", 'aliases = ["alpha"]')
+    env = {"SKILLSBENCH_AGENTS_DIR": str(root)}
     with pytest.raises(AgentManifestError, match="duplicate agent name 'alpha'"):
-        discover({"SKILLSBENCH_AGENTS_DIR": str(root)})
+        find("alpha", env)
+    assert find("beta", env).path == root / "b" / "manifest.toml"
+
+
+def test_a_broken_manifest_spoils_only_itself(tmp_path: Path) -> None:
+    """Issue #32: one broken manifest.toml made every manifest agent fail to resolve."""
+    root = tmp_path / "agents"
+    good = _manifest(root / "acp" / "good", "good")
+    (root / "acp" / "torn").mkdir(parents=True)
+    (root / "acp" / "torn" / "manifest.toml").write_text('name = "torn"\ninstall_cmd = [\n')
+    _manifest(root / "acp" / "old", "old", version="2.0")
+    env = {"SKILLSBENCH_AGENTS_DIR": str(root)}
+    assert set(discover(env)) == {"good"}
+    assert find("good", env).path == good
+    with pytest.raises(AgentManifestError, match=r"old/manifest.toml: contract_version: .*major 2"):
+        find("old", env)  # its name is read, so asking for it gives its error
+    with pytest.raises(AgentManifestError, match="2 manifests could not be loaded"):
+        find("torn", env)  # invalid TOML: no name to read
+
+
+def test_a_broken_override_is_an_error_not_a_silent_fallback(tmp_path: Path) -> None:
+    _manifest(tmp_path / "mine" / "x", "x", version="9.0")
+    _manifest(tmp_path / "theirs" / "x", "x")
+    env = {
+        "SKILLSBENCH_AGENTS_DIR": str(tmp_path / "mine"),
+        "BENCHFLOW_AGENTS_DIR": str(tmp_path / "theirs"),
+    }
+    with pytest.raises(AgentManifestError, match="declares contract major 9"):
+        find("x", env)
+
+
+def test_a_missing_agents_folder_spoils_only_itself(tmp_path: Path) -> None:
+    mine = _manifest(tmp_path / "mine" / "x", "x")
+    env = {"SKILLSBENCH_AGENTS_DIR": f"{tmp_path / 'gone'}:{tmp_path / 'mine'}"}
+    assert find("x", env).path == mine
+    with pytest.raises(AgentManifestError, match="1 manifest could not be loaded"):
+        find("y", env)
+
+
+def test_a_misspelled_required_key_is_named(tmp_path: Path) -> None:
+    """Issue #32: ``lanch_cmd`` gave only ``launch_cmd: Field required``."""
+    path = tmp_path / "manifest.toml"
+    path.write_text(
+        'contract_version = "1.0"\nname = "t"\ninstall_cmd = ""\nlanch_cmd = "go"\nfoo = 1\n'
+    )
+    with pytest.raises(AgentManifestError) as raised:
+        load_agent_manifest(path)
+    assert str(raised.value) == (
+        f"{path}: launch_cmd: Field required (is the unknown key 'lanch_cmd' a misspelling of "
+        "it?); unknown keys: lanch_cmd (did you mean launch_cmd?), foo"
+    )
 
 
 def test_an_earlier_agents_dir_overrides_a_later_one(tmp_path: Path) -> None:

@@ -154,7 +154,9 @@ async def test_server_down_is_participant_communication(tmp_path: Path) -> None:
     assert result.outcome.failure is FailureKind.PARTICIPANT_COMMUNICATION, result.outcome.message
     assert result.reward == 0.0
     kinds = [e["type"] for e in bridge_events(result.trial_dir)]
-    assert kinds == ["user_message", "sandbox_context", "a2a_error"]
+    # A refused connection is retried (worker/bridge/retries.py) before the trial is classified.
+    assert kinds == ["user_message", "sandbox_context", *["a2a_retry"] * 3, "a2a_error"]
+    assert result.outcome.details["bridge"]["n_retries"] == 3
 
 
 async def test_failed_task_is_participant_error(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ from worker.agents import registry
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.builtin import NopAgent, OracleAgent, ScriptAgent
 from worker.agents.registry import resolve_agent, resolver_added
-from worker.api import RunRequest, RunTask
+from worker.api import EVENT_END, EVENT_ROW, EVENT_STATUS, RunRequest, RunTask
 from worker.core.files import write_atomic
+from worker.runs.events import RunEvents
 from worker.runs.records import RunRecord, TrialRecord
 from worker.runs.store import RunStore
 
@@ -186,3 +187,29 @@ def test_scoped_resolver_keeps_one_added_before() -> None:
     finally:
         registry.remove_resolver(_manifest_resolver)
     assert _manifest_resolver not in registry.resolvers()
+
+
+async def test_a_row_being_saved_when_a_subscriber_arrives_reaches_it_once(
+    tmp_path: Path,
+) -> None:
+    # The scheduler sets a trial's row, saves it (an await), then publishes it. A subscriber that
+    # arrives during the save replays past rows: it must not replay this one too (task-set check
+    # printed "[5/4]": one row twice).
+    store, events = RunStore(tmp_path), RunEvents()
+    run = _record("run-e")
+    await store.save(run)
+    trial = run.trials["t#0"]
+    trial.state, trial.row = "finished", {"task_id": "t", "passed": False}
+    events.hold(run.run_id, trial.key)
+    saving = asyncio.ensure_future(store.save_trial(run, trial))
+    stream = events.stream(run)
+    assert (await anext(stream))[0] == EVENT_STATUS  # snapshot taken, subscribed
+    await saving
+    events.publish_row(run, trial)
+    events.publish(run.run_id, (EVENT_END, {}))
+    rest = [event async for event in stream]
+    assert [name for name, _ in rest] == [EVENT_ROW, EVENT_END]
+    run.status = "completed"
+    # A subscriber after the publish replays it, once.
+    late = [name async for name, _ in events.stream(run)]
+    assert late.count(EVENT_ROW) == 1

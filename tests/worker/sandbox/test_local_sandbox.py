@@ -118,9 +118,9 @@ async def test_copy_outside_the_workdir_is_read_only_layer(
 
 
 async def test_multi_stage_builds_need_docker(make_task: MakeTask, tmp_path: Path) -> None:
-    sb = local(make_task("FROM a AS b\nFROM c\n"), tmp_path / "s")
-    with pytest.raises(SandboxUnsupported, match="needs the docker environment"):
-        await sb.start()
+    # Refused when the trial makes the sandbox's config, before any sandbox exists.
+    with pytest.raises(ValueError, match="needs the docker environment: a multi-stage"):
+        local(make_task("FROM a AS b\nFROM c\n"), tmp_path / "s")
 
 
 async def test_uploads_outside_writable_places_are_refused(

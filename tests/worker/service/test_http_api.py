@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -272,3 +273,60 @@ def test_one_loopback_rule_for_listening_and_routing(
     if host:
         netloc = f"[{host.strip('[]')}]" if ":" in host else host
         assert is_loopback_url(f"http://{netloc}:9019/") is destination
+
+
+def test_ctrl_c_with_open_event_streams_is_a_clean_shutdown(tmp_path: Path) -> None:
+    """Issue #32: Ctrl-C on a worker with a client watching a run's events waited out the
+    graceful timeout, then cancelled the stream with a traceback. Now the streams end (a client
+    reconnects or polls) and the worker stops without one, exit 130."""
+    import signal
+    import threading
+
+    from tests.support import free_port, wait_for_http
+    from tests.worker.support import script
+
+    tasks = tmp_path / "tasks"
+    make_task(tasks, "answer-42")
+    agent = script(tmp_path, "slow", "sleep 300\n")  # still running when the worker is stopped
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillsbench_agentbeats", "worker", "--port", str(port),
+         "--jobs-dir", str(tmp_path / "jobs"), "--tasks-dir", str(tasks),
+         "--script-dir", str(tmp_path), "--concurrency", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        wait_for_http(f"{url}/healthz", proc, what="worker")
+        created = httpx.post(f"{url}/runs", json=run_payload(["answer-42"], agent=agent))
+        assert created.status_code == 201, created.text
+        events_url = f"{url}/runs/{created.json()['run_id']}/events"
+        opened = [threading.Event(), threading.Event()]
+        ends: list[str] = []
+
+        def watch(started: threading.Event) -> None:
+            try:
+                with httpx.stream("GET", events_url, timeout=httpx.Timeout(10, read=None)) as r:
+                    for line in r.iter_lines():
+                        if line.startswith("event: "):
+                            started.set()
+                ends.append("ended")
+            except httpx.HTTPError as exc:
+                ends.append(f"{type(exc).__name__}: {exc}")
+
+        watchers = [threading.Thread(target=watch, args=(e,), daemon=True) for e in opened]
+        for watcher in watchers:
+            watcher.start()
+        assert all(e.wait(60) for e in opened), "the event streams never sent their first event"
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for watcher in watchers:
+        watcher.join(30)
+    assert "Traceback" not in err and "ERROR" not in err, err
+    assert proc.returncode == 130, err
+    assert ends == ["ended", "ended"], ends

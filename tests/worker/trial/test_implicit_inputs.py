@@ -417,7 +417,7 @@ def _toolchain(environment: str, request: pytest.FixtureRequest) -> str | None:
         if environment == "local":
             wheelhouse(), host_uv()  # a skip naming what is missing, before any task is made
             return None
-        from tests.images.support import ensure_python_base_image
+        from integrations.agentbeats.base_image import ensure_python_base_image
 
         client = request.getfixturevalue("docker_client")
         try:

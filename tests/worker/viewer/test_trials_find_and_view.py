@@ -27,12 +27,13 @@ echo $r > /logs/verifier/reward.txt
 """
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "skillsbench_agentbeats", *args],
         capture_output=True,
         text=True,
         timeout=180,
+        cwd=cwd,
     )
 
 
@@ -141,6 +142,32 @@ def test_view_writes_an_escaped_self_contained_transcript(
     ):
         assert f"<h2>{heading}</h2>" in html
     assert "exit 3" in html and "second line of output" in html
+
+
+def test_view_creates_no_folder_outside_the_current_one(
+    jobs: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue #32: ``trials view -o /nonexistent-dir/t.html`` made /nonexistent-dir. A missing
+    folder outside the current one is one error line now; inside it, it is made as named."""
+    jobs_dir, _ = jobs
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    page = elsewhere / "nonexistent-dir" / "t.html"
+    done = cli(
+        "trials", "view", "answer-42", "--jobs-dir", str(jobs_dir), "-o", str(page), cwd=here
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: --output: folder {page.parent} does not exist (create it first: missing "
+        "folders are made only inside the current folder)"
+    ]
+    assert not page.parent.exists()
+    made = cli(
+        "trials", "view", "answer-42", "--jobs-dir", str(jobs_dir), "-o", "out/t.html", cwd=here
+    )
+    assert made.returncode == 0, made.stderr
+    assert (here / "out" / "t.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_chromium_renders_the_transcript(jobs: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 from worker.sandbox._bubblewrap.files import copy_in, inside, is_glob, top
 from worker.sandbox._bubblewrap.host import HIDDEN_TOP_LEVEL
 from worker.sandbox.base import SandboxUnsupported
-from worker.sandbox.dockerfile import Copy, ImageRecipe, Run, is_skills_source
+from worker.sandbox.dockerfile import (
+    Copy,
+    DockerfileError,
+    ImageRecipe,
+    Run,
+    is_skills_source,
+    parse_dockerfile,
+)
 from worker.sandbox.errors import ImageBuildFailed
 
 if TYPE_CHECKING:
@@ -30,6 +37,11 @@ _COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 _QUOTE_LIMIT = 120
+# Words before the program of a simple command: shell keywords and wrappers that run the rest.
+_PREFIX_WORDS = frozenset(
+    {"sudo", "env", "exec", "command", "nohup", "time", "then", "do", "else", "elif", "if",
+     "while", "until", "!", "{"}
+)  # fmt: skip
 
 
 def system_installer(command: str) -> str | None:
@@ -37,7 +49,7 @@ def system_installer(command: str) -> str | None:
     for at the start of every simple command, after ``sudo``/``env`` and variable assignments."""
     for part in _COMMAND_SEPARATORS.split(command):
         words = part.split()
-        while words and (_ASSIGNMENT.match(words[0]) or words[0] in ("sudo", "env", "exec")):
+        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _PREFIX_WORDS):
             words.pop(0)
         program = posixpath.basename(words[0]) if words else ""
         if program in ("dpkg", "rpm") and not _installs(words[1:]):
@@ -47,30 +59,98 @@ def system_installer(command: str) -> str | None:
     return None
 
 
+# Images the host's own system stands in for: plain distributions and the language images built
+# on them (the host's /usr is what the task sees). Anything else (a user's or a vendor's image,
+# another registry) carries software the host lacks.
+GENERAL_BASES = frozenset({"ubuntu", "debian", "python", "busybox", "buildpack-deps", "scratch"})
+
+
+def specialised_base(reference: str | None) -> str | None:
+    """``reference`` when it names an image the host cannot stand in for (see GENERAL_BASES)."""
+    if reference is None:
+        return None
+    name = reference.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    for prefix in ("docker.io/library/", "library/", "index.docker.io/library/"):
+        name = name.removeprefix(prefix)
+    return None if name.lower() in GENERAL_BASES else reference
+
+
+def script_installer(text: str) -> str | None:
+    """The package manager a shell script (test.sh) runs on any of its lines, if any."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            continue
+        if program := system_installer(stripped):
+            return program
+    return None
+
+
+def local_refusal(task_id: str, dockerfile: Path, test_script: Path) -> str | None:
+    """Why the local sandbox cannot run the task right, found before anything runs (the
+    sandbox start looks again): a multi-stage Dockerfile, a specialised base image, a ``RUN``
+    or a test.sh that installs system packages (test.sh would fail in place and score 0)."""
+    head = f"task {task_id} needs the docker environment"
+    try:
+        recipe = parse_dockerfile(dockerfile)
+    except DockerfileError:
+        return None  # the start says what is wrong with it
+    if recipe.stages > 1:
+        return f"{head}: a multi-stage Dockerfile"
+    if (base := specialised_base(recipe.base)) is not None:
+        return (
+            f"{head}: Dockerfile FROM {base} is a specialised image; the local sandbox stands "
+            "in only for plain distribution and Python bases (it shows the host's system)"
+        )
+    for step in recipe.steps:
+        if isinstance(step, Run) and (program := system_installer(step.command)):
+            return _installer_refusal(task_id, step, program)
+    try:
+        script = test_script.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if (program := script_installer(script)) is not None:
+        return (
+            f"{head}: tests/test.sh runs {program}, which installs system packages; the local "
+            "sandbox shows the host's system folders read-only"
+        )
+    return None
+
+
 def _installs(args: list[str]) -> bool:
     long = {"--install", "--unpack", "--configure", "--remove", "--purge", "--upgrade", "--erase"}
     short = [a[1:] for a in args if a.startswith("-") and not a.startswith("--")]
     return any(a in long for a in args) or any(set(flags) & set("iUePr") for flags in short)
 
 
-def _needs_docker(box: BubblewrapSandbox, run: Run, why: str) -> SandboxUnsupported:
+def _run_refusal(task_id: str, run: Run, why: str) -> str:
     quoted = run.text if len(run.text) <= _QUOTE_LIMIT else run.text[: _QUOTE_LIMIT - 1] + "…"
-    return SandboxUnsupported(
-        f"task {box.spec.config.task_id} needs the docker environment: Dockerfile line "
-        f"{run.line} `{quoted}` {why}"
+    return (
+        f"task {task_id} needs the docker environment: Dockerfile line {run.line} `{quoted}` {why}"
     )
+
+
+def _installer_refusal(task_id: str, run: Run, program: str) -> str:
+    return _run_refusal(
+        task_id,
+        run,
+        f"runs {program}, which installs system packages: that needs a writable root "
+        "filesystem, and the local sandbox shows the host's system folders read-only",
+    )
+
+
+def _needs_docker(box: BubblewrapSandbox, run: Run, why: str) -> SandboxUnsupported:
+    return SandboxUnsupported(_run_refusal(box.spec.config.task_id, run, why))
 
 
 async def apply_recipe(box: BubblewrapSandbox, recipe: ImageRecipe) -> None:
     config = box.spec.config
     for step in recipe.steps:  # what cannot work here is refused before any step runs
         if isinstance(step, Run) and (program := system_installer(step.command)):
-            raise _needs_docker(
-                box,
-                step,
-                f"runs {program}, which installs system packages: that needs a writable root "
-                "filesystem, and the local sandbox shows the host's system folders read-only",
-            )
+            raise SandboxUnsupported(_installer_refusal(config.task_id, step, program))
     for step in recipe.steps:
         if isinstance(step, Copy):
             if not config.with_skills and all(map(is_skills_source, step.sources)):

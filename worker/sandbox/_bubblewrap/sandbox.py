@@ -60,7 +60,7 @@ from worker.sandbox._bubblewrap.process import (
     feed,
     reader,
 )
-from worker.sandbox._bubblewrap.recipe import apply_recipe
+from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
     FRESH_TOPS,
@@ -126,6 +126,9 @@ class BubblewrapConfig(SandboxConfig):
         cls, task: Task, *, with_skills: bool, prebuilt: PrebuiltImages | None
     ) -> dict[str, Any]:
         fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
+        refusal = local_refusal(task.task_id, task.dockerfile, task.tests_dir / "test.sh")
+        if refusal is not None:  # refused before anything runs, not failed in place
+            raise ValueError(refusal)
         return {**fields, "tasks_root": task.path.parent}
 
 
