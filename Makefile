@@ -45,7 +45,7 @@ test: sync host-packages
 
 # The Ray cluster tests alone (a multi-node cluster on this machine; also part of `make test`).
 test-ray: sync
-	$(RUN) pytest -p no:xdist -q -m ray_cluster tests/worker/test_worker_ray.py
+	$(RUN) pytest -p no:xdist -q -m ray_cluster tests/worker/executors/test_ray.py
 
 # Every benchmark (bench/) for a few iterations, so a broken one fails; figures are not judged.
 # The docker modes run when a Docker engine answers and the test images can be built.

@@ -20,11 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
-from worker_acp.harness import run_trial  # noqa: E402
-from worker_acp.purple_server import served  # noqa: E402
-
+from tests.worker.support import run_trial, served  # noqa: E402
 from worker.agents.a2a import A2AAgent  # noqa: E402
 
 PEER = REPO / "tests" / "worker" / "bridge" / "faulty_peer.py"

@@ -27,21 +27,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
 import httpx  # noqa: E402
 from a2a.client import ClientConfig, create_client  # noqa: E402
 from a2a.helpers import new_data_part, new_text_part  # noqa: E402
 from a2a.types import Message, Role, SendMessageRequest  # noqa: E402
-from worker_acp.purple_server import purple_server  # noqa: E402
 
 from task_sets.task import load_task  # noqa: E402
+from tests.worker.support import purple_server  # noqa: E402
 from worker.agents.a2a import A2AAgent  # noqa: E402
 from worker.agents.base import AgentContext  # noqa: E402
 from worker.sandbox.base import Sandbox, sandbox_class  # noqa: E402
 from worker.trial_record.paths import A2A_TRAJECTORY_FILE  # noqa: E402
 
-TASK = REPO / "tests" / "worker_acp" / "tasks" / "write-answer"
+TASK = REPO / "tests" / "worker" / "tasks" / "write-answer"
 
 
 def make_sandbox(environment: str, state_dir: Path) -> Sandbox:

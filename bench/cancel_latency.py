@@ -23,11 +23,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
 import httpx  # noqa: E402
-from testsupport import make_task  # noqa: E402
 
+from tests.support import make_task  # noqa: E402
 from worker.runs.engine import Engine, EngineSettings  # noqa: E402
 from worker.runs.meta import ProofSettings  # noqa: E402
 from worker.runs.store import TRIALS_PER_STEP  # noqa: E402

@@ -1,6 +1,6 @@
 """Scale-out on Ray: what the ``ray`` executor gains across nodes and costs per trial.
 
-On a real Ray cluster on this machine (tests/ray_cluster.py: head and nodes on 127.0.0.1):
+On a real Ray cluster on this machine (tests/worker/executors/support.py: head and nodes on 127.0.0.1):
 
 1. sleep-bound trials (the oracle sleeps ``--sleep`` s; local sandbox) on 1 node, then on 2 nodes
    with the same slots per node: wall times and speed-up (target >= 1.8x);
@@ -24,11 +24,10 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
-from ray_cluster import local_cluster  # noqa: E402  (before anything imports ray)
-from testsupport import make_task  # noqa: E402
-
+from tests.support import make_task  # noqa: E402
+from tests.worker.executors.support import local_cluster  # noqa: E402  (before anything imports ray)
 from worker.api import RunRequest, RunTask  # noqa: E402
 from worker.core.failures import RetryPolicy  # noqa: E402
 from worker.runs.engine import Engine, EngineSettings  # noqa: E402

@@ -125,7 +125,7 @@ def start_worker(
     else:
         cmd = [
             sys.executable,
-            str(REPO / "tests" / "green" / "fake_worker.py"),
+            str(REPO / "tests" / "green_agent" / "fake_worker.py"),
             "--port",
             str(port),
             "--state-dir",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages, the test helpers and bench/ itself, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from trial_overhead import engine_run, make_task  # noqa: E402
 
@@ -59,7 +59,8 @@ async def idle_sandboxes(
 def docker_base_dockerfile() -> str:
     """The busybox test image (no registry here), built locally by the tests' helper."""
     import docker
-    from docker_images import ensure_test_image
+
+    from tests.support.docker_images import ensure_test_image
 
     return f"FROM {ensure_test_image(docker.from_env(), 'busybox')}\nWORKDIR /root\n"
 

@@ -1,6 +1,6 @@
 """Overhead of the worker's model proxy per model call.
 
-Against the same fake provider (tests/worker_usage/fake_provider.py on loopback), in alternating
+Against the same fake provider (tests/worker/usage/support.py on loopback), in alternating
 rounds so that a change of machine load hits both alike:
 - direct: an OpenAI chat-completions POST to the fake provider;
 - proxied: the same POST to the model proxy (trial key, litellm ``acompletion`` to the fake,
@@ -22,12 +22,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
 import httpx  # noqa: E402
-from testsupport import serve  # noqa: E402
-from worker_usage.fake_provider import FakeProvider  # noqa: E402
 
+from tests.support import serve  # noqa: E402
+from tests.worker.usage.support import FakeProvider  # noqa: E402
 from worker.usage.proxy import ModelProxy  # noqa: E402
 from worker.usage.session import ModelRoute, UsageCaps  # noqa: E402
 

@@ -22,7 +22,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
 from task_sets.task import Task, load_task  # noqa: E402
 from worker.sandbox import SandboxError, sandbox_class  # noqa: E402
@@ -170,7 +170,8 @@ async def main() -> int:
             if backend == "docker":
                 try:
                     import docker
-                    from docker_images import ensure_test_image
+
+                    from tests.support.docker_images import ensure_test_image
 
                     client = docker.from_env(timeout=300)
                     client.ping()

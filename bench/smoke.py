@@ -2,7 +2,7 @@
 
 Each benchmark runs as its own process with ``--smoke`` (a few iterations), from a scratch folder
 as cwd (so a benchmark that only works from the repo root fails too), two at a time. The docker
-modes run when a Docker engine answers and the test images they need (tests/docker_images.py)
+modes run when a Docker engine answers and the test images they need (tests/support/docker_images.py)
 can be built; else one line says why they are skipped. The figures are not judged, only that
 each benchmark ends with exit code 0; any other end makes this exit 1, naming the benchmark.
 
@@ -54,10 +54,11 @@ class Outcome:
 def docker_unavailable() -> str | None:
     """Why the docker modes cannot run here, or None when the engine answers and the test
     images (busybox, python) are built."""
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO))
     try:
         import docker
-        from docker_images import ensure_test_image
+
+        from tests.support.docker_images import ensure_test_image
 
         client = docker.from_env(timeout=300)
         client.ping()

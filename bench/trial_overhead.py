@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The project's packages and the test helpers, whatever the cwd.
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # the project and its tests package, whatever the cwd
 
 from task_sets.task import load_task  # noqa: E402
 from worker.api import RunRequest, RunTask  # noqa: E402
@@ -201,8 +201,7 @@ async def main() -> None:
 
 def docker_base_dockerfile() -> str:
     """No registry here: the busybox test image, built locally from the host's busybox-static."""
-    from docker_images import ensure_test_image
-
+    from tests.support.docker_images import ensure_test_image
     from worker.sandbox._docker.client import docker_client
 
     return f"FROM {ensure_test_image(docker_client(), 'busybox')}\nWORKDIR /root\n"

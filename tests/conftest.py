@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 # Ray reads these when first imported, and any test module may import it first (in an xdist
-# worker, before tests/ray_cluster.py): keep every node and client on loopback, no usage stats.
+# worker, before tests/worker/executors/support.py): keep every node and client on loopback, no
+# usage stats.
 os.environ.update(
     {
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
@@ -16,14 +17,7 @@ os.environ.update(
         "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",  # see worker/executors/_ray.py
     }
 )
-from testsupport import (  # noqa: F401  (re-exported for older imports)
-    A2A03_PYTHON,
-    PUBLISHED_DATA,
-    REPO_ROOT,
-    TASKS_DIR,
-    docker_available,
-    free_port,
-)
+from tests.support import A2A03_PYTHON, docker_available
 
 
 @pytest.fixture

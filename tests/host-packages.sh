@@ -1,11 +1,11 @@
 #!/bin/sh
 # Host packages the test suite uses beyond Python, made ready by `make test` itself.
-#   busybox-static  the shell and tools of every Docker test image (tests/docker_images.py)
+#   busybox-static  the shell and tools of every Docker test image (tests/support/docker_images.py)
 #   python3.11 bash copied into the "python" Docker test image
-#   debootstrap     the Debian rootfs of the service images' Python base (tests/images/python_base.py)
-#   chromium        headless rendering of the HTML report (tests/test_leaderboard_report.py)
+#   debootstrap     the Debian rootfs of the service images' Python base (integrations/agentbeats/base_image.py)
+#   chromium        headless rendering of the HTML report (tests/leaderboard/test_report.py)
 #   chromium-driver the WebDriver Selenium drives Chromium with (tests/worker/viewer/test_web_browser.py)
-#   tmux            the terminus CLI run by the agent-under-test (tests/purple/test_real_clis.py)
+#   tmux            the terminus CLI run by the agent-under-test (tests/purple_agent/test_real_clis.py)
 # As root on Debian or Ubuntu the missing ones are installed; anywhere else (or when installing
 # fails, or with SKILLSBENCH_NO_HOST_PACKAGES=1) this only says what is missing, and every test
 # that needs a missing package skips with a reason naming it. It never fails the test run.

@@ -6,7 +6,7 @@ so nothing is pulled from an image registry: only Debian packages are downloaded
 ``SKILLSBENCH_TEST_DEBIAN_MIRROR``, default deb.debian.org). It is tagged with a hash of its
 recipe (made once, found again by that tag), and the service images are built on it by that tag
 (``BASE_IMAGE``). It never takes the name ``python:3.11-slim``: that name has one owner in the
-tests (tests/docker_images.py's ``python`` image), so which base a task's ``FROM
+tests (tests/support/docker_images.py's ``python`` image), so which base a task's ``FROM
 python:3.11-slim`` gets does not depend on which was made first.
 
 Like the official image it has ``python``, ``pip`` (installing into the system, no PEP 668

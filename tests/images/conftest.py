@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from .python_base import (
+from integrations.agentbeats.base_image import ensure_python_base_image
+from tests.images.support import (
+    BINARY_CLIS,
     CLI_PYTHON_PATH,
+    PYTHON_CLIS,
+    CliImage,
     ensure_cli_python_image,
-    ensure_python_base_image,
-)
-from .service_images import (
     ensure_purple_cli_image,
     ensure_ray_worker_image,
     ensure_service_images,
@@ -39,22 +39,6 @@ def ray_worker_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactor
     """The worker image with the `ray` extra (WITH_RAY=1), as a Ray node runs it."""
     base = python_base(docker_client)
     return ensure_ray_worker_image(docker_client, base, tmp_path_factory.mktemp("ray-image"))
-
-
-# The PyPI harness CLIs whose image install is checked here. claude-code and codex are binaries
-# in wheels for the image's own Python; openhands and terminus need CLI_PYTHON 3.12, which uv
-# would download from GitHub (not reachable here), so the test lays this host's CPython 3.12
-# into the base (python_base.ensure_cli_python_image) and names it by path, as an operator whose
-# base image carries one would. Without one on the host only the first two are built.
-BINARY_CLIS = ("claude-code", "codex")
-PYTHON_CLIS = ("openhands", "terminus")
-
-
-@dataclass(frozen=True)
-class CliImage:
-    tag: str
-    clis: tuple[str, ...]
-    missing: str  # why PYTHON_CLIS are not in it ("" when they are)
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import run_cli
 
-from .test_build_tasks import write_task
+from tests.images.support import write_task
+from tests.support import run_cli
 
 UNREACHABLE = "registry.example/ubuntu:24.04"
 
@@ -99,8 +99,7 @@ def _write_unreachable_task(root: Path, task_id: str) -> Path:
 
 @pytest.mark.docker
 def test_substitution_changes_the_content_tag(docker_client: Any, tmp_path: Path) -> None:
-    from docker_images import ensure_test_image
-
+    from tests.support.docker_images import ensure_test_image
     from worker.sandbox._docker.images import local_build_tag
 
     busybox = ensure_test_image(docker_client, "busybox")
@@ -138,7 +137,7 @@ def test_missing_local_image_is_a_build_failure(docker_client: Any, tmp_path: Pa
 def test_run_and_build_tasks_use_the_map(
     docker_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from docker_images import ensure_test_image
+    from tests.support.docker_images import ensure_test_image
 
     local = ensure_test_image(docker_client, "python")
     tasks = tmp_path / "tasks"

@@ -4,49 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import run_cli
-from loopback_server import serve
 
+from tests.images.support import PushRegistry, write_task
+from tests.support import run_cli, serve_in_thread
 from worker.sandbox._docker import DockerSandbox
 from worker.sandbox.settings import PrebuiltImages
-
-from .push_registry import PushRegistry
-
-
-def write_task(root: Path, task_id: str, base: str, skills: bool) -> None:
-    folder = root / task_id
-    (folder / "environment").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "task.toml").write_text(
-        textwrap.dedent(
-            """\
-            version = "1.0"
-            [metadata]
-            category = "testing"
-            difficulty = "easy"
-            [agent]
-            timeout_sec = 60
-            [environment]
-            cpus = 1
-            memory_mb = 256
-            """
-        )
-    )
-    (folder / "instruction.md").write_text(f"Task {task_id}.\n")
-    (folder / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    (folder / "environment" / "Dockerfile").write_text(
-        f"FROM {base}\nWORKDIR /app\nCOPY marker.txt /app/marker.txt\n"
-    )
-    (folder / "environment" / "marker.txt").write_text(f"{task_id}\n")
-    if skills:
-        skill = folder / "environment" / "skills" / "lookup"
-        skill.mkdir(parents=True)
-        (skill / "SKILL.md").write_text("---\nname: lookup\n---\nLook it up.\n")
 
 
 def test_push_needs_a_registry(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -57,7 +23,7 @@ def test_push_needs_a_registry(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 
 @pytest.fixture
 def tasks_dir(docker_client: Any, tmp_path: Path) -> Path:
-    from docker_images import ensure_test_image
+    from tests.support.docker_images import ensure_test_image
 
     base = ensure_test_image(docker_client, "busybox")
     root = tmp_path / "tasks"
@@ -106,7 +72,7 @@ async def test_build_tasks_local_and_pushed(
     assert local["plain"] != local["with-skill"]
 
     registry = PushRegistry()
-    with serve(registry.app()) as url:
+    with serve_in_thread(registry.app()) as url:
         host = url.removeprefix("http://")
         pushed_map = tmp_path / "prebuilt_images.json"
         result = run_cli(

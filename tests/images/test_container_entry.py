@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testsupport import REPO_ROOT, free_port
-
 from skillsbench_agentbeats.container_entry import (
     full_command,
     uses_embedded_worker,
     worker_endpoint,
 )
+from tests.support import REPO_ROOT, free_port
 
 SERVICE = ["skillsbench-agentbeats", "green"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PYTHON_CLIS, CliImage
+from tests.images.support import PYTHON_CLIS, CliImage
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.testsupport import make_task
+from tests.support import make_task
 from worker.executors._ray_node import SANDBOX_RESOURCE
 from worker.sandbox._docker.client import LABEL_OWNER
 

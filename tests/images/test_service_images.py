@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .service_images import REPO_ROOT, SERVICES
+from tests.images.support import REPO_ROOT, SERVICES
 
 EXPECTED_HELP = {
     "green": ("--host", "--port", "--card-url"),

@@ -11,9 +11,9 @@ import sys
 from urllib.parse import urlsplit
 
 import pytest
-from testsupport import REPO_ROOT
 
 from serving.urls import advertised_url, check_url
+from tests.support import REPO_ROOT
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ by name, and the data each backend receives.
 Adding a backend means one new module that subclasses :class:`Sandbox` and registers it with
 ``@sandbox_backend("name")``; the built-in ones live in private packages
 (``worker.sandbox._bubblewrap``, registered as ``local``, and ``worker.sandbox._docker``). Every
-backend passes the shared contract tests in ``tests/sandbox/test_contract.py``. Nothing outside
+backend passes the shared contract tests in ``tests/worker/sandbox/test_contract.py``. Nothing outside
 ``worker/sandbox/`` names a backend: the rest of the worker asks the class.
 
 The lifecycle, as the worker drives it (after Inspect AI's ``SandboxEnvironment``):

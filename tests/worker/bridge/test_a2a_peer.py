@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testsupport import free_port
-from worker_acp.harness import TrialResult, run_trial
-from worker_acp.purple_server import served
 
+from tests.support import free_port
+from tests.worker.support import TrialResult, run_trial, served
 from worker.agents.a2a import A2AAgent
 from worker.core.failures import FailureKind
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from viewer.viewer_support import (
+from tests.worker.viewer.support import (
     EXAMPLES,
     SCRIPT,
     SCRIPT_NAME,

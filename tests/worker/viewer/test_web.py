@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from viewer.viewer_support import HOSTILE, SECRET, Jobs, LiveRun, Server, cli
+from tests.worker.viewer.support import HOSTILE, SECRET, Jobs, LiveRun, Server, cli
 
 ESCAPED = "&lt;/pre&gt;&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;"
 

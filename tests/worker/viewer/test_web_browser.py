@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from viewer.viewer_support import HOSTILE, Jobs, LiveRun, Server
+from tests.worker.viewer.support import HOSTILE, Jobs, LiveRun, Server
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is a dev dependency")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
