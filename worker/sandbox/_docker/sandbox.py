@@ -97,6 +97,9 @@ def _kill_upload_exec() -> str:
 
 
 _GATE_MARK = b"skillsbench-killed "  # gate.sh's, then the two counters of limits.sh
+# A container killed from outside ends its execs (exit 137) a moment before the engine marks it
+# stopped: after an exec that ended by a signal, ended() looks again for this long.
+END_SETTLE_SEC = 5.0
 
 
 def _counters(text: str) -> dict[str, int] | None:
@@ -125,6 +128,7 @@ class DockerProcess(SandboxProcess):
             self._code = await exec_stream.exit_code(self._session.exec_id)
             self._session.close()
             self._sandbox._sessions.discard(self._session)
+            self._sandbox._exited(self._code)
         return self._code
 
     async def kill(self) -> None:
@@ -190,6 +194,7 @@ class DockerSandbox(Sandbox):
         # The container's layer folders on this host, looked up once (None: not readable here).
         self._layers: layer.Layers | Literal[False] | None = False
         self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
+        self._signalled_at: float | None = None  # when an exec last ended by a signal
 
     @property
     def workdir(self) -> str:
@@ -405,7 +410,21 @@ class DockerSandbox(Sandbox):
         if self._container_id is None or self._stopped:
             return None
         client = await asyncio.to_thread(docker_client)
-        return await asyncio.to_thread(containers.container_end, client, self._container_id)
+        container = self._container_id
+        end = await asyncio.to_thread(containers.container_end, client, container)
+        loop = asyncio.get_running_loop()
+        # An exec that just died of a signal: the kill of the whole container, not yet in the
+        # engine's state, or only the command's own (then the container runs on).
+        settle = None if self._signalled_at is None else self._signalled_at + END_SETTLE_SEC
+        while end is None and settle is not None and loop.time() < settle:
+            await asyncio.sleep(0.1)
+            end = await asyncio.to_thread(containers.container_end, client, container)
+        return end
+
+    def _exited(self, code: int) -> None:
+        """Note an exec's exit code: one that ended by a signal (128+n) makes ended() settle."""
+        if code > 128:
+            self._signalled_at = asyncio.get_running_loop().time()
 
     async def tamper_evidence(self) -> list[dict[str, str]] | None:
         """What differs from the image (the container's layer, else ``docker diff``), by the
@@ -660,6 +679,8 @@ class DockerSandbox(Sandbox):
             session.close()
             self._sessions.discard(session)
         code = TIMEOUT_EXIT_CODE if timed_out else await exec_stream.exit_code(session.exec_id)
+        if not timed_out:
+            self._exited(code)
         return ExecResult(
             exit_code=code,
             stdout=out.text(),
