@@ -4,13 +4,15 @@ Blocking SDK calls run in threads; exec sessions stream on the event loop
 (:mod:`~worker.sandbox._docker.exec_stream`); files move as tar streams
 (:mod:`~worker.sandbox._docker.transfer`). Everything created carries ``skillsbench.managed=true``,
 ``skillsbench.run`` and ``skillsbench.trial`` labels, which the reaper
-(:mod:`~worker.sandbox._docker.containers`) sweeps at worker start.
+(:mod:`~worker.sandbox._docker.containers`) sweeps at worker start (containers and networks; task
+images are a cache it leaves).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import posixpath
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -59,6 +61,8 @@ from worker.sandbox.tamper import Change, Tampering
 if TYPE_CHECKING:
     from worker.sandbox.settings import PrebuiltImages
 
+log = logging.getLogger(__name__)
+
 _SCRIPTS = "worker.sandbox._docker.scripts"
 # What stage.sh prints on stderr (exit 125) when it cannot place the upload.
 _STAGE_FAILED = "skillsbench-stage-failed:"
@@ -97,6 +101,8 @@ def _kill_upload_exec() -> str:
 
 
 _GATE_MARK = b"skillsbench-killed "  # gate.sh's, then the two counters of limits.sh
+# A stopped build's thread ends as soon as its connection is shut; waited for at most this long.
+BUILD_STOP_SEC = 60.0
 # A container killed from outside ends its execs (exit 137) a moment before the engine marks it
 # stopped: after an exec that ended by a signal, ended() looks again for this long.
 END_SETTLE_SEC = 5.0
@@ -162,6 +168,19 @@ class DockerConfig(SandboxConfig):
         image = prebuilt.image_for(task.task_id) if prebuilt is not None else None
         bases = tuple(sorted(prebuilt.bases.items())) if prebuilt is not None else ()
         return {**fields, "image": image, "base_map": bases}
+
+
+async def _stop_build(build: asyncio.Future[None], stop: images.BuildStop) -> None:
+    """Stop a build and wait until its thread is done (the engine's build ends with it), even
+    while being cancelled: a trial's slot is never free while its build still runs."""
+    stop.stop()
+    _, cancelled = await exec_stream.finish(asyncio.wait({build}, timeout=BUILD_STOP_SEC))
+    if not build.done():
+        log.warning("an image build did not stop within %gs of its stop", BUILD_STOP_SEC)
+    elif not build.cancelled():
+        build.exception()  # retrieved: BuildStopped, or what ended it first
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _labels(spec: SandboxSpec) -> dict[str, str]:
@@ -297,22 +316,31 @@ class DockerSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"task {config.task_id}: cannot read environment/: {exc}") from None
         labels = {**_labels(spec), LABEL_BUILT: "true"}
-        build = asyncio.to_thread(
-            images.build_image,
-            client,
-            config.environment_dir,
-            tag,
-            labels,
-            config.with_skills,
-            config.skills_dir,
-            dict(config.base_map),
+        stop = images.BuildStop()
+        build = asyncio.ensure_future(
+            asyncio.to_thread(
+                images.build_image,
+                client,
+                config.environment_dir,
+                tag,
+                labels,
+                config.with_skills,
+                config.skills_dir,
+                dict(config.base_map),
+                stop,
+            )
         )
         try:
-            await asyncio.wait_for(build, config.build_timeout_sec)
+            await asyncio.wait_for(asyncio.shield(build), config.build_timeout_sec)
         except TimeoutError:
+            await _stop_build(build, stop)
             raise ImageBuildFailed(
-                f"task {config.task_id}: image build timed out after {config.build_timeout_sec:g}s"
+                f"task {config.task_id}: image build timed out after "
+                f"{config.build_timeout_sec:g}s (the build was stopped)"
             ) from None
+        except asyncio.CancelledError:
+            await _stop_build(build, stop)
+            raise
         return tag
 
     # -- lifecycle hooks -------------------------------------------------------------------
@@ -344,7 +372,7 @@ class DockerSandbox(Sandbox):
     @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
         report = await containers.reap_stale(active_run_ids, owner=owner)
-        return len(report.containers) + len(report.networks) + len(report.images)
+        return len(report.containers) + len(report.networks)
 
     @classmethod
     def limit_mechanisms(cls) -> dict[str, str | None]:
