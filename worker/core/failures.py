@@ -132,9 +132,14 @@ def sandbox_ended(end: SandboxEnd | None, infra: FailureKind) -> FailureKind:
     """The one rule for a sandbox that died while the trial still needed it (``end``: what
     ``Sandbox.ended`` answered). Ended from inside (the agent's processes exited, its memory
     limit's OOM kill) is the agent's doing: a failed, score-eligible trial (reward 0), never
-    retried. Anything else (the engine's or the host's fault, or unknown) is ``infra`` (an
-    infrastructure kind of the phase that noticed: retried, not scored)."""
-    return FailureKind.SANDBOX_ENDED_BY_AGENT if end is SandboxEnd.INSIDE else infra
+    retried. Ended from outside (the engine's or the host's doing) is ``sandbox_lost``, whatever
+    the phase that noticed and whatever its command returned (retried, not scored). Unknown is
+    ``infra`` (an infrastructure kind of the phase that noticed: retried, not scored)."""
+    if end is SandboxEnd.INSIDE:
+        return FailureKind.SANDBOX_ENDED_BY_AGENT
+    if end is SandboxEnd.OUTSIDE:
+        return FailureKind.SANDBOX_LOST
+    return infra
 
 
 @dataclass(frozen=True)

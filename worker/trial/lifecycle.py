@@ -24,7 +24,7 @@ from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.core.capped import CopyBudget
-from worker.core.failures import FailureKind, plain_text, sandbox_ended, semantics
+from worker.core.failures import FailureKind, SandboxEnd, plain_text, sandbox_ended, semantics
 from worker.core.files import disk_full, has_space, write_atomic
 from worker.core.limits import OutputCaps
 from worker.sandbox.base import (
@@ -361,6 +361,9 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         state.agent_outcome = agent_outcome = await _run_agent(
             plan, sandbox, prompt, skills_dir, record, phases, state.usage, state
         )
+        # Whatever the agent's command returned (a kill from outside ends it with 137 like an
+        # agent that kills itself): a sandbox that ended under it is not the agent's result.
+        await _still_running(sandbox, state, f"the agent's run ({_agent_summary(agent_outcome)})")
         if agent_outcome.failure in (FailureKind.OOM, FailureKind.PIDS_LIMIT):
             # The agent died of its limits: like any limit hit, the verifier does not run.
             raise _Failed(agent_outcome.failure, agent_outcome.message or "limit hit")
@@ -708,6 +711,8 @@ async def _run_verifier(
                 user=verifier_cfg.user,
                 timeout_sec=verifier_cfg.timeout_sec,
             )
+        # A verifier killed with its sandbox says nothing of the work (no verdict, 137).
+        await _still_running(sandbox, state, f"the verifier (exit {result.exit_code})")
         # One budget for both (the caps are per trial), the verifier's first: the agent's logs
         # are best effort and must not crowd out the reward.
         caps = plan.caps
@@ -788,6 +793,7 @@ async def _regrade(
         try:
             notes += await apply(fresh, found)
         except SandboxError as exc:
+            await _still_running(fresh, state, "the regrade's laying of the work product")
             # The work product is the agent's (its size, its names): a fresh sandbox that
             # started but would not take it gives no pass, never an unscored row.
             notes.append(f"the work product could not be laid on a fresh sandbox: {exc}")
@@ -840,6 +846,36 @@ async def _limits_hit(sandbox: Sandbox, state: _TrialState) -> SandboxLimitExcee
     if events is not None:
         state.resources["events"] = events
     return limit_exceeded(events)
+
+
+def _agent_summary(outcome: AgentOutcome) -> str:
+    """The agent's outcome in a few words: its status, its command's exit code, its message."""
+    exit_code = (outcome.details or {}).get("exit_code")
+    text = f"agent {outcome.status}"
+    if isinstance(exit_code, int):
+        text += f", exit {exit_code}"
+    if outcome.message:
+        text += f": {outcome.message}"
+    return text
+
+
+async def _still_running(sandbox: Sandbox, state: _TrialState, during: str) -> None:
+    """:class:`_Failed` when the sandbox ended during ``during``, whatever its command returned:
+    a limit hit there is the agent's (``oom``...), else the failure table's rule on who ended it
+    (from outside: ``sandbox_lost``, retried and not scored). Nothing while it runs, or when the
+    backend cannot tell."""
+    try:
+        end = await asyncio.wait_for(sandbox.ended(), ABORT_WAIT_SEC)
+    except (SandboxError, TimeoutError):
+        return  # what comes next fails and is judged then
+    if end is None:
+        return
+    exceeded = await _limits_hit(sandbox, state)
+    if exceeded is not None:
+        raise _Failed(FailureKind(exceeded.kind), str(exceeded))
+    kind = sandbox_ended(end, FailureKind.SANDBOX_LOST)
+    who = "from inside (by what ran in it)" if end is SandboxEnd.INSIDE else "from outside"
+    raise _Failed(kind, f"the sandbox was ended {who} during {during}")
 
 
 async def _sandbox_failure(sandbox: Sandbox, infra: FailureKind) -> FailureKind:

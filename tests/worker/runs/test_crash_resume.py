@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -436,3 +437,67 @@ def test_a_journal_line_cut_by_a_full_disk_is_taken_back(small_disk: Path) -> No
     filler.unlink()
     append_line(journal, b'{"seq":3}\n')
     assert journal.read_bytes().splitlines() == [b'{"seq":1}', b'{"seq":3}']
+
+
+@pytest.mark.docker
+def test_a_restart_keeps_the_task_images_runs_built(
+    tmp_path: Path, workers: list[WorkerProcess], docker_client: Any
+) -> None:
+    """A task image is a cache tagged by its build context: built by one run, used by the next.
+    A restart keeps the image a finished run built, which an unfinished run still needs (its
+    trial of that task was queued when the worker was killed), and the run finishes on it."""
+    from tests.support.docker_images import ensure_test_image
+
+    ensure_test_image(docker_client, "python")
+    tasks, jobs = tmp_path / "tasks", tmp_path / "jobs"
+    tasks.mkdir()
+    nonce = uuid.uuid4().hex
+    base = f"FROM python:3.11-slim\nWORKDIR /root\nENV NONCE={nonce}\n"
+    make_task(tasks, "cached", dockerfile=base)
+    for name in ("slow-a", "slow-b"):  # they hold both of the worker's two slots
+        make_task(tasks, name, dockerfile=f"{base}RUN touch /etc/{name}\n")
+    marker = f"6.{int(time.time() * 1000) % 100000:05d}"
+    agent = script(
+        tmp_path, "slow", f"if [ -e /etc/slow-a ] || [ -e /etc/slow-b ]; then sleep {marker}; fi\n"
+        "echo 42 > /root/answer.txt\n",
+    )  # fmt: skip
+    try:
+        first = WorkerProcess(jobs, tasks, "docker")
+        workers.append(first)
+        earlier = httpx.post(
+            f"{first.url}/runs", json=run_payload(["cached"], agent=agent), timeout=10
+        ).json()["run_id"]
+        assert _wait_until(lambda: first.get(f"/runs/{earlier}")["status"] == "completed", 240)
+        (image,) = docker_client.images.list(
+            filters={"label": ["skillsbench.built=true", f"skillsbench.run={earlier}"]}
+        )
+        response = httpx.post(
+            f"{first.url}/runs", json=run_payload(["slow-a", "slow-b", "cached"], agent=agent),
+            timeout=10,
+        )  # fmt: skip
+        run_id = response.json()["run_id"]
+        run_file = jobs / "runs" / run_id / "run.json"
+
+        def both_slow_running() -> bool:
+            states = {k: t["state"] for k, t in stored(run_file)["trials"].items()}
+            return (
+                states["cached#0"] == "queued"
+                and len(process_cmdlines_containing(f"sleep {marker}")) == 2
+            )
+
+        assert _wait_until(both_slow_running, 240), stored(run_file)["trials"]
+        first.kill()
+
+        second = WorkerProcess(jobs, tasks, "docker")  # its start reaps what the kill left
+        workers.append(second)
+        assert _wait_until(lambda: second.get(f"/runs/{run_id}")["status"] == "completed", 240)
+        docker_client.images.get(image.id)  # kept: the same image, not a new build
+        rows = second.get(f"/runs/{run_id}")["rows"]
+        assert len(rows) == 3 and all(row["passed"] for row in rows), rows
+        assert not docker_client.containers.list(
+            all=True, filters={"label": [f"skillsbench.run={run_id}"]}
+        )  # what the killed worker's containers left was reaped
+    finally:
+        for found in docker_client.images.list(filters={"label": ["skillsbench.built=true"]}):
+            if any(nonce in env for env in found.attrs["Config"].get("Env") or []):
+                docker_client.images.remove(found.id, force=True)

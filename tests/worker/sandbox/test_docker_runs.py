@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,64 @@ async def test_a_config_the_engine_refuses_is_tried_once(tmp_path: Path, tasks_d
     (attempt,) = run.trials["tiny-memory#0"].attempts
     assert attempt.failure == "sandbox_config", attempt.error
     assert attempt.error is not None and "container failed to start" in attempt.error
+
+
+async def test_builds_that_time_out_stop_and_never_pass_the_concurrency(
+    tmp_path: Path, tasks_dir: Path, docker_client: Any
+) -> None:
+    """Four tasks whose builds never end, two trials at a time: each build is stopped at its
+    ``build_timeout_sec`` before the next trial starts, so never more than two run, and none is
+    left running once the run has ended."""
+    ensure_test_image(docker_client, "busybox")
+    markers = {}
+    for n in range(4):
+        markers[f"hangs-{n}"] = f"sleep 87{uuid.uuid4().int % 10000:04d}"
+        toml = (
+            make_task(
+                tasks_dir,
+                f"hangs-{n}",
+                dockerfile=f"FROM busybox:latest\nRUN {markers[f'hangs-{n}']}\n",
+            )
+            / "task.toml"
+        )
+        toml.write_text(toml.read_text() + "build_timeout_sec = 6\n")
+
+    def building() -> int:  # a build's RUN container carries its base image's labels, not ours
+        return sum(
+            any(marker in c.get("Command", "") for marker in markers.values())
+            for c in docker_client.api.containers()
+        )
+
+    jobs = tmp_path / "jobs-hanging"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment="docker",
+            concurrency=2,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    most = 0
+    await engine.start(resume=False)
+    try:
+        run = await engine.submit(RunRequest.model_validate(run_payload(list(markers), "nop")))
+        ended = asyncio.ensure_future(engine.wait(run.run_id))
+        deadline = time.monotonic() + 300
+        while not ended.done():
+            assert time.monotonic() < deadline, "the run never ended"
+            most = max(most, await asyncio.to_thread(building))
+            await asyncio.sleep(0.2)
+        run = ended.result()
+    finally:
+        await engine.close()
+    for trial in run.trials.values():
+        (attempt,) = trial.attempts
+        assert attempt.failure == "sandbox_build", attempt.error
+        assert attempt.error is not None and "the build was stopped" in attempt.error
+    assert 1 <= most <= 2, f"{most} builds ran at once"
+    deadline = time.monotonic() + 30  # the engine removes a stopped build's container
+    while await asyncio.to_thread(building):
+        assert time.monotonic() < deadline, "a build outlived its trial"
+        await asyncio.sleep(0.2)

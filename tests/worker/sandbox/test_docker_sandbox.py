@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
@@ -15,6 +16,7 @@ from worker.sandbox import SandboxError, sandbox_class
 from worker.sandbox._docker import DockerSandbox
 from worker.sandbox._docker.client import LABEL_BUILT, LABEL_MANAGED, LABEL_RUN, LABEL_TRIAL
 from worker.sandbox._docker.containers import reap_stale
+from worker.sandbox.errors import ImageBuildFailed
 
 
 @pytest.fixture
@@ -111,7 +113,6 @@ async def test_prebuilt_image_is_used_and_never_reaped(
         assert sb.image == prebuilt
         report = await reap_stale(active_run_ids=[], only_runs=[run_id])
         assert report.containers == [sb._container_id]
-        assert report.images == []
         client.images.get(prebuilt)  # still there
     finally:
         await sb.stop()  # idempotent after the reaper removed the container
@@ -134,13 +135,16 @@ async def test_reaper_removes_what_a_crashed_run_left(
         await kept.start()
         report = await reap_stale(active_run_ids=[alive], only_runs=[crashed, alive])
         assert report.containers == [left._container_id]
-        assert report.images == [left.image]
+        # Its image is the task's content-tagged cache, which any later run may use: kept.
+        assert left.image is not None and client.images.get(left.image).labels[LABEL_BUILT]
         assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={crashed}"})
         assert (await kept.exec("echo alive")).stdout == "alive\n"
     finally:
         await kept.stop()
         await left.stop()
         await reap_stale(active_run_ids=[], only_runs=[crashed, alive])
+        if left.image is not None:
+            client.images.remove(left.image)
 
 
 @pytest.mark.parametrize("tar", [True, False], ids=["one-exec", "no-tar-fallback"])
@@ -298,3 +302,64 @@ async def test_a_worker_start_reaps_what_it_left_and_nothing_of_other_workers(
         await engine.close()
         await theirs.stop()
         await mine.stop()
+
+
+def building(client: Any, marker: str) -> list[str]:
+    """The containers that run a build's ``RUN <marker>`` now (they carry none of our labels:
+    a build's containers get its base image's)."""
+    return [c["Id"] for c in client.api.containers() if marker in c.get("Command", "")]
+
+
+async def _wait_until(condition: Any, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition never met"
+        await asyncio.sleep(0.1)
+
+
+def hanging_build(make_task: MakeTask, state: Path, build_timeout: float) -> tuple[Any, str]:
+    """The spec of a task whose image build never ends (a run of its own), and its RUN step."""
+    marker = f"sleep 86{uuid.uuid4().int % 10000:04d}"
+    spec = make_spec(make_task(f"FROM busybox:latest\nRUN {marker}\n"), state, "docker")
+    config = dataclasses.replace(spec.config, build_timeout_sec=build_timeout)
+    return dataclasses.replace(spec, config=config, run_id=f"run-{uuid.uuid4().hex[:8]}"), marker
+
+
+async def test_a_build_timeout_stops_the_build(
+    client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """Past ``build_timeout_sec`` the build's connection is shut: the engine ends the build
+    (its RUN container killed and removed) before the trial's start fails."""
+    from tests.support.docker_images import ensure_test_image
+
+    ensure_test_image(client, "busybox")
+    spec, marker = hanging_build(make_task, tmp_path / "s", 8)
+    seen: list[str] = []
+
+    async def watch() -> None:
+        while True:
+            seen.extend(building(client, marker))
+            await asyncio.sleep(0.2)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        with pytest.raises(ImageBuildFailed, match=r"timed out after 8s \(the build was stopped\)"):
+            await DockerSandbox.task_init(spec)
+    finally:
+        watcher.cancel()
+    assert seen, "the build never reached its RUN step"
+    await _wait_until(lambda: not building(client, marker), timeout=30)
+    assert not client.containers.list(all=True, filters={"id": seen[0]})  # removed too
+
+
+async def test_a_cancelled_build_stops(client: Any, make_task: MakeTask, tmp_path: Path) -> None:
+    from tests.support.docker_images import ensure_test_image
+
+    ensure_test_image(client, "busybox")
+    spec, marker = hanging_build(make_task, tmp_path / "s", 600)
+    started = asyncio.create_task(DockerSandbox.task_init(spec))
+    await _wait_until(lambda: bool(building(client, marker)))
+    started.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(started, 60)
+    await _wait_until(lambda: not building(client, marker), timeout=30)

@@ -1,11 +1,14 @@
 """Nothing the agent does to its own processes ends the sandbox: not ``kill -9 -1``, not a
 signal to PID 1, not its shell exiting. Who ended a sandbox that did end is told apart
-(``Sandbox.ended``): from inside (the agent's doing) or from outside (the host's)."""
+(``Sandbox.ended``): from inside (the agent's doing) or from outside (the host's), whatever the
+command that ran then returned."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 
 from tests.worker.sandbox.support import MakeTask, make_spec
 from worker.sandbox import Sandbox, sandbox_class
-from worker.sandbox.base import SandboxEnd
+from worker.sandbox.base import SandboxEnd, SandboxError
 
 SIGNALS = "KILL TERM INT HUP QUIT USR1 USR2 ALRM PIPE STOP TSTP CHLD"
 SELF_HARM = {
@@ -112,6 +115,36 @@ async def test_docker_tells_who_ended_a_container(
             container.remove(force=True)
 
 
+@pytest.mark.docker
+async def test_docker_tells_a_killed_container_from_a_killed_command(
+    docker_client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """Both end the command with 137: ``docker kill`` of the container is OUTSIDE the moment
+    the command's exec returns (the engine marks the container stopped a moment later), the
+    command killing itself leaves the container running."""
+    from tests.support.docker_images import ensure_test_image
+
+    ensure_test_image(docker_client, "busybox")
+    task = make_task("FROM busybox:latest\nWORKDIR /app\n")
+    sandbox = sandbox_class("docker")(make_spec(task, tmp_path / "state", "docker"))
+    async with sandbox:
+        result = await sandbox.exec("kill -9 $$", timeout_sec=60)
+        assert result.exit_code == 137, result
+        await assert_still_running(sandbox)
+        running = asyncio.create_task(sandbox.exec("touch /tmp/up; sleep 300", timeout_sec=280))
+        await _wait_for(lambda: _exists(docker_client, sandbox, "/tmp/up"))
+        docker_client.api.kill(sandbox._container_id)  # type: ignore[attr-defined]
+        result = await asyncio.wait_for(running, 60)
+        assert result.exit_code == 137, result
+        assert await sandbox.ended() is SandboxEnd.OUTSIDE
+
+
+def _exists(client: Any, sandbox: Sandbox, path: str) -> bool:
+    """Whether ``path`` is in the container (a `docker exec` of the test's own)."""
+    container = client.containers.get(sandbox._container_id)  # type: ignore[attr-defined]
+    return bool(container.exec_run(["test", "-e", path]).exit_code == 0)
+
+
 async def test_the_local_init_ended_from_outside(make_task: MakeTask, tmp_path: Path) -> None:
     sandbox = sandbox_class("local")(make_spec(make_task(), tmp_path / "state", "local"))
     async with sandbox:
@@ -120,3 +153,52 @@ async def test_the_local_init_ended_from_outside(make_task: MakeTask, tmp_path: 
         os.kill(init.pid, signal.SIGKILL)
         init.process.wait()
         assert await sandbox.ended() is SandboxEnd.OUTSIDE
+
+
+async def test_the_local_init_killed_under_a_command(make_task: MakeTask, tmp_path: Path) -> None:
+    """The command ends at once (its namespace dies with the init: exit 137, as if it had been
+    killed from inside), and only ``ended()`` tells the two apart; no new init is started over
+    the lost one for the verifier."""
+    sandbox = sandbox_class("local")(make_spec(make_task(), tmp_path / "state", "local"))
+    async with sandbox:
+        init = sandbox._init  # type: ignore[attr-defined]
+        running = asyncio.create_task(sandbox.exec("touch /tmp/up; sleep 300", timeout_sec=280))
+        up = sandbox._root / "tmp" / "up"  # type: ignore[attr-defined]
+        await _wait_for(up.exists)
+        os.kill(init.pid, signal.SIGKILL)
+        result = await asyncio.wait_for(running, 60)  # not the 15 s grace for a bwrap report
+        assert result.exit_code == 137 and not result.timed_out, result
+        assert await sandbox.ended() is SandboxEnd.OUTSIDE
+        with pytest.raises(SandboxError, match="ended from outside"):
+            await sandbox.kill_processes()
+        assert await sandbox.ended() is SandboxEnd.OUTSIDE
+
+
+async def test_the_bwrap_of_a_command_killed_from_outside(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """A command's own bwrap is a host process nothing in the sandbox sees: killed, it is the
+    sandbox's loss (SandboxError, ``ended()`` OUTSIDE), not the command's exit 137."""
+    sandbox = sandbox_class("local")(make_spec(make_task(), tmp_path / "state", "local"))
+    async with sandbox:
+        running = asyncio.create_task(sandbox.exec("sleep 300", timeout_sec=280))
+        procs = sandbox._procs  # type: ignore[attr-defined]
+        await _wait_for(lambda: any(s.child_pid for s in procs))
+        (spawned,) = procs
+        os.kill(spawned.proc.pid, signal.SIGKILL)
+        with pytest.raises(SandboxError, match="killed by the host"):
+            await asyncio.wait_for(running, 60)
+        assert await sandbox.ended() is SandboxEnd.OUTSIDE
+    # The command killing itself (exit 137 too) is the command's own result.
+    sandbox = sandbox_class("local")(make_spec(make_task(), tmp_path / "state2", "local"))
+    async with sandbox:
+        result = await sandbox.exec("kill -9 $$", timeout_sec=60)
+        assert result.exit_code == 137, result
+        await assert_still_running(sandbox)
+
+
+async def _wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition never met"
+        await asyncio.sleep(0.05)

@@ -118,6 +118,24 @@ class InitNamespace:
             self.process.kill()
             raise SandboxError(f"local sandbox init failed: {exc}") from None
 
+    def gone(self) -> bool:
+        """Whether this init ended, or is ending, though nobody here killed it (:meth:`kill`
+        forgets the process): nothing inside can end it, so only the host or the engine did.
+
+        Its namespace's processes are killed while its leader exits, before the leader is a
+        zombie: a command that just died of that is seen with the leader still "alive", so a
+        leader that is exiting (``PF_EXITING``) counts as gone too."""
+        if self.process is None:
+            return False
+        if self.process.poll() is not None:
+            return True
+        handle = self._handle
+        if handle is None:
+            return False
+        exiting = _exiting(self.pid)
+        # Read after the look at /proc: a leader still alive then was the process looked at.
+        return exiting or not handle.alive()
+
     async def kill(self) -> None:
         """Kill the init and with it everything in its namespace; idempotent."""
         if self.process is not None and self.process.poll() is None:
@@ -143,3 +161,17 @@ class InitNamespace:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds = []
+
+
+PF_EXITING = 0x4  # include/linux/sched.h: the task is getting shut down
+
+
+def _exiting(pid: int) -> bool:
+    """Whether process ``pid`` is exiting (the kernel's ``PF_EXITING`` flag, ``/proc/<pid>/stat``
+    field 9); False when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return bool(int(fields[6]) & PF_EXITING)
+    except (OSError, IndexError, ValueError):
+        return False

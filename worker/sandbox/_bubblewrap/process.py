@@ -9,6 +9,7 @@ import json
 import os
 import select
 import signal
+from collections.abc import Callable
 
 from worker.sandbox.base import SandboxProcess
 
@@ -26,8 +27,16 @@ class Spawned:
     behind lives on or holds our pipes open.
     """
 
-    def __init__(self, proc: asyncio.subprocess.Process, status_fd: int) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        status_fd: int,
+        sandbox_gone: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.proc = proc
+        # Whether the sandbox's init is gone: then a command's namespace died with it, and bwrap,
+        # not the parent of a command it placed in the init's namespace, never reports its exit.
+        self._sandbox_gone = sandbox_gone
         self.child_pid: int | None = None
         self.exit_code: int | None = None
         self.has_pid = asyncio.Event()
@@ -37,6 +46,10 @@ class Spawned:
         # processes a kill by number then hits another sandbox's command.
         self._bwrap = Pidfd.open(proc.pid) if proc.returncode is None else None
         self._child: Pidfd | None = None
+        self._killed = False  # by us (kill()): a timeout, a kill-all, the sandbox's stop
+        # bwrap died of a signal nobody here sent, before it reported the command's exit: the
+        # host killed the sandbox's own process (nothing inside sees it), not the command.
+        self.killed_from_outside = False
         self._task = asyncio.create_task(self._read_status(status_fd))
 
     async def _read_status(self, fd: int) -> None:
@@ -71,6 +84,7 @@ class Spawned:
 
     def kill(self) -> None:
         """SIGKILL the command's namespace leader (and with it its namespace) and bwrap."""
+        self._killed = True
         if self._child is not None:
             self._child.kill()
         elif self.child_pid is not None and self.exit_code is None and not Pidfd.supported():
@@ -100,10 +114,15 @@ class Spawned:
         report, if any, is already in the pipe), at most REPORT_GRACE_SEC."""
         reported = asyncio.ensure_future(self.finished.wait())
         exited = asyncio.ensure_future(self.proc.wait())
+        deadline = asyncio.get_running_loop().time() + REPORT_GRACE_SEC
         try:
-            await asyncio.wait(
-                {reported, exited}, timeout=REPORT_GRACE_SEC, return_when=asyncio.FIRST_COMPLETED
-            )
+            while not (reported.done() or exited.done() or self._sandbox_gone()):
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait(
+                    {reported, exited}, timeout=min(left, 0.5), return_when=asyncio.FIRST_COMPLETED
+                )
             if exited.done() and not reported.done():
                 await asyncio.wait({reported}, timeout=1.0)
         finally:
@@ -123,9 +142,12 @@ class Spawned:
                 if self.child_pid is not None and not self._child_alive():
                     await self._reported_or_exited()
                     break
+        exited_alone = not self._killed and self._bwrap is not None and not self._bwrap.alive()
         self.kill()
         code = await self.proc.wait()
         self.close()
+        if exited_alone and self.exit_code is None and code < 0:
+            self.killed_from_outside = True
         # Without a report, bwrap's own status: the command's, unless we had to kill bwrap.
         return self.exit_code if self.exit_code is not None else exit_code(code)
 
@@ -133,9 +155,12 @@ class Spawned:
 class BubblewrapProcess(SandboxProcess):
     """A long-running process; ``running`` is its sandbox's set of live invocations."""
 
-    def __init__(self, spawned: Spawned, running: set[Spawned]) -> None:
+    def __init__(
+        self, spawned: Spawned, running: set[Spawned], on_exit: Callable[[Spawned], None]
+    ) -> None:
         self._spawned = spawned
         self._running = running
+        self._on_exit = on_exit  # the sandbox's look at how it ended
         proc = spawned.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.stdin = proc.stdin
@@ -148,6 +173,7 @@ class BubblewrapProcess(SandboxProcess):
             self._code = await self._spawned.wait()
         finally:
             self._running.discard(self._spawned)
+        self._on_exit(self._spawned)
         return self._code
 
     async def kill(self) -> None:

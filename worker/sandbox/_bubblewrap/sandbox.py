@@ -155,6 +155,10 @@ class BubblewrapSandbox(Sandbox):
         self._bwrap = ""
         self._init = InitNamespace()
         self._procs: set[Spawned] = set()
+        # Why the sandbox was ended from outside (its init killed, or one of its own bwrap
+        # processes), once seen: ended() answers OUTSIDE from then on, and kill_processes()
+        # refuses to start a new init over it (the verifier would grade a half-done run).
+        self._lost: str | None = None
         self._started = False
         self._stopped = False
         self._limits = limits.TrialLimits(
@@ -399,6 +403,8 @@ class BubblewrapSandbox(Sandbox):
 
     async def kill_processes(self) -> None:
         await self._kill_all()
+        if self._lost is not None:
+            raise SandboxError(f"the sandbox was ended from outside: {self._lost}")
         if self._root in self._mounted and self._cap:
             # The agent is gone: the verifier gets room even if the agent filled its cap.
             await asyncio.to_thread(resize, self._root, self._cap + SANDBOX_VERIFIER_RESERVE)
@@ -409,13 +415,25 @@ class BubblewrapSandbox(Sandbox):
 
     async def ended(self) -> SandboxEnd | None:
         # Every command runs in a child PID namespace of the init's: nothing inside sees the
-        # init, so nothing inside can end it. An init gone by itself was ended from outside.
-        process = self._init.process
-        if self._stopped or process is None or process.poll() is None:
+        # init, so nothing inside can end it. An init gone by itself was ended from outside, and
+        # so was a command whose own bwrap (a host process) was killed.
+        if self._stopped:
             return None
-        return SandboxEnd.OUTSIDE
+        self._look_at_init()
+        return None if self._lost is None else SandboxEnd.OUTSIDE
+
+    def _look_at_init(self) -> None:
+        if self._lost is None and self._init.gone():
+            self._lost = "its init was killed (by the host, not by anything in the sandbox)"
+
+    def _look_at_exit(self, spawned: Spawned) -> None:
+        if spawned.killed_from_outside and self._lost is None:
+            self._lost = (
+                f"the bwrap process of a command (pid {spawned.proc.pid}) was killed by the host"
+            )
 
     async def _kill_all(self) -> None:
+        self._look_at_init()  # before the kill: an init that is gone already was not ours
         await self._init.kill()
         procs = list(self._procs)
         for spawned in procs:
@@ -610,7 +628,7 @@ class BubblewrapSandbox(Sandbox):
         finally:
             os.close(write_fd)
 
-        spawned = Spawned(proc, read_fd)
+        spawned = Spawned(proc, read_fd, self._init.gone)
         self._procs.add(spawned)
         try:
             if cancelled:
@@ -649,10 +667,12 @@ class BubblewrapSandbox(Sandbox):
         timed_out = False
         code = -1
         readers = asyncio.gather(drain(reader(proc.stdout), out), drain(reader(proc.stderr), err))
+        lost = False
         try:
             async with asyncio.timeout(timeout_sec):
                 await feed(proc, stdin)
                 code = await spawned.wait()
+                lost = spawned.killed_from_outside
                 # The namespace is gone, so the pipes reach EOF promptly.
                 await readers
         except TimeoutError:
@@ -664,6 +684,9 @@ class BubblewrapSandbox(Sandbox):
             readers.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await readers
+        if lost:
+            self._look_at_exit(spawned)
+            raise SandboxError(f"the sandbox was ended from outside: {self._lost}")
         return ExecResult(
             exit_code=TIMEOUT_EXIT_CODE if timed_out else code,
             stdout=out.text(),
@@ -681,7 +704,7 @@ class BubblewrapSandbox(Sandbox):
         user: str | None = None,
     ) -> SandboxProcess:
         spawned = await self._spawn(command, cwd, env, user, asyncio.subprocess.PIPE)
-        return BubblewrapProcess(spawned, self._procs)
+        return BubblewrapProcess(spawned, self._procs, self._look_at_exit)
 
     # -- files -----------------------------------------------------------------------------
 

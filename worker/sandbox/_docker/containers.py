@@ -1,5 +1,6 @@
 """Removing what the docker sandbox left: one trial's containers, a run's, and the reaper that
-sweeps everything carrying our labels whose run is no longer active."""
+sweeps the containers and networks carrying our labels whose run is no longer active (never an
+image: task images are a cache that any run may use)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.sandbox._docker.client import (
-    LABEL_BUILT,
     LABEL_MANAGED,
     LABEL_OWNER,
     LABEL_RUN,
@@ -124,7 +124,6 @@ def limit_state(client: Any, container_id: str) -> dict[str, int] | None:
 class ReapReport:
     containers: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
-    images: list[str] = field(default_factory=list)
 
 
 async def reap_stale(
@@ -133,12 +132,15 @@ async def reap_stale(
     owner: str | None = None,
     only_runs: Collection[str] | None = None,
 ) -> ReapReport:
-    """Remove containers, networks and self-built images whose run is no longer active.
+    """Remove containers (a build's too) and networks whose run is no longer active.
 
-    Prebuilt images never carry our labels, so they are never touched. ``owner`` limits the
-    sweep to what that worker made (``skillsbench.owner``: what a worker's start passes, so
-    that workers and tests sharing an engine never reap each other's); ``only_runs`` to those
-    run ids.
+    Images stay, self-built ones too: a task image is tagged by its build context's content,
+    made by whichever run first needed it and used by every later run of that content (an
+    unfinished run about to resume among them), so the label of the run that built it says
+    nothing of who needs it; removing them is the operator's call (docs/sandboxes.md).
+    ``owner`` limits the sweep to what that worker made (``skillsbench.owner``: what a worker's
+    start passes, so that workers and tests sharing an engine never reap each other's);
+    ``only_runs`` to those run ids.
     """
     client = await asyncio.to_thread(docker_client)
     scope = None if only_runs is None else set(only_runs)
@@ -166,14 +168,6 @@ def _reap(client: Any, active: set[str], scope: set[str] | None, owner: str | No
             with contextlib.suppress(errors.NotFound, errors.APIError):
                 client.api.remove_network(network["Id"])
                 report.networks.append(network["Id"])
-    built = {"label": [*mine, f"{LABEL_BUILT}=true"]}
-    for image in client.api.images(filters=built):
-        if stale(image.get("Labels")):
-            tags = [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
-            for ref in tags or [image["Id"]]:
-                with contextlib.suppress(errors.NotFound, errors.APIError):
-                    client.api.remove_image(ref, force=False, noprune=False)
-                    report.images.append(ref)
     return report
 
 

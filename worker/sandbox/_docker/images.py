@@ -1,12 +1,14 @@
 """Task images: the build context's content tag, its preparation for the skills condition, the
-build itself (one at a time per tag) and prebuilt images."""
+build itself (one at a time per tag, stoppable: :class:`BuildStop`) and prebuilt images."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,6 +28,52 @@ from worker.sandbox.errors import ImageBuildFailed
 
 IMAGE_REPOSITORY = "skillsbench-env"
 _build_locks: dict[str, threading.Lock] = {}
+# How often a build waiting for another build of its tag looks whether it was stopped.
+_LOCK_POLL_SEC = 0.2
+
+
+class BuildStopped(Exception):
+    """The build was stopped (:meth:`BuildStop.stop`) before it ended."""
+
+
+class BuildStop:
+    """A build's stop switch: set from the event loop (a timeout, a cancel), seen by the thread
+    that builds. The engine ends a build whose client goes away (its ``RUN`` container is killed
+    and removed), so stopping shuts the build's connection down: the thread's read returns at
+    once, and no build outlives its trial."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._connection: Any = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            connection = self._connection
+        if connection is not None:
+            _shut(connection)
+
+    def attach(self, connection: Any) -> None:
+        """The build's connection, once the engine answered (shut at once if already stopped)."""
+        with self._lock:
+            self._connection = connection
+            stopped = self._stopped
+        if stopped:
+            _shut(connection)
+
+
+def _shut(connection: Any) -> None:
+    sock = getattr(connection, "_sock", connection)  # a SocketIO wraps the socket
+    with contextlib.suppress(OSError):
+        if isinstance(sock, socket.socket):
+            sock.shutdown(socket.SHUT_RDWR)
+        else:  # an ssh channel
+            sock.close()
 
 
 _DIGESTS: dict[tuple[object, ...], str] = {}
@@ -193,13 +241,22 @@ def build_image(
     with_skills: bool,
     skills_dir: str,
     base_map: Mapping[str, str] | None = None,
+    stop: BuildStop | None = None,
 ) -> None:
+    """Build ``tag`` unless it exists (blocking). With ``stop``: :class:`BuildStopped` once it is
+    stopped, the engine's build ended with it (waiting for another build of the same tag too)."""
     errors = docker_errors()
+    stop = stop or BuildStop()
     with client_lock:
         lock = _build_locks.setdefault(tag, threading.Lock())
-    with lock:  # one build at a time per tag; later callers reuse the image
+    while not lock.acquire(timeout=_LOCK_POLL_SEC):  # one build at a time per tag
+        if stop.stopped:
+            raise BuildStopped
+    try:
+        if stop.stopped:
+            raise BuildStopped
         try:
-            client.images.get(tag)
+            client.images.get(tag)  # later callers reuse the image
             return
         except errors.ImageNotFound:
             pass
@@ -209,14 +266,46 @@ def build_image(
                 prepare_context(environment, context, with_skills, skills_dir, base_map)
             except (OSError, DockerfileError) as exc:
                 raise ImageBuildFailed(f"cannot prepare the build context: {exc}") from None
-            try:
-                client.images.build(
-                    path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
-                )
-            except errors.BuildError as exc:
-                logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
-                tail = [text.strip() for text in logged if text.strip()][-5:]
-                detail = " | ".join(tail) or str(exc)
-                raise ImageBuildFailed(f"image build failed: {exc.msg}: {detail}") from None
-            except errors.DockerException as exc:  # the engine, not the Dockerfile: transient
-                raise SandboxError(f"image build failed: {exc}") from None
+            _build(context, tag, labels, stop)
+    finally:
+        lock.release()
+
+
+def _build(context: Path, tag: str, labels: dict[str, str], stop: BuildStop) -> None:
+    """``POST /build`` of ``context`` on a client of its own, whose connection ``stop`` can shut
+    (requests' response hook hands it over as soon as the engine answers)."""
+    import docker
+
+    errors = docker_errors()
+    try:
+        builder = docker.from_env(timeout=300)
+    except errors.DockerException as exc:
+        raise SandboxError(f"no Docker Engine answers: {exc}") from None
+    api = builder.api
+
+    def hand_over(response: Any, *args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(Exception):  # an error status: the build fails by itself
+            stop.attach(api._get_raw_response_socket(response))
+
+    api.hooks["response"].append(hand_over)
+    try:
+        if stop.stopped:
+            raise BuildStopped
+        builder.images.build(
+            path=str(context), tag=tag, labels=labels, rm=True, forcerm=True, pull=False
+        )
+    except errors.BuildError as exc:
+        if stop.stopped:
+            raise BuildStopped from None
+        logged = (str(e.get("stream") or e.get("error") or "") for e in exc.build_log)
+        tail = [text.strip() for text in logged if text.strip()][-5:]
+        detail = " | ".join(tail) or str(exc)
+        raise ImageBuildFailed(f"image build failed: {exc.msg}: {detail}") from None
+    except BuildStopped:
+        raise
+    except Exception as exc:  # the engine, not the Dockerfile: transient (or our stop)
+        if stop.stopped:
+            raise BuildStopped from None
+        raise SandboxError(f"image build failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        builder.close()

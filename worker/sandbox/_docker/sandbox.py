@@ -4,13 +4,15 @@ Blocking SDK calls run in threads; exec sessions stream on the event loop
 (:mod:`~worker.sandbox._docker.exec_stream`); files move as tar streams
 (:mod:`~worker.sandbox._docker.transfer`). Everything created carries ``skillsbench.managed=true``,
 ``skillsbench.run`` and ``skillsbench.trial`` labels, which the reaper
-(:mod:`~worker.sandbox._docker.containers`) sweeps at worker start.
+(:mod:`~worker.sandbox._docker.containers`) sweeps at worker start (containers and networks; task
+images are a cache it leaves).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import posixpath
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -59,6 +61,8 @@ from worker.sandbox.tamper import Change, Tampering
 if TYPE_CHECKING:
     from worker.sandbox.settings import PrebuiltImages
 
+log = logging.getLogger(__name__)
+
 _SCRIPTS = "worker.sandbox._docker.scripts"
 # What stage.sh prints on stderr (exit 125) when it cannot place the upload.
 _STAGE_FAILED = "skillsbench-stage-failed:"
@@ -97,6 +101,11 @@ def _kill_upload_exec() -> str:
 
 
 _GATE_MARK = b"skillsbench-killed "  # gate.sh's, then the two counters of limits.sh
+# A stopped build's thread ends as soon as its connection is shut; waited for at most this long.
+BUILD_STOP_SEC = 60.0
+# A container killed from outside ends its execs (exit 137) a moment before the engine marks it
+# stopped: after an exec that ended by a signal, ended() looks again for this long.
+END_SETTLE_SEC = 5.0
 
 
 def _counters(text: str) -> dict[str, int] | None:
@@ -125,6 +134,7 @@ class DockerProcess(SandboxProcess):
             self._code = await exec_stream.exit_code(self._session.exec_id)
             self._session.close()
             self._sandbox._sessions.discard(self._session)
+            self._sandbox._exited(self._code)
         return self._code
 
     async def kill(self) -> None:
@@ -160,6 +170,19 @@ class DockerConfig(SandboxConfig):
         return {**fields, "image": image, "base_map": bases}
 
 
+async def _stop_build(build: asyncio.Future[None], stop: images.BuildStop) -> None:
+    """Stop a build and wait until its thread is done (the engine's build ends with it), even
+    while being cancelled: a trial's slot is never free while its build still runs."""
+    stop.stop()
+    _, cancelled = await exec_stream.finish(asyncio.wait({build}, timeout=BUILD_STOP_SEC))
+    if not build.done():
+        log.warning("an image build did not stop within %gs of its stop", BUILD_STOP_SEC)
+    elif not build.cancelled():
+        build.exception()  # retrieved: BuildStopped, or what ended it first
+    if cancelled:
+        raise asyncio.CancelledError
+
+
 def _labels(spec: SandboxSpec) -> dict[str, str]:
     labels = {LABEL_MANAGED: "true", LABEL_RUN: spec.run_id, LABEL_TRIAL: spec.trial_id}
     if spec.owner:
@@ -190,6 +213,7 @@ class DockerSandbox(Sandbox):
         # The container's layer folders on this host, looked up once (None: not readable here).
         self._layers: layer.Layers | Literal[False] | None = False
         self._killed_counters: dict[str, int] | None = None  # limits.sh's, read at the last kill
+        self._signalled_at: float | None = None  # when an exec last ended by a signal
 
     @property
     def workdir(self) -> str:
@@ -292,22 +316,31 @@ class DockerSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"task {config.task_id}: cannot read environment/: {exc}") from None
         labels = {**_labels(spec), LABEL_BUILT: "true"}
-        build = asyncio.to_thread(
-            images.build_image,
-            client,
-            config.environment_dir,
-            tag,
-            labels,
-            config.with_skills,
-            config.skills_dir,
-            dict(config.base_map),
+        stop = images.BuildStop()
+        build = asyncio.ensure_future(
+            asyncio.to_thread(
+                images.build_image,
+                client,
+                config.environment_dir,
+                tag,
+                labels,
+                config.with_skills,
+                config.skills_dir,
+                dict(config.base_map),
+                stop,
+            )
         )
         try:
-            await asyncio.wait_for(build, config.build_timeout_sec)
+            await asyncio.wait_for(asyncio.shield(build), config.build_timeout_sec)
         except TimeoutError:
+            await _stop_build(build, stop)
             raise ImageBuildFailed(
-                f"task {config.task_id}: image build timed out after {config.build_timeout_sec:g}s"
+                f"task {config.task_id}: image build timed out after "
+                f"{config.build_timeout_sec:g}s (the build was stopped)"
             ) from None
+        except asyncio.CancelledError:
+            await _stop_build(build, stop)
+            raise
         return tag
 
     # -- lifecycle hooks -------------------------------------------------------------------
@@ -339,7 +372,7 @@ class DockerSandbox(Sandbox):
     @classmethod
     async def reap(cls, owner: str, active_run_ids: Collection[str]) -> int:
         report = await containers.reap_stale(active_run_ids, owner=owner)
-        return len(report.containers) + len(report.networks) + len(report.images)
+        return len(report.containers) + len(report.networks)
 
     @classmethod
     def limit_mechanisms(cls) -> dict[str, str | None]:
@@ -405,7 +438,21 @@ class DockerSandbox(Sandbox):
         if self._container_id is None or self._stopped:
             return None
         client = await asyncio.to_thread(docker_client)
-        return await asyncio.to_thread(containers.container_end, client, self._container_id)
+        container = self._container_id
+        end = await asyncio.to_thread(containers.container_end, client, container)
+        loop = asyncio.get_running_loop()
+        # An exec that just died of a signal: the kill of the whole container, not yet in the
+        # engine's state, or only the command's own (then the container runs on).
+        settle = None if self._signalled_at is None else self._signalled_at + END_SETTLE_SEC
+        while end is None and settle is not None and loop.time() < settle:
+            await asyncio.sleep(0.1)
+            end = await asyncio.to_thread(containers.container_end, client, container)
+        return end
+
+    def _exited(self, code: int) -> None:
+        """Note an exec's exit code: one that ended by a signal (128+n) makes ended() settle."""
+        if code > 128:
+            self._signalled_at = asyncio.get_running_loop().time()
 
     async def tamper_evidence(self) -> list[dict[str, str]] | None:
         """What differs from the image (the container's layer, else ``docker diff``), by the
@@ -660,6 +707,8 @@ class DockerSandbox(Sandbox):
             session.close()
             self._sessions.discard(session)
         code = TIMEOUT_EXIT_CODE if timed_out else await exec_stream.exit_code(session.exec_id)
+        if not timed_out:
+            self._exited(code)
         return ExecResult(
             exit_code=code,
             stdout=out.text(),
