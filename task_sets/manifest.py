@@ -319,7 +319,11 @@ def build_manifest(
         if warnings:
             report.warnings[tid] = warnings
     if not entries:
-        raise TaskSetError(f"{root}: no task folder loads; nothing to put in task set {task_set!r}")
+        assert report is not None  # without a report the first refusal raised
+        reasons = "; ".join(f"{tid}: {why}" for tid, why in report.refused.items())
+        raise TaskSetError(
+            f"{root}: no task folder loads ({reasons}); nothing to put in task set {task_set!r}"
+        )
     return TaskSetManifest.create(
         task_set=task_set,
         tasks=entries,

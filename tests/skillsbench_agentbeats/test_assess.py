@@ -306,7 +306,7 @@ async def test_sigint_on_assess_green_cancels_the_remote_assessment(tmp_path: Pa
     """``assess --green``: the green agent (its own process) is told to cancel (A2A CancelTask)
     and cancels the worker run; the command does not just walk away from it."""
     _needs_local_sandbox()
-    from tests.green.workers import worker_under_test
+    from tests.green_agent.support import worker_under_test
 
     async with worker_under_test("real", tmp_path, config=FIVE, only_first_ends=True) as worker:
         port = free_port()
