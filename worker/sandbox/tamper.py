@@ -37,9 +37,12 @@ SYSTEM_ROOTS: tuple[str, ...] = (
     "/etc/alternatives",  # what /usr/bin/python3 and friends may point at
 )
 # Configuration the dynamic loader or the interpreters read: any change counts, even a new file.
+# Not /etc/ld.so.cache: ldconfig rewrites it after every library an `apt-get install` adds
+# (dpkg's libc-bin trigger), so a legitimate install would fail the row (energy-ac-optimal-
+# power-flow's oracle installs libgfortran5). It is derived state under /etc, which the work
+# product rule leaves out (`system`): a pass is graded again on the image's own cache.
 LOADER_AND_INTERPRETER_CONFIG: tuple[str, ...] = (
     "/etc/ld.so.preload",
-    "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
     "/etc/python",  # Debian's /etc/python3.X/sitecustomize.py

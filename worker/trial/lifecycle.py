@@ -27,6 +27,7 @@ from worker.core.capped import CopyBudget
 from worker.core.failures import FailureKind, SandboxEnd, plain_text, sandbox_ended, semantics
 from worker.core.files import disk_full, has_space, write_atomic
 from worker.core.limits import OutputCaps
+from worker.sandbox.archive import remove_quietly
 from worker.sandbox.base import (
     AGENT_LOGS_DIR,
     INSTRUCTION_PATH,
@@ -409,6 +410,10 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
         if state.sandbox is not None and not state.stopped:
             with phases.phase("teardown"):
                 await _stop(state.sandbox, state)
+        if state.capture is not None and state.capture.archive is not None:
+            # The work product's tar is read by a regrade only (which removes it); a trial that
+            # failed, scored 0 or needed none must not keep up to the storage cap of it.
+            remove_quietly(state.capture.archive)
     outcome = _finish(plan, state, reward, reward_source, failure, error)
     await state.usage.export_trace()
     return outcome

@@ -151,7 +151,8 @@ REASONS: Final = {
     "test.sh had installed its tools (a dependency of what it installs, say)",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
-    "benign": "bytecode caches and shell histories (never read by the verifier)",
+    "benign": "bytecode caches, shell histories and folders of the image changed only by "
+    "what is in them (never read by the verifier themselves)",
 }
 
 
@@ -335,6 +336,7 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     module_dirs = {posixpath.normpath(s) for s in (*starts, *ground.module_paths)}
     shadows = ground.shadow_names
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
+    parents = {posixpath.dirname(c.path) for c in changes}
     for change in changes:
         path = change.path
         if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
@@ -343,6 +345,12 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             result.applied.append(change)
             continue
         rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows)
+        environment = rule in ("system", "home-config", "toolchain")
+        if environment and change.kind == "modified" and path in parents:
+            # A folder of the image marked only because an entry in it changed (a .pyc Python
+            # wrote beside an image's module): the entries are sorted on their own, and the
+            # folder itself is the image's either way.
+            rule = "benign"
         if rule is None:
             for root, root_rule in excluded_roots.items():
                 if under(path, [root]):

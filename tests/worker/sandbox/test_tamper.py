@@ -150,3 +150,32 @@ def test_a_pth_hook_whose_name_is_not_utf8_is_tampering_however_it_is_listed() -
         ]
         assert found[0].as_dict()["path"] == f"{site}/zz\ufffd.pth"
         found[0].as_dict()["path"].encode("utf-8")
+
+
+def test_an_apt_install_of_a_new_library_is_not_evidence() -> None:
+    """energy-ac-optimal-power-flow's oracle runs `apt-get install libgfortran5`: dpkg's
+    libc-bin trigger reruns ldconfig, which rewrites /etc/ld.so.cache. A new library under a
+    new name and the regenerated cache are no tampering (the work product rule grades a pass
+    again on the image's cache); the loader's own configuration still is."""
+    lib = "/usr/lib/x86_64-linux-gnu"
+    tree = Tree(
+        IMAGE
+        | {
+            "/etc/ld.so.cache": b"ld.so-1.7.0",
+            f"{lib}/libgfortran.so.5.0.0": b"elf",
+            f"{lib}/libgfortran.so.5": b"elf",
+            "/usr/share/doc/libgfortran5/copyright": b"",
+            "/etc/ld.so.preload": b"/tmp/x.so",
+        }
+    )
+    installed = changes(
+        ("modified", "/etc/ld.so.cache"),
+        ("modified", lib),
+        ("added", f"{lib}/libgfortran.so.5.0.0"),
+        ("added", f"{lib}/libgfortran.so.5"),
+        ("added", "/usr/share/doc/libgfortran5"),
+        ("added", "/usr/share/doc/libgfortran5/copyright"),
+    )
+    assert flagged(tree, installed) == {}
+    preload = flagged(tree, [*installed, Change("/etc/ld.so.preload", "added")])
+    assert set(preload) == {"/etc/ld.so.preload"}

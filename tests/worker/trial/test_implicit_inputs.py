@@ -549,6 +549,7 @@ class Trial:
     row: dict[str, Any]
     result: dict[str, Any]
     log: str
+    folder: Path
 
     @property
     def verifier(self) -> dict[str, Any]:
@@ -594,7 +595,7 @@ async def _run_all(
         folder = tmp_path / "jobs" / "runs" / run_id / "trials" / row["trial_id"]
         result = json.loads((folder / "result.json").read_text())
         log = "".join(p.read_text(errors="replace") for p in folder.rglob("script.txt"))
-        trials[name] = Trial(row, result, log)
+        trials[name] = Trial(row, result, log, folder)
     return trials
 
 
@@ -633,6 +634,10 @@ async def test_no_implicit_input_earns_a_reward(
     problems = []
     for name, trial in trials.items():
         row, planted = trial.row, trial.planted()
+        # The work product's tar is the regrade's input only: no trial keeps it (a failed or
+        # 0-reward one kept up to the storage cap of it).
+        if (trial.folder / "regrade" / "work-product.tar").exists():
+            problems.append(f"{name} kept its work-product.tar")
         report.append(f"  {name:20} reward={row['reward']} {trial.outcome()} planted={planted}")
         if row["reward"] != 0.0 or row["passed"]:
             problems.append(f"{name} EARNED {row['reward']}: {json.dumps(trial.verifier)}")

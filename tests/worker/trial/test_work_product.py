@@ -343,9 +343,9 @@ def test_a_package_installed_under_a_new_name_is_work_product_but_not_its_metada
         f"{site}/sitecustomize.py",
         f"{site}/numpy/core/x.py",
         "/usr/local/bin/more-tool",
-        site,
     ):
         assert rules[path] == "system", path
+    assert rules[site] == "benign"  # the image's folder, marked only because of its entries
 
 
 def test_a_module_named_like_what_test_sh_installed_is_found_after_the_verifier() -> None:
@@ -415,3 +415,25 @@ def test_a_project_test_sh_builds_keeps_its_own_definition() -> None:
     assert _rule(APP, Change("/app/pyproject.toml", "modified"))["/app/pyproject.toml"] == (
         "ground-config"
     )
+
+
+def test_an_image_folder_marked_only_by_its_entries_needs_no_regrade() -> None:
+    """sales-pivot-analysis's oracle ran the image's /opt/venv Python, which wrote one .pyc
+    beside numpy: four folders of the venv were listed as modified. Nothing the verifier reads
+    changed, so no regrade; a changed module of the same folder still makes one."""
+    venv = "/opt/venv/lib/python3.12/site-packages"
+    changes = [
+        Change("/opt/venv/lib/python3.12", "modified"),
+        Change(venv, "modified"),
+        Change(f"{venv}/numpy", "modified"),
+        Change(f"{venv}/numpy/lib", "modified"),
+        Change(f"{venv}/numpy/lib/__pycache__", "added"),
+        Change(f"{venv}/numpy/lib/__pycache__/_twodim_base_impl.cpython-312.pyc", "added"),
+        Change("/root/sales.xlsx", "modified"),
+    ]
+    ground = Ground(workdir="/root", path_dirs=("/opt/venv/bin", "/usr/local/bin", "/usr/bin"))
+    product = classify(changes, ground)
+    assert not product.needs_regrade
+    assert [c.path for c in product.applied] == ["/root/sales.xlsx"]
+    changed = classify([*changes, Change(f"{venv}/numpy/__init__.py", "modified")], ground)
+    assert changed.needs_regrade
