@@ -206,8 +206,11 @@ def _kill_from_outside(
     return True
 
 
+# The outer bwrap of the agent's command ("command-bwrap") is covered at the sandbox level
+# (tests/worker/sandbox/test_self_harm.py::test_the_bwrap_of_a_command_killed_from_outside): at
+# the trial level the kill raced the command's own end on a loaded host (seen once in CI).
 OUTSIDE_KILLS = [  # (environment, phase, what the host kills)
-    *(("local", "agent", t) for t in ("init", "init-sleep", "init-bwrap", "command-bwrap")),
+    *(("local", "agent", t) for t in ("init", "init-sleep", "init-bwrap")),
     ("docker", "agent", "docker-kill"),
     ("docker", "agent", "init-pid"),
     ("local", "verifier", "init"),
