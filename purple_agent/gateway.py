@@ -22,13 +22,14 @@ stream gets the whole answer as one well-formed event stream. Every call is coun
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,16 @@ def upstream_model(config: AgentConfig, providers: set[str]) -> str:
         "SKILLSBENCH_AGENT_BASE_URL to its OpenAI-compatible endpoint, or use a litellm provider "
         "(openai, anthropic, gemini, openrouter, deepseek, dashscope, zai, moonshot, …)",
     )
+
+
+class _GatewayServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the agent's own server owns SIGINT/SIGTERM. A second
+    server that captured them would take Ctrl-C for itself while it runs, and put back a stale
+    handler when the two stop out of order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 @dataclass
@@ -175,7 +186,7 @@ class Gateway:
             config = uvicorn.Config(
                 self.app(), host="127.0.0.1", port=0, log_config=None, log_level="warning"
             )
-            server = uvicorn.Server(config)
+            server = _GatewayServer(config)
             self._server = server
             self._task = asyncio.create_task(server.serve())
             while not server.started:

@@ -25,7 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.support import REPO_ROOT, STARTUP_DEADLINE_SEC, free_port, wait_for_http
+from tests.support import (
+    REPO_ROOT,
+    STARTUP_DEADLINE_SEC,
+    InProcessServer,
+    free_port,
+    wait_for_http,
+)
 from worker.bridge.protocol import Action, find_action
 
 
@@ -34,7 +40,7 @@ async def serving(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
     """Serve ``make_app(base_url)`` on 127.0.0.1 in this event loop; yields the base URL."""
     port = free_port()
     app = make_app(f"http://127.0.0.1:{port}/")
-    server = uvicorn.Server(
+    server = InProcessServer(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
     )
     task = asyncio.create_task(server.serve())

@@ -92,3 +92,24 @@ async def test_chat_stream_anthropic_messages_and_unknown_keys(gateway: Any) -> 
     refused = await client.post("/v1/messages", headers={"x-api-key": "sk-other"}, json={})
     assert refused.status_code == 401
     assert gw.usage(token).calls == 2 and len(model.requests) == 2
+
+
+async def test_the_gateway_leaves_the_process_signals_to_the_agent_server() -> None:
+    """The agent's own server owns SIGINT/SIGTERM: a gateway that captured them would take a
+    Ctrl-C for itself while it runs, and put back a stale handler when the two stop out of
+    order (which ends every later event stream of the process: sse-starlette reads it)."""
+    import signal
+
+    load_litellm()
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    model = FakeModel([{"text": "unused"}])
+    async with serving(lambda _url: model.app()) as url:
+        config = AgentConfig(
+            harness="gemini-cli", model="openai/fake-model", base_url=f"{url}/v1", api_key=None
+        )
+        gw = Gateway(config)
+        await gw.start()
+        during = {sig: signal.getsignal(sig) for sig in before}
+        await gw.stop()
+    assert during == before
+    assert {sig: signal.getsignal(sig) for sig in before} == before

@@ -162,11 +162,22 @@ def make_task(
     return folder
 
 
+class InProcessServer(uvicorn.Server):
+    """uvicorn without its signal handlers. Servers that start and stop out of order in one
+    process would each put back the handler they found, leaving a stopped server's
+    ``handle_exit`` as SIGTERM's; sse-starlette finds a server through that handler and ends
+    every later event stream of the process when it says ``should_exit``."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @contextlib.asynccontextmanager
 async def serve(app: Any, *, lifespan: str = "on") -> AsyncIterator[str]:
     """Serve an ASGI app on a free loopback port; yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(
+    server = InProcessServer(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
     )
     task = asyncio.create_task(server.serve())
@@ -211,7 +222,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> CliResult:
 def serve_in_thread(app: Any) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    server = InProcessServer(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_DEADLINE_SEC
