@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,16 @@ def docker_client():  # type: ignore[no-untyped-def]
     client = docker.from_env(timeout=120)
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_server_left_holding_signals() -> Iterator[None]:
+    """A uvicorn server that captured SIGTERM and stopped out of order with another leaves its
+    ``handle_exit`` installed: sse-starlette then finds that stopped server and ends every later
+    event stream of this process (in-process servers must not capture signals)."""
+    yield
+    handler = signal.getsignal(signal.SIGTERM)
+    server = getattr(handler, "__self__", None)
+    if server is not None and getattr(server, "should_exit", False):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next tests get a clean process
+        pytest.fail(f"a stopped {type(server).__name__} still holds SIGTERM (it captured signals)")
