@@ -168,6 +168,14 @@ class _Failed(Exception):
         self.kind = kind
 
 
+class _Tampered(_Failed):
+    """The tamper look found changes to what the verifier runs (:class:`SandboxTampered`)."""
+
+    def __init__(self, message: str, evidence: list[dict[str, str]]) -> None:
+        super().__init__(FailureKind.VERIFIER_TAMPERED, message)
+        self.evidence = evidence
+
+
 def build_prompt(task: Task, skills_dir: str | None) -> str:
     prefix = task.config.agent.prompt_prefix
     prompt = (f"{prefix.rstrip()}\n\n" if prefix else "") + task.instruction.rstrip() + "\n"
@@ -201,6 +209,10 @@ class _TrialState:
     image: ImageFacts = field(default_factory=ImageFacts)
     capture: Capture | None = None  # the agent's work product (worker/trial/regrade.py)
     verifier_env: dict[str, str] = field(default_factory=dict)
+    # Set when the agent's sandbox was not graded (its tampering all left out of the work
+    # product): the image plus the work product alone decides, or the row stays tampered.
+    tampered: _Tampered | None = None
+    regrade_source: str | None = None  # the reward file the regrade's reward came from
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -385,9 +397,20 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
-        if reward and state.capture is not None and state.capture.candidates:
+        if state.tampered is not None:
+            with phases.phase("regrade"):
+                reward = await _regrade(plan, state, snapshot, None)
+            if not reward:
+                raise state.tampered
+            reward_source = state.regrade_source
+        elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
-        if reward and state.capture is not None and state.capture.product.needs_regrade:
+        if (
+            reward
+            and state.tampered is None  # else graded on the image plus the work product already
+            and state.capture is not None
+            and state.capture.product.needs_regrade
+        ):
             # Not part of the verifier's time (the row's time_used): the harness's own check.
             with phases.phase("regrade"):
                 reward = await _regrade(plan, state, snapshot, reward)
@@ -633,11 +656,15 @@ async def _verify(
     # The agent's processes die first (harden's first step); nothing it left can see tests/
     # or write a reward. A backend that can tell whether the agent changed what the verifier
     # runs (an interpreter, a shell, a library, a start-up hook) looks right after the kill
-    # (SandboxTampered): then the verifier does not run at all.
+    # (SandboxTampered): then the verifier does not run in the agent's sandbox at all.
     host_dir = plan.trial_dir / "verifier"
-    result = await _run_verifier(
-        plan, sandbox, snapshot, state, verifier_env, host_dir, after_gate=take_work_product
-    )
+    try:
+        result = await _run_verifier(
+            plan, sandbox, snapshot, state, verifier_env, host_dir, after_gate=take_work_product
+        )
+    except _Tampered as exc:
+        await _grade_without_tampering(sandbox, ground, archive, plan, state, exc)
+        return None, None
     state.verifier.update(_exec_evidence(result))
     found = state.capture
     influenced = found.reward_names if found is not None else frozenset()
@@ -690,10 +717,12 @@ async def _run_verifier(
     host_dir: Path,
     *,
     after_gate: Callable[[], Awaitable[None]] | None = None,
+    timeout_sec: float | None = None,
 ) -> ExecResult:
     """Harden, run tests/test.sh, bring its logs to ``host_dir``; failures as :class:`_Failed`."""
     task = plan.task
     verifier_cfg = task.config.verifier
+    timeout = verifier_cfg.timeout_sec if timeout_sec is None else timeout_sec
     try:
         if verifier_cfg.user in (None, "root"):
             state.removed_files, result = await harden_and_test(
@@ -702,7 +731,7 @@ async def _run_verifier(
                 state.skills_dir,
                 task.tests_dir,
                 env=verifier_env,
-                timeout_sec=verifier_cfg.timeout_sec,
+                timeout_sec=timeout,
                 after_gate=after_gate,
             )
         else:
@@ -714,7 +743,7 @@ async def _run_verifier(
                 cwd=sandbox.workdir,
                 env=verifier_env,
                 user=verifier_cfg.user,
-                timeout_sec=verifier_cfg.timeout_sec,
+                timeout_sec=timeout,
             )
         # A verifier killed with its sandbox says nothing of the work (no verdict, 137).
         await _still_running(sandbox, state, f"the verifier (exit {result.exit_code})")
@@ -736,7 +765,7 @@ async def _run_verifier(
     except SandboxTampered as exc:
         state.verifier["tampering"] = exc.evidence[:TAMPER_EVIDENCE_MAX]
         state.verifier["n_tampered_paths"] = len(exc.evidence)
-        raise _Failed(FailureKind.VERIFIER_TAMPERED, str(exc)) from None
+        raise _Tampered(str(exc), exc.evidence) from None
     except SandboxUnsupported as exc:  # e.g. a [verifier].user this backend cannot switch to
         raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
     except SandboxError as exc:
@@ -746,6 +775,36 @@ async def _run_verifier(
         kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
         raise _Failed(kind, f"verifier could not run: {exc}") from None
     return result
+
+
+async def _grade_without_tampering(
+    sandbox: Sandbox,
+    ground: Ground,
+    archive: Path,
+    plan: TrialPlan,
+    state: _TrialState,
+    tampered: _Tampered,
+) -> None:
+    """After the tamper look found changes: when the work product rule leaves every one of them
+    out (an upgraded system package, a replaced interpreter: all ``system`` or ``home-config``),
+    the image plus the work product is graded instead of the agent's sandbox, so a legitimate
+    agent whose installs touched the system keeps its reward and a tamperer gains nothing (the
+    image's files are graded). Any change the work product would carry keeps the row tampered."""
+    try:
+        found = await capture(sandbox, ground, archive, plan.caps.sandbox_bytes, always_export=True)
+    except SandboxError as exc:
+        raise _Failed(
+            FailureKind.VERIFIER_INFRA, f"listing the agent's work product: {exc}"
+        ) from None
+    if found is None:  # a backend that cannot list its changes: nothing to grade apart
+        raise tampered
+    state.capture = found
+    state.verifier["work_product"] = found.evidence()
+    applied = {change.path for change in found.product.applied}
+    carried = [item for item in tampered.evidence if item.get("path") in applied]
+    if carried:
+        raise tampered
+    state.tampered = tampered
 
 
 async def _test_time_shadows(state: _TrialState) -> None:
@@ -773,13 +832,19 @@ async def _regrade(
     plan: TrialPlan,
     state: _TrialState,
     snapshot: str,
-    first: float,
+    first: float | None,
 ) -> float:
     """Grade the pass again on a fresh sandbox of the image with only the work product laid on
-    it (worker/trial/regrade.py); the lower reward counts, the difference is recorded."""
+    it (worker/trial/regrade.py); the lower reward counts, the difference is recorded. With
+    ``first`` None the agent's sandbox was not graded (tampering): this grade alone decides."""
     found = state.capture
     assert found is not None and state.spec is not None
     doc: dict[str, Any] = {"reward_in_agent_sandbox": first}
+    if first is None:
+        doc["why"] = (
+            "the agent changed what the verifier runs (verifier.tampering), all of it left out "
+            "of the work product: graded on the image plus the work product only"
+        )
     state.verifier["regrade"] = doc
     if found.report is not None and found.report.over_budget:
         doc.update(reward=0.0, notes=["the work product is larger than the sandbox's storage cap"])
@@ -807,7 +872,15 @@ async def _regrade(
         host_dir = plan.trial_dir / "regrade" / "verifier"
         kept_removed = state.removed_files
         try:
-            result = await _run_verifier(plan, fresh, snapshot, state, state.verifier_env, host_dir)
+            result = await _run_verifier(
+                plan,
+                fresh,
+                snapshot,
+                state,
+                state.verifier_env,
+                host_dir,
+                timeout_sec=plan.task.config.verifier.timeout_sec * REGRADE_TIMEOUT_FACTOR,
+            )
         except _Failed as exc:
             if semantics(exc.kind).score_eligible:  # the work product's doing: no pass
                 notes.append(f"{exc.kind.value}: {exc}")
@@ -822,15 +895,21 @@ async def _regrade(
                 notes.append(_SHELL_KILLED["reason"])
             elif result.timed_out:
                 notes.append(
-                    "tests/test.sh ran past its timeout on the image plus the work product"
+                    f"tests/test.sh ran past {REGRADE_TIMEOUT_FACTOR:g}x its timeout on the image "
+                    "plus the work product"
                 )
             else:
                 try:
                     again = read_reward(host_dir, found.reward_names)
-                    reward = again.value
+                    reward, state.regrade_source = again.value, again.source
                     notes += again.notes
                 except RewardError as exc:
                     notes.append(f"no reward on the image plus the work product: {exc}")
+                if reward and first is None and found.candidates:
+                    shadows = await _fresh_test_time_shadows(fresh, found)
+                    if shadows:
+                        notes += shadows
+                        reward = 0.0
     except SandboxError as exc:
         raise _Failed(FailureKind.VERIFIER_INFRA, f"regrade: {exc}") from None
     finally:
@@ -838,7 +917,32 @@ async def _regrade(
     doc["reward"] = reward
     if notes:
         doc["notes"] = notes
-    return min(first, reward)
+    return reward if first is None else min(first, reward)
+
+
+# The fresh sandbox lacks what the agent's installs left for the verifier's own (caches, an
+# "already satisfied" test runner): its test.sh may need longer to install them again. A
+# verifier that still runs past this counts 0 there (the work product's doing, never unscored).
+REGRADE_TIMEOUT_FACTOR: Final = 2.0
+_SHADOW_NOTE: Final = "the work product's modules shadow what tests/test.sh installed"
+
+
+async def _fresh_test_time_shadows(fresh: Sandbox, found: Capture) -> list[str]:
+    """The test-time shadow rule where no agent's sandbox was graded: listed in the fresh
+    sandbox right after its verifier. A hit leaves nothing to grade the pass on (the work
+    product is gone), so it gives no pass, and the note says which modules."""
+    try:
+        result = await fresh.exec(
+            ["/bin/sh", "-c", TEST_TIME_MODULES_SCRIPT], user="0:0", timeout_sec=300
+        )
+    except SandboxError as exc:
+        raise _Failed(
+            FailureKind.VERIFIER_INFRA, f"listing the verifier's modules: {exc}"
+        ) from None
+    hit = exclude_test_time_shadows(found.product, found.candidates, result.stdout.splitlines())
+    if not hit:
+        return []
+    return [f"{_SHADOW_NOTE}: {', '.join(sorted(hit)[:10])}"]
 
 
 async def _limits_hit(sandbox: Sandbox, state: _TrialState) -> SandboxLimitExceeded | None:
@@ -1034,10 +1138,13 @@ def _reason(
             agent += f" (exit {exit_code})"
         parts.append(agent)
     regrade = state.verifier.get("regrade")
-    if (
-        isinstance(regrade, dict)
-        and regrade.get("reward", 1.0) < regrade["reward_in_agent_sandbox"]
-    ):
+    first = regrade.get("reward_in_agent_sandbox") if isinstance(regrade, dict) else None
+    if isinstance(regrade, dict) and first is None:
+        parts.append(
+            "not graded in the agent's sandbox; on the image plus its work product: reward "
+            f"{regrade.get('reward')}"
+        )
+    elif isinstance(regrade, dict) and regrade.get("reward", 1.0) < first:
         left = (state.verifier.get("work_product") or {}).get("excluded") or []
         named = ", ".join(f"{item['path']} ({item['rule']})" for item in left[:3])
         parts.append(

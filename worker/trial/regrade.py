@@ -107,10 +107,11 @@ def image_facts(listing: str) -> ImageFacts:
 
 
 async def capture(
-    sandbox: Sandbox, ground: Ground, archive: Path, max_bytes: int
+    sandbox: Sandbox, ground: Ground, archive: Path, max_bytes: int, *, always_export: bool = False
 ) -> Capture | None:
-    """Sort the agent's changes; export the work product when a regrade could differ. None
-    when the backend cannot list its changes."""
+    """Sort the agent's changes; export the work product when a regrade could differ (or
+    ``always_export``: the agent's sandbox will not be graded). None when the backend cannot
+    list its changes."""
     changes = await sandbox.work_changes()
     if changes is None:
         return None
@@ -131,7 +132,12 @@ async def capture(
             product.applied.remove(change)
             product.exclude(change, "harness-link")
         kept = [p for p in kept if p not in escaping]
-    if not product.needs_regrade and links is not None and not found.candidates:
+    if (
+        not always_export
+        and not product.needs_regrade
+        and links is not None
+        and not found.candidates
+    ):
         return found
 
     def link_ok(path: str, target: str) -> bool:

@@ -224,6 +224,12 @@ def summary(folder: Path) -> str:
         ]
         if len(tampering) > 20:
             lines.append(f"  … {len(tampering) - 20} more in result.json")
+        regrade = verifier.get("regrade") or {}
+        if "reward_in_agent_sandbox" in regrade and regrade["reward_in_agent_sandbox"] is None:
+            lines.append(
+                "  all of it left out of the work product: graded on the image plus the work "
+                f"product only (reward there: {_show(regrade.get('reward'))})"
+            )
     resources = result.resources or {}
     given = resources.get("given") or {}
     if given:

@@ -129,6 +129,29 @@ echo $r > /logs/verifier/reward.txt
 """
 
 
+UPGRADE = f"""\
+#!/bin/sh
+echo '# rewritten by an upgrade' >> {RUNNER}
+echo 42 > /root/answer.txt
+"""
+# The task says the rewritten program is the agent's: then the verifier would run the agent's
+# copy, so the row stays tampered.
+UPGRADE_DECLARED = f'work_product = ["{RUNNER}", "/root/answer.txt"]'
+
+
+# A verifier that is slow where the agent's caches are missing (as test.sh installing again
+# what the agent's sandbox already had): 25 s, past the task's 20 s but within the regrade's 2x.
+SLOW_FRESH_TEST = """\
+#!/bin/sh
+[ -e /root/.cache/warm ] || sleep 25
+if [ "$(cat /root/answer.txt 2>/dev/null)" = "42" ]; then r=1; else r=0; fi
+echo $r > /logs/verifier/reward.txt
+"""
+WARM_SOLVE = (
+    "#!/bin/sh\nmkdir -p /root/.cache && touch /root/.cache/warm\necho 42 > /root/answer.txt\n"
+)
+
+
 @pytest.fixture(params=ENVIRONMENTS)
 def environment(request: pytest.FixtureRequest) -> str:
     if request.param == "local" and os.geteuid() != 0:
@@ -155,6 +178,21 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         verifier_toml='work_product = ["/usr/local/lib", "/usr/local/bin/answer-tool"]',
     )
     make_task(tasks, "installs-undeclared", test_sh=INSTALL_TEST, solve_sh=INSTALL)
+    # A solution whose install rewrites a file the image had (as `pip install` upgrading the
+    # image's setuptools does): graded on the image plus its work product, it passes.
+    for name, toml in (("upgrades", ""), ("upgrades-declared", UPGRADE_DECLARED)):
+        make_task(
+            tasks,
+            name,
+            test_sh=TEST_SH,
+            dockerfile=DOCKERFILE,
+            extra_tests={"check.py": CHECK_PY},
+            solve_sh=UPGRADE,
+            verifier_toml=toml,
+        )
+    make_task(
+        tasks, "slow-fresh", test_sh=SLOW_FRESH_TEST, solve_sh=WARM_SOLVE, verifier_timeout=20
+    )
     return tasks
 
 
@@ -278,3 +316,61 @@ async def test_folders_touched_and_what_the_harness_installed_are_not_evidence(
         await sandbox.exec("echo /tmp/evil >> /etc/ld.so.conf.d/installed.conf")
         again = await sandbox.tamper_evidence()
         assert again and again[0]["path"] == "/etc/ld.so.conf.d/installed.conf", again
+
+
+async def test_tampering_left_out_of_the_work_product_is_graded_on_the_image(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    """A solution that also changed what the verifier runs is graded on the image plus its work
+    product only (the agent's sandbox is not graded): right answers pass, the change stays as
+    evidence; a probe that solves nothing earns nothing there; a change the task declares work
+    product keeps the row tampered."""
+    cheat = script(tmp_path, "cheat", f"cat > {RUNNER} <<'EOF'\n{FAKE}EOF\n")
+    runs = [("upgrades", "oracle"), ("upgrades-declared", "oracle"), ("upgrades", cheat)]
+    results = await asyncio.gather(
+        *(
+            submit_and_follow(http, run_payload([task], agent=spec), timeout=300)
+            for task, spec in runs
+        )
+    )
+    (upgraded, declared, cheated) = results
+    run_id, _, status = upgraded
+    (row,) = status["rows"]
+    result = _result(tmp_path, run_id, row)
+    assert row["passed"] and row["reward"] == 1.0 and result["failure"] is None, result
+    verifier = result["verifier"]
+    assert [e["path"] for e in verifier["tampering"]] == [RUNNER], verifier
+    assert verifier["regrade"]["reward_in_agent_sandbox"] is None, verifier
+    assert verifier["regrade"]["reward"] == 1.0, verifier
+    excluded = {e["path"]: e["rule"] for e in verifier["work_product"]["excluded"]}
+    assert excluded.get(RUNNER) == "system", verifier
+    assert "graded on the image plus the work product only" in summary(
+        _trial(tmp_path, run_id, row)
+    )
+    for run_id, _, status in (declared, cheated):
+        (row,) = status["rows"]
+        result = _result(tmp_path, run_id, row)
+        assert row["reward"] == 0.0 and row["score_eligible"], result
+        assert result["failure"] == "verifier_tampered", result
+        assert [e["path"] for e in result["verifier"]["tampering"]] == [RUNNER], result
+    declared_result = _result(tmp_path, declared[0], declared[2]["rows"][0])
+    assert "regrade" not in declared_result["verifier"], declared_result
+    cheated_result = _result(tmp_path, cheated[0], cheated[2]["rows"][0])
+    assert cheated_result["verifier"]["regrade"]["reward"] == 0.0, cheated_result
+
+
+@pytest.mark.parametrize("environment", ["local"], indirect=True)
+async def test_the_regrade_gives_a_verifier_that_installs_again_more_time(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The regrade's sandbox lacks the agent's caches (left out: home-config), so its test.sh may
+    take longer than in the agent's sandbox: it gets twice the task's timeout."""
+    run_id, _, status = await submit_and_follow(
+        http, run_payload(["slow-fresh"], agent="oracle"), timeout=300
+    )
+    (row,) = status["rows"]
+    result = _result(tmp_path, run_id, row)
+    assert row["passed"] and row["reward"] == 1.0, result
+    regrade = result["verifier"]["regrade"]
+    assert regrade["reward_in_agent_sandbox"] == 1.0 and regrade["reward"] == 1.0, regrade
+    assert result["timing"]["regrade"] >= 25, result["timing"]
