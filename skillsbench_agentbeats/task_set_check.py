@@ -55,6 +55,7 @@ class TaskCheck:
     nop_reward: float | None = None
     verdict: str = "ok"
     reason: str = ""
+    refused: bool = False  # the environment refuses it before anything runs (``reason`` says why)
     oracle_trial_id: str | None = None
     nop_trial_id: str | None = None
     missing_metadata: list[str] = field(default_factory=list)  # [metadata] keys a set needs
@@ -181,8 +182,8 @@ def _load(
             item.verdict = (
                 "needs docker" if "needs the docker environment" in refusal else ("unsupported")
             )
-            item.reason = refusal
-    loaded = [item.task_id for item in checks if item.loads and item.reason == ""]
+            item.reason, item.refused = refusal, True
+    loaded = [item.task_id for item in checks if item.loads and not item.refused]
     if not loaded:
         return checks, None
     if task_set_name is not None:

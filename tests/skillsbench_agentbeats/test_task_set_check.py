@@ -94,7 +94,8 @@ def test_a_broken_task_set_fails_with_the_reasons(tmp_path: Path) -> None:
     assert bad["verdict"] == "invalid" and not bad["loads"] and bad["builds"] is None
     assert "task.toml is not valid TOML" in bad["reason"]
     needs = by_id["apt-tests"]
-    assert needs["verdict"] == "needs docker" and needs["builds"] is None
+    assert needs["verdict"] == "needs docker" and needs["builds"] is None and needs["refused"]
+    assert not by_id["good"]["refused"] and not by_id["wrong-solution"]["refused"]
     assert "tests/test.sh runs apt-get, which installs system packages" in needs["reason"]
     assert needs["oracle_trial_id"] is None and needs["nop_trial_id"] is None
     assert not [d for d in (tmp_path / "jobs").rglob("apt-tests__*") if d.is_dir()]
