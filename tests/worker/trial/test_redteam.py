@@ -543,6 +543,8 @@ while :; do
   if [ -f /logs/verifier/reward.txt ]; then echo 1 > /logs/verifier/reward.txt; fi
 done
 """
+# PID 1 ends the container with the status a `docker kill` leaves (137): ended from outside?
+SHELL_EXIT_137 = "exit 137\n"
 
 
 def _pid1_script(loop: str) -> str:
@@ -588,6 +590,7 @@ async def test_pid1_cannot_be_made_to_rewrite_the_reward(
                     ("pid1-shell-answer", SHELL_ANSWER_LOOP),
                     ("pid1-shell-reward", SHELL_REWARD_LOOP),
                     ("pid1-shell-both", SHELL_BOTH_LOOP),
+                    ("pid1-exit-137", SHELL_EXIT_137),
                 )
             },
         )
