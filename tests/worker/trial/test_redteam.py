@@ -413,6 +413,7 @@ cp /root/pytest/__init__.py /root/pytest/__main__.py
 """
 
 
+@pytest.mark.slow  # about 12 minutes: a 240 s verifier, then its regrade's 480 s
 @pytest.mark.timeout(1800)
 async def test_a_regrade_past_the_trial_deadline_is_still_scored(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest
