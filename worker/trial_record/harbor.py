@@ -50,6 +50,8 @@ def _environment(name: str) -> dict[str, str]:
     if name in _HARBOR_ENVIRONMENTS:
         return {"type": name}
     return {"import_path": f"skillsbench-agentbeats:{name}"}
+
+
 _ID_NAMESPACE: Final = uuid.UUID("7d1f6a52-3c1e-4f0b-9a8e-5b2d9c4e6f10")
 
 
