@@ -328,6 +328,7 @@ class RayExecutor(Executor):
         if record is None:
             raise FileNotFoundError(f"{path}: the node brought no result.json back")
         record.executor = {"name": "ray", "node": result.node, "archive": result.report}
+        harbor.relocate(record, plan.trial_dir)  # Harbor's folder keys named the node's folder
         record.write(path)
 
     def _cleanup_run(self, run_id: str, environment: str) -> None:

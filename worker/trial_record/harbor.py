@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from worker.core.failures import FailureKind
 from worker.core.files import write_atomic
+from worker.trial_record.result import TrialResult
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,15 @@ def trial_fields(
             "occurred_at": finished_at,
         },
     }
+
+
+def relocate(record: TrialResult, trial_dir: Path) -> None:
+    """``record``'s folder keys (``trial_uri``, ``config.trials_dir``) set to ``trial_dir``: the
+    Ray executor's trial ran in a node's folder and is brought back to the run's."""
+    if record.trial_uri is not None:
+        record.trial_uri = trial_dir.absolute().as_uri()
+    if record.config is not None and "trials_dir" in record.config:
+        record.config = {**record.config, "trials_dir": str(trial_dir.parent)}
 
 
 def job_config(*, run_id: str, runs_dir: Path, agent_name: str, environment: str) -> dict[str, Any]:

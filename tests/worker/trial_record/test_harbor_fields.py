@@ -90,3 +90,13 @@ def test_the_task_id_is_read_from_old_and_new_records() -> None:
     assert TrialResult.model_validate(new).task == "answer-42"
     assert TrialResult.model_validate({"task_id": {"path": "answer-42"}}).task == "answer-42"
     assert TrialResult.model_validate({}).task is None
+
+
+def test_a_record_brought_back_from_a_node_names_the_runs_folder(tmp_path: Path) -> None:
+    on_node = tmp_path / "node" / "runs" / "run-1" / "t1" / "trial"
+    record = TrialResult(**_fields(tmp_path, trial_dir=on_node))
+    here = tmp_path / "jobs" / "runs" / "run-1" / "trials" / "t1"
+    harbor.relocate(record, here)
+    assert record.trial_uri == here.absolute().as_uri()
+    assert record.config is not None and record.config["trials_dir"] == str(here.parent)
+    assert record.document()["trial_uri"] == here.absolute().as_uri()
