@@ -206,14 +206,15 @@ def summary_table(rows: list[dict[str, Any]], reasons: dict[str, str] | None = N
 def resources_lines(results: list[dict[str, Any]]) -> list[str]:
     """One line per task whose CPUs or memory differ from what it asked for (capped to the host
     or overridden: its scores may not compare with runs that gave it what it asked)."""
+    from worker.trial_record.result import TrialResult  # only a run's end pays its import
+
     lines: dict[str, str] = {}
     for result in results:
         changes = (result.get("resources") or {}).get("changes") or []
-        if changes and result.get("task_id") not in lines:
+        task = str(TrialResult.model_validate(result).task)  # task_id is Harbor's object
+        if changes and task not in lines:
             what = "; ".join(
                 f"{c['limit']} {c['from']:g} -> {c['to']:g} ({c['why']})" for c in changes
             )
-            lines[str(result.get("task_id"))] = (
-                f"resources changed: {result.get('task_id')}: {what}"
-            )
+            lines[task] = f"resources changed: {task}: {what}"
     return list(lines.values())

@@ -76,6 +76,7 @@ from worker.trial.work_product import (
     pycache_isolated,
     start_folders,
 )
+from worker.trial_record import harbor
 from worker.trial_record.benchflow import benchflow_fields
 from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE, VERIFIER_STDOUT_FILE
 from worker.trial_record.public_row import build_row
@@ -1060,9 +1061,23 @@ def _finish(
         ),
         **usage_result,
     }
+    agent_name = getattr(plan.agent, "manifest_name", None) or plan.agent.kind
+    # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
+    benchflow = benchflow_fields(
+        task_id=plan.task.task_id,
+        trial_id=plan.trial_id,
+        agent_name=agent_name,
+        model=usage.model,
+        with_skills=plan.with_skills,
+        row=row,
+        failure=failure,
+        error=error,
+        agent_result=agent_result,
+        agent_started=agent_outcome is not None,
+    )
+    finished_at = utc_now()
     result = TrialResult(
         run_id=plan.run_id,
-        task_id=plan.task.task_id,
         trial_id=plan.trial_id,
         trial_key=plan.key,
         instance=plan.instance,
@@ -1089,19 +1104,24 @@ def _finish(
         output_caps=_caps_report(plan, state),
         resources=state.resources,
         started_at=state.started_at,
-        finished_at=utc_now(),
-        # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
-        **benchflow_fields(
+        finished_at=finished_at,
+        **benchflow,
+        # Harbor's keys (task_id among them), so its models and viewer read it too
+        **harbor.trial_fields(
+            run_id=plan.run_id,
             task_id=plan.task.task_id,
             trial_id=plan.trial_id,
-            agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
+            trial_dir=plan.trial_dir,
+            task_set=plan.request.task_set,
+            task_digest=plan.run_task.task_digest,
+            agent_name=benchflow["agent_name"],
             model=usage.model,
-            with_skills=plan.with_skills,
-            row=row,
+            environment=plan.environment,
+            rewards=benchflow["rewards"],
             failure=failure,
             error=error,
+            finished_at=finished_at,
             agent_result=agent_result,
-            agent_started=agent_outcome is not None,
         ),
     )
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)

@@ -203,7 +203,7 @@ def summary(folder: Path) -> str:
     agent_result = result.agent_result or {}
     tracking = result.usage_tracking or {}
     lines = [
-        f"Trial:     {result.trial_id} (task {result.task_id}, attempt {result.attempt})",
+        f"Trial:     {result.trial_id} (task {result.task}, attempt {result.attempt})",
         f"Agent:     {result.agent}"
         + (f", model {config.get('model')}" if config.get("model") else ""),
         f"Reward:    {_show(result.reward)} ("

@@ -429,7 +429,7 @@ def _trial_body(
     trial_id = folder.name
     mine = next((o for o in others if o.trial_id == trial_id), None)
     outcome = mine.outcome if mine else state
-    task_id = str(r.get("task_id") or (mine.task_id if mine else ""))
+    task_id = str(t.task_id or (mine.task_id if mine else ""))
     base = f"/raw/{root}/{quote(run.run_id, safe='')}/{quote(trial_id, safe='')}/"
 
     def raw(name: str) -> str:
