@@ -38,7 +38,15 @@ from leaderboard.query import (
 )
 from leaderboard.rows import usage_cost, usage_count
 
-__all__ = ["Z95", "TrialLinks", "build_report", "load_labels", "report_sections", "wilson_interval"]
+__all__ = [
+    "SECTION_CSS",
+    "Z95",
+    "TrialLinks",
+    "build_report",
+    "load_labels",
+    "report_sections",
+    "wilson_interval",
+]
 
 # A trial id -> the address of its transcript, or None where its job folder is not known.
 TrialLinks = Callable[[str], str | None]
@@ -514,12 +522,15 @@ def _task_table(tasks: Sequence[TaskRow], names: Names, links: TrialLinks | None
     )
 
 
-_CSS = """
+_PAGE_CSS = """
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
 max-width:1200px;padding:0 1rem;color:#111827;background:#fff}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;
 border-bottom:1px solid #e5e7eb;padding-bottom:.3rem}
+"""
+# The sections' own rules: what the viewer adds to its page to show them (view --results).
+SECTION_CSS = """
 .meta{color:#4b5563;font-size:.9rem}
 .note{background:#fffbeb;border:1px solid #fcd34d;padding:.5rem .75rem;font-size:.9rem}
 .table-box{max-width:100%;overflow-x:auto}
@@ -544,6 +555,7 @@ svg .ci{stroke:#111827;stroke-width:1.2}svg .track{fill:#f3f4f6}
 .legend{font-size:.8rem;margin-top:.4rem}.key{margin-right:1rem;display:inline-block}
 .swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
 """
+_CSS = _PAGE_CSS + SECTION_CSS
 
 # Sorting: a click (or Enter) on a column heading sorts its table by that column, again to reverse.
 # Cells sort by their data-sort attribute when present, else their text; numbers as numbers.
