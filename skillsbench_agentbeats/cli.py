@@ -44,7 +44,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run an assessment the way the AgentBeats gateway does.",
     ),
     "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
-    "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
+    "leaderboard": (
+        "skillsbench_agentbeats.leaderboard_cli",
+        "leaderboard",
+        "Query results files and render reports.",
+    ),
     "readiness": (
         "skillsbench_agentbeats.commands",
         "readiness",
