@@ -40,6 +40,7 @@ from leaderboard.rows import usage_cost, usage_count
 
 __all__ = [
     "SECTION_CSS",
+    "USAGE_SOURCE_NAMES",
     "Z95",
     "TrialLinks",
     "build_report",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.report import Z95, build_report, load_labels, wilson_interval
+from leaderboard.report import USAGE_SOURCE_NAMES, Z95, build_report, load_labels, wilson_interval
 from tests.support import PUBLISHED_DATA, REPO_ROOT
 
 PUBLISHED = str(PUBLISHED_DATA / "*__results__*.json")
@@ -450,3 +450,22 @@ def test_a_trial_id_links_to_its_transcript_where_its_job_folder_is_known() -> N
     assert links == [(f"/trial/0/r1/{known}", known)]
     assert len(trial_ids) > 1  # the others are shown, unlinked
     assert "<a " not in build_report([PUBLISHED]).split('data-table="tasks"')[1]
+
+
+def test_the_sample_shows_every_kind_of_usage_line() -> None:
+    table = build_report([SAMPLE]).split('data-table="usage"')[1].split("</table>")[0]
+    lines = {
+        (re.search(r'title="([^"]+)"', tr)[1], re.findall(r'class="txt">([^<]*)<', tr)[0]): [  # type: ignore[index]
+            re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)
+        ][2:]
+        for tr in table.split("<tr>")[2:]
+    }
+    measured = lines[
+        ("019e5a00-0000-7000-8000-00000000000a", USAGE_SOURCE_NAMES["provider_response"])
+    ]
+    assert measured[0] == "87" and "unknown" not in " ".join(measured)
+    reported = lines[
+        ("019e5a00-0000-7000-8000-00000000000b", USAGE_SOURCE_NAMES["participant_reported"])
+    ]
+    assert reported[0] == "87" and "the rest unknown" in reported[-1]  # some costs left out
+    assert lines[("019e5a00-0000-7000-8000-00000000000c", "not recorded")][1:] == ["unknown"] * 4
