@@ -28,6 +28,7 @@ from tests.worker.viewer.support import (
     Server,
     cli,
     hostile_task,
+    run_rows,
     start_view,
 )
 
@@ -76,13 +77,6 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
     return jobs
 
 
-def _rows(jobs: Jobs, name: str) -> list[dict[str, Any]]:
-    document = json.loads((jobs.run_dir(name) / "run.json").read_text())
-    rows = [trial["row"] for trial in document["trials"].values()]
-    assert rows and all(rows)
-    return rows
-
-
 def _published(agent: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     envelope = {"status": "completed", "participants": {"agent": agent}, "results": rows}
     return {"status": "completed", "participants": {"agent": agent}, "results": [envelope]}
@@ -97,16 +91,20 @@ def board(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("board")
     folder = base / "results"
     folder.mkdir()
-    oracle = _rows(jobs, "oracle")
+    oracle = run_rows(jobs, "oracle")
     oracle[0] = {**oracle[0], "category": HOSTILE_CATEGORY}
     (folder / "oracle.json").write_text(json.dumps(_published(ORACLE_ID, oracle)))
-    nop = {"status": "completed", "participants": {"agent": NOP_ID}, "results": _rows(jobs, "nop")}
+    nop = {
+        "status": "completed",
+        "participants": {"agent": NOP_ID},
+        "results": run_rows(jobs, "nop"),
+    }
     (folder / "nop.json").write_text(json.dumps(nop))
     published = next(PUBLISHED_DATA.glob("*__results__019e515b*.json"))
     shutil.copy(published, folder / "published.json")
     (folder / "notes.txt").write_text("not a results file")
     outside = base / "outside.json"
-    outside.write_text(json.dumps(_published(OUTSIDE_ID, _rows(jobs, "nop"))))
+    outside.write_text(json.dumps(_published(OUTSIDE_ID, run_rows(jobs, "nop"))))
     (folder / "linked.json").symlink_to(outside)
     return folder
 

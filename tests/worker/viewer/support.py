@@ -78,6 +78,14 @@ class Jobs:
         return sorted(p.name for p in (self.run_dir(name) / "trials").iterdir())
 
 
+def run_rows(jobs: Jobs, name: str) -> list[dict[str, Any]]:
+    """The public rows of one of the runs, from its run document."""
+    document = json.loads((jobs.run_dir(name) / "run.json").read_text())
+    rows = [trial["row"] for trial in document["trials"].values()]
+    assert rows and all(rows)
+    return rows
+
+
 def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value))

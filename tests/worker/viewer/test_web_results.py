@@ -4,13 +4,22 @@ of the job folders, the files by their place in the list given and nothing past 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import httpx
 
-from tests.worker.viewer.conftest import NOP_ID, ORACLE_ID, OUTSIDE_ID
-from tests.worker.viewer.support import Jobs, Server, cli
+from tests.worker.viewer.support import (
+    NOP_ID,
+    ORACLE_ID,
+    OUTSIDE_ID,
+    Jobs,
+    Server,
+    cli,
+    run_rows,
+    start_view,
+)
 
 PUBLISHED_TRIAL = "citation-check__agentbeats__e2f505aa"
 
@@ -107,3 +116,22 @@ def test_a_bad_results_argument_is_a_one_line_error(jobs: Jobs, tmp_path: Path) 
     assert empty.returncode != 0 and "no results files match" in empty.stderr
     labels = cli("view", str(jobs.root), "--labels", str(tmp_path / "labels.json"))
     assert labels.returncode != 0 and "give --results too" in labels.stderr
+
+
+def test_a_results_file_that_cannot_be_read_is_named_on_the_page(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    # Rows that name their agent by a URL only: `leaderboard query` refuses such a file too.
+    bad = tmp_path / "by-url.json"
+    envelope = {"status": "completed", "participants": {"agent": "http://127.0.0.1:8080/agent"}}
+    bad.write_text(json.dumps({**envelope, "results": run_rows(jobs, "nop")}))
+    started = start_view(str(jobs.root), "--results", str(bad))
+    try:
+        page = get(started, "/leaderboard")
+        assert page.status_code == 200
+        error = re.search(r"<p class=why>(.*?)</p>", page.text, re.S)
+        assert error and "by-url.json" in error.group(1) and "--participant" in error.group(1)
+        assert get(started, "/").status_code == 200  # the rest of the viewer is unaffected
+    finally:
+        started.proc.terminate()
+        started.proc.wait(timeout=20)
