@@ -42,6 +42,13 @@ T = TypeVar("T")
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
+@click.option(
+    "--task-cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where `task-set fetch` put the task set's tasks (default: $SKILLSBENCH_TASK_CACHE, "
+    "else ~/.cache/skillsbench-agentbeats/task-sets); used when --tasks-dir is not given.",
+)
 @click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
 @click.option(
     "--agent", default=None, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
@@ -110,6 +117,7 @@ T = TypeVar("T")
 def run(
     tasks_dir: Path | None,
     task_set: str | None,
+    task_cache: Path | None,
     task_ids: tuple[str, ...],
     agent: str | None,
     resume_id: str | None,
@@ -133,6 +141,7 @@ def run(
     override_cpus: float | None,
     override_memory_mb: int | None,
 ) -> None:
+    from skillsbench_agentbeats.task_folders import check_task_folders, fetched_tasks
     from worker.api import RunRequest, RunTask, UsageSettings
     from worker.runs.catalog import resolve_tasks_dir, selected_manifest
 
@@ -140,6 +149,8 @@ def run(
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
     if output is not None:
         _check_output(output)  # before any trial runs, not after all of them
+    if tasks_dir is None and task_set is not None and resume_id is None:
+        tasks_dir = fetched_tasks(task_set, task_cache)
     folder = resolve_tasks_dir(tasks_dir)
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     where = (executor, executor_options(executor, ray_address))
@@ -177,6 +188,8 @@ def run(
     if not agent:
         raise click.UsageError("Missing option '--agent' (or --resume RUN)")
     manifest = selected_manifest(folder, task_set, task_ids)
+    if task_set is not None:
+        check_task_folders(manifest, folder, task_set)
     config = {
         "task_set": manifest["task_set"],
         "condition": condition or manifest.get("condition", "with_skills"),

@@ -73,7 +73,10 @@ class TaskCatalog:
         except (OSError, ValueError):  # a name the file system refuses (too long, NUL byte)
             found = False
         if not found:
-            raise UnknownTask(f"unknown task {task_id[:80]!r}: no task folder in {self.tasks_dir}")
+            raise UnknownTask(
+                f"unknown task {task_id[:80]!r}: no task folder in {self.tasks_dir} (a published "
+                "task set's tasks come with `skillsbench-agentbeats task-set fetch NAME`)"
+            )
         try:
             task = load_task(folder)
         except (TaskError, OSError) as exc:

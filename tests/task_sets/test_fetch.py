@@ -1,0 +1,284 @@
+"""``task-set fetch`` against a real git server on loopback (``git daemon``), through the real
+entry point, and ``run --task-set`` finding what it fetched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from task_sets.digest import TASK_DIGEST_ALGORITHM
+from task_sets.manifest import TaskEntry, TaskSetManifest, build_manifest, dumps_manifest
+from task_sets.task_cache import RECORD_NAME, entry_dir
+from tests.support import REPO_ROOT, free_port
+from tests.support.git_daemon import commit_all, git, git_daemon
+from tests.task_sets.support import make_task
+
+TASK_SET = "fetch-test"
+
+
+@dataclass(frozen=True)
+class Registry:
+    url: str  # git://127.0.0.1:PORT/reg.git
+    tag_commit: str
+    entries: tuple[TaskEntry, ...]  # alpha and beta as tagged
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A repository with tasks alpha, beta and extra, tag v1, and a later commit that changes
+    alpha (so the tag, not the branch head, must be what is fetched)."""
+    root = tmp_path_factory.mktemp("registry")
+    work = root / "work"
+    (work / "tasks").mkdir(parents=True)
+    git(work, "init", "-q")
+    for name in ("alpha", "beta", "extra"):
+        make_task(work / "tasks", name)
+    (work / "tasks" / "alpha" / "solution" / "solve.sh").chmod(0o755)
+    (work / "README.md").write_text("a registry of tasks\n")
+    tag_commit = commit_all(work, "tasks v1")
+    git(work, "tag", "-a", "v1", "-m", "v1")
+    tagged = build_manifest(work / "tasks", TASK_SET, task_ids=["alpha", "beta"])
+    (work / "tasks" / "alpha" / "instruction.md").write_text("Changed after the tag.\n")
+    commit_all(work, "after v1")
+    served = root / "served"
+    served.mkdir()
+    git(root, "clone", "-q", "--bare", str(work), str(served / "reg.git"))
+    with git_daemon(served) as base_url:
+        yield Registry(f"{base_url}/reg.git", tag_commit, tuple(tagged.tasks))
+
+
+def write_manifest(
+    folder: Path,
+    registry: Registry,
+    *,
+    entries: list[TaskEntry] | None = None,
+    **source: Any,
+) -> Path:
+    source_registry = {
+        "name": "loopback",
+        "git_url": registry.url,
+        "git_tag": "v1",
+        "tasks_path": "tasks",
+        "task_digest_algorithm": TASK_DIGEST_ALGORITHM,
+    }
+    for key, value in source.items():
+        if value is None:
+            source_registry.pop(key, None)
+        else:
+            source_registry[key] = value
+    manifest = TaskSetManifest.create(
+        task_set=TASK_SET,
+        tasks=entries if entries is not None else list(registry.entries),
+        source_registry=source_registry,
+    )
+    file = folder / "manifest.json"
+    file.write_text(dumps_manifest(manifest))
+    return file
+
+
+def cli(*args: str | Path, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_TASKS_DIR"}
+    if cache is not None:
+        env["SKILLSBENCH_TASK_CACHE"] = str(cache)
+    return subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=300,
+    )
+
+
+def fetch(manifest: Path, cache: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return cli("task-set", "fetch", manifest, "--cache-dir", cache, *more)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+def assert_nothing_cached(cache: Path) -> None:
+    """No entry, and no half-written temporary folder, is left behind."""
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_fetch_gets_the_tagged_tasks_and_checks_them(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry)
+    cache = tmp_path / "cache"
+    done = fetch(manifest, cache)
+    assert done.returncode == 0, done.stderr
+    tasks = Path(done.stdout.strip())
+    digest = json.loads(manifest.read_text())["task_set_digest"]
+    assert tasks == entry_dir(cache, TASK_SET, digest) / "tasks"
+    assert sorted(p.name for p in tasks.iterdir()) == ["alpha", "beta"]  # not extra
+    assert (tasks / "alpha" / "instruction.md").read_text() == "Do the thing.\n"  # the tag's
+    assert os.access(tasks / "alpha" / "solution" / "solve.sh", os.X_OK)
+    assert [p.name for p in cache.iterdir()] == [tasks.parent.name]  # no temporary folder left
+    record = json.loads((tasks.parent / RECORD_NAME).read_text())
+    assert record["source"] == {
+        "url": registry.url,
+        "git_tag": "v1",
+        "git_commit": registry.tag_commit,
+        "tasks_path": "tasks",
+    }
+    assert record["task_digests_checked"] is True
+    assert f"fetched {TASK_SET}: 2 tasks" in done.stderr
+    assert f"commit {registry.tag_commit[:12]}" in done.stderr
+    assert "task-set fetch" not in done.stderr and "run --task-set" in done.stderr  # next: hint
+    verify = cli("task-set", "verify", manifest, "--tasks-dir", tasks, "--check-task-digests")
+    assert verify.returncode == 0, verify.stderr
+
+
+def test_refetch_is_idempotent_and_force_replaces(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry)
+    cache = tmp_path / "cache"
+    first = fetch(manifest, cache)
+    assert first.returncode == 0, first.stderr
+    entry = Path(first.stdout.strip()).parent
+    inode = entry.stat().st_ino
+    again = fetch(manifest, cache)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert "already fetched" in again.stderr
+    assert entry.stat().st_ino == inode  # kept, not rewritten
+    # A damaged entry is fetched again (and replaced whole), as is one --force names.
+    (entry / "tasks" / "beta" / "instruction.md").write_text("tampered\n")
+    repaired = fetch(manifest, cache)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "already fetched" not in repaired.stderr
+    assert (entry / "tasks" / "beta" / "instruction.md").read_text() == "Do the thing.\n"
+    inode = entry.stat().st_ino
+    forced = fetch(manifest, cache, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert entry.stat().st_ino != inode
+    assert [p.name for p in cache.iterdir()] == [entry.name]
+
+
+def test_a_commit_pin_must_match_the_tag(tmp_path: Path, registry: Registry) -> None:
+    good = write_manifest(tmp_path, registry, git_commit=registry.tag_commit)
+    assert fetch(good, tmp_path / "ok").returncode == 0
+    wrong = write_manifest(tmp_path, registry, git_commit="0" * 40)
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(wrong, cache))
+    assert f"tag 'v1' is commit {registry.tag_commit}" in line
+    assert "0" * 40 in line
+    assert_nothing_cached(cache)
+
+
+def test_a_wrong_pinned_tag_is_refused(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry, git_tag="v9")
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(manifest, cache))
+    assert f"{registry.url} has no tag 'v9'" in line
+    assert_nothing_cached(cache)
+
+
+def test_a_missing_task_is_refused_by_name(tmp_path: Path, registry: Registry) -> None:
+    ghost = registry.entries[0].model_copy(update={"task_id": "ghost"})
+    manifest = write_manifest(tmp_path, registry, entries=[*registry.entries, ghost])
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(manifest, cache))
+    assert "the source has no folder for 1 task(s): ghost; nothing fetched" in line
+    assert_nothing_cached(cache)
+
+
+def test_a_digest_mismatch_is_refused_by_name(tmp_path: Path, registry: Registry) -> None:
+    alpha, beta = registry.entries
+    wrong = beta.model_copy(update={"task_digest": "sha256:" + "ab" * 32})
+    manifest = write_manifest(tmp_path, registry, entries=[alpha, wrong])
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(manifest, cache))
+    assert "task_digest differs from the manifest's for 1 task(s): beta" in line
+    assert_nothing_cached(cache)
+
+
+def test_digests_of_an_unknown_algorithm_are_not_checked(
+    tmp_path: Path, registry: Registry
+) -> None:
+    """As for skillsbench-v1.1, whose task_digest algorithm is not public: ids only."""
+    alpha, beta = registry.entries
+    other = beta.model_copy(update={"task_digest": "sha256:" + "ab" * 32})
+    manifest = write_manifest(
+        tmp_path, registry, entries=[alpha, other], task_digest_algorithm=None
+    )
+    done = fetch(manifest, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert "task digests not checked" in done.stderr
+
+
+def test_an_unreachable_server_is_one_line(tmp_path: Path, registry: Registry) -> None:
+    closed = f"git://127.0.0.1:{free_port()}/reg.git"
+    manifest = write_manifest(tmp_path, registry, git_url=closed)
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(manifest, cache))
+    assert line.startswith(f"error: cannot fetch tag 'v1' from {closed}: ")
+    assert "unable to connect" in line
+    assert_nothing_cached(cache)
+
+
+def test_source_overrides_the_registry_url(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry, git_url=None, name="nowhere")
+    line = one_line_error(fetch(manifest, tmp_path / "cache"))
+    assert "registry 'nowhere', which has no git_url" in line and "--source URL" in line
+    done = fetch(manifest, tmp_path / "cache", "--source", registry.url)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_set_without_source_registry_is_refused() -> None:
+    line = one_line_error(cli("task-set", "fetch", "examples"))
+    assert "task set 'examples' has no source_registry" in line
+
+
+def test_run_finds_the_fetched_tasks(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry)
+    cache = tmp_path / "cache"
+    before = cli("run", "--task-set", manifest, "--agent", "oracle", cache=cache)
+    line = one_line_error(before)
+    assert "2 of its 2 tasks have no task folder" in line
+    assert f"task-set fetch {manifest}" in line
+    assert fetch(manifest, cache).returncode == 0
+    done = cli(
+        "run", "--task-set", manifest, "--agent", "oracle", "--expect", "passed",
+        "--jobs-dir", tmp_path / "jobs", "--task-cache", cache,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "2/2 passed" in done.stdout
+
+
+def test_run_of_the_published_set_says_how_to_get_its_tasks(tmp_path: Path) -> None:
+    line = one_line_error(
+        cli("run", "--task-set", "skillsbench-v1.1", "--agent", "oracle", cache=tmp_path)
+    )
+    assert "87 of its 87 tasks have no task folder" in line
+    assert "3d-scan-calc" in line
+    assert "task-set fetch skillsbench-v1.1" in line
+
+
+def test_git_missing_is_one_line(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry)
+    bare_path = tmp_path / "bin"
+    bare_path.mkdir()
+    os.symlink(sys.executable, bare_path / "python")
+    env = {**os.environ, "PATH": str(bare_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "skillsbench_agentbeats", "task-set", "fetch", str(manifest),
+         "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120,
+    )  # fmt: skip
+    assert "git is not installed" in one_line_error(done)
+    assert shutil.which("git") is not None  # the suite's own PATH still has it
