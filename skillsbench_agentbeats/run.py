@@ -34,6 +34,7 @@ from worker.service.cli import (
     executor_options,
     resource_options,
     resource_settings,
+    task_cache_option,
 )
 
 T = TypeVar("T")
@@ -42,13 +43,7 @@ T = TypeVar("T")
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
-@click.option(
-    "--task-cache",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Where `task-set fetch` put the task set's tasks (default: $SKILLSBENCH_TASK_CACHE, "
-    "else ~/.cache/skillsbench-agentbeats/task-sets); used when --tasks-dir is not given.",
-)
+@task_cache_option()
 @click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
 @click.option(
     "--agent", default=None, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
@@ -141,17 +136,14 @@ def run(
     override_cpus: float | None,
     override_memory_mb: int | None,
 ) -> None:
-    from skillsbench_agentbeats.task_folders import check_task_folders, fetched_tasks
     from worker.api import RunRequest, RunTask, UsageSettings
-    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
+    from worker.runs.catalog import check_task_folders, resolve_tasks_dir, selected_manifest
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
     if output is not None:
         _check_output(output)  # before any trial runs, not after all of them
-    if tasks_dir is None and task_set is not None and resume_id is None:
-        tasks_dir = fetched_tasks(task_set, task_cache)
-    folder = resolve_tasks_dir(tasks_dir)
+    folder = resolve_tasks_dir(tasks_dir, None if resume_id else task_set, task_cache)
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     where = (executor, executor_options(executor, ray_address))
     settings = _Settings(

@@ -18,11 +18,11 @@ import pytest
 from task_sets.digest import TASK_DIGEST_ALGORITHM
 from task_sets.manifest import TaskEntry, TaskSetManifest, build_manifest, dumps_manifest
 from task_sets.task_cache import RECORD_NAME, entry_dir
-from tests.support import REPO_ROOT, free_port
+from tests.support import REPO_ROOT, free_port, make_task
 from tests.support.git_daemon import commit_all, git, git_daemon
-from tests.task_sets.support import make_task
 
 TASK_SET = "fetch-test"
+INSTRUCTION = "Write 42 to /root/answer.txt.\n"
 
 
 @dataclass(frozen=True)
@@ -34,15 +34,15 @@ class Registry:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    """A repository with tasks alpha, beta and extra, tag v1, and a later commit that changes
-    alpha (so the tag, not the branch head, must be what is fetched)."""
+    """A repository with tasks alpha, beta and extra (the oracle writes the answer, doing
+    nothing fails), tag v1, and a later commit that changes alpha (so the tag, not the branch
+    head, must be what is fetched)."""
     root = tmp_path_factory.mktemp("registry")
     work = root / "work"
     (work / "tasks").mkdir(parents=True)
     git(work, "init", "-q")
     for name in ("alpha", "beta", "extra"):
         make_task(work / "tasks", name)
-    (work / "tasks" / "alpha" / "solution" / "solve.sh").chmod(0o755)
     (work / "README.md").write_text("a registry of tasks\n")
     tag_commit = commit_all(work, "tasks v1")
     git(work, "tag", "-a", "v1", "-m", "v1")
@@ -126,7 +126,7 @@ def test_fetch_gets_the_tagged_tasks_and_checks_them(tmp_path: Path, registry: R
     digest = json.loads(manifest.read_text())["task_set_digest"]
     assert tasks == entry_dir(cache, TASK_SET, digest) / "tasks"
     assert sorted(p.name for p in tasks.iterdir()) == ["alpha", "beta"]  # not extra
-    assert (tasks / "alpha" / "instruction.md").read_text() == "Do the thing.\n"  # the tag's
+    assert (tasks / "alpha" / "instruction.md").read_text() == INSTRUCTION  # the tag's
     assert os.access(tasks / "alpha" / "solution" / "solve.sh", os.X_OK)
     assert [p.name for p in cache.iterdir()] == [tasks.parent.name]  # no temporary folder left
     record = json.loads((tasks.parent / RECORD_NAME).read_text())
@@ -161,7 +161,7 @@ def test_refetch_is_idempotent_and_force_replaces(tmp_path: Path, registry: Regi
     repaired = fetch(manifest, cache)
     assert repaired.returncode == 0, repaired.stderr
     assert "already fetched" not in repaired.stderr
-    assert (entry / "tasks" / "beta" / "instruction.md").read_text() == "Do the thing.\n"
+    assert (entry / "tasks" / "beta" / "instruction.md").read_text() == INSTRUCTION
     inode = entry.stat().st_ino
     forced = fetch(manifest, cache, "--force")
     assert forced.returncode == 0, forced.stderr
@@ -282,3 +282,21 @@ def test_git_missing_is_one_line(tmp_path: Path, registry: Registry) -> None:
     )  # fmt: skip
     assert "git is not installed" in one_line_error(done)
     assert shutil.which("git") is not None  # the suite's own PATH still has it
+
+
+def test_task_set_check_finds_the_fetched_tasks(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry)
+    cache = tmp_path / "cache"
+    before = cli("task-set", "check", "--task-set", manifest, cache=cache)
+    assert f"task-set fetch {manifest}" in one_line_error(before)
+    assert fetch(manifest, cache).returncode == 0
+    done = cli(
+        "task-set", "check", "--task-set", manifest, "--jobs-dir", tmp_path / "jobs", cache=cache
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2/2 tasks ok" in done.stdout
+
+
+def test_building_images_of_an_unfetched_set_says_how_to_get_its_tasks(tmp_path: Path) -> None:
+    done = cli("images", "build-tasks", "--task-set", "skillsbench-v1.1", cache=tmp_path)
+    assert "task-set fetch skillsbench-v1.1" in one_line_error(done)
