@@ -63,7 +63,7 @@ MANIFEST_ARG = click.argument("manifest", metavar="NAME_OR_FILE")
 
 @click.group(name="task-set")
 def task_set() -> None:
-    """Build, digest, verify and shard task-set manifests (skillsbench.agentbeats.task_set.v1)."""
+    """Build, digest, verify, shard and fetch task sets (skillsbench.agentbeats.task_set.v1)."""
 
 
 @task_set.command()
