@@ -300,3 +300,29 @@ def test_task_set_check_finds_the_fetched_tasks(tmp_path: Path, registry: Regist
 def test_building_images_of_an_unfetched_set_says_how_to_get_its_tasks(tmp_path: Path) -> None:
     done = cli("images", "build-tasks", "--task-set", "skillsbench-v1.1", cache=tmp_path)
     assert "task-set fetch skillsbench-v1.1" in one_line_error(done)
+
+
+@pytest.mark.docker
+def test_the_readme_flow_in_docker(tmp_path: Path, registry: Registry, docker_client: Any) -> None:
+    """fetch, build the images, run the oracle in Docker: the README's real-benchmark steps, on
+    the loopback registry, with a local base image standing in for python:3.11-slim."""
+    from tests.support.docker_images import ensure_test_image
+
+    base_map = f"python:3.11-slim={ensure_test_image(docker_client, 'python')}"
+    manifest = write_manifest(tmp_path, registry)
+    cache = tmp_path / "cache"
+    assert fetch(manifest, cache).returncode == 0
+    images = tmp_path / "prebuilt_images.json"
+    built = cli(
+        "images", "build-tasks", "--task-set", manifest, "--output", images,
+        "--base-image-map", base_map, cache=cache,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert sorted(json.loads(images.read_text())) == ["alpha", "beta"]
+    done = cli(
+        "run", "--task-set", manifest, "--agent", "oracle", "--environment", "docker",
+        "--expect", "passed", "--jobs-dir", tmp_path / "jobs", "--base-image-map", base_map,
+        cache=cache,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2/2 passed" in done.stdout
