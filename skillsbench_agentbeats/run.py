@@ -143,6 +143,8 @@ def run(
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
     if output is not None:
         _check_output(output)  # before any trial runs, not after all of them
+    if resume_id is not None and tasks_dir is None:
+        tasks_dir = _fetched_for_resume(jobs_dir, resume_id, task_cache)
     folder = resolve_tasks_dir(tasks_dir, None if resume_id else task_set, task_cache)
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     where = (executor, executor_options(executor, ray_address))
@@ -446,6 +448,25 @@ async def _resume_local(
     except asyncio.CancelledError:
         await _stopped(engine, settings)
         raise
+
+
+def _fetched_for_resume(jobs_dir: Path, run_id: str, task_cache: Path | None) -> Path | None:
+    """The fetched tasks of a stored run's task set (None: not fetched, or no such run: the
+    resume itself says so)."""
+    from task_sets.task_cache import fetched_tasks_dir
+    from worker.runs.catalog import TASKS_DIR_VAR
+    from worker.runs.store import RUNS_DIRNAME, read_run_document
+
+    if os.environ.get(TASKS_DIR_VAR):
+        return None
+    try:
+        request = read_run_document(jobs_dir / RUNS_DIRNAME / run_id).get("request") or {}
+    except (OSError, ValueError):
+        return None
+    name, digest = request.get("task_set"), request.get("task_set_digest")
+    if not isinstance(name, str) or not isinstance(digest, str):
+        return None
+    return fetched_tasks_dir(name, digest, task_cache)
 
 
 def _check_tasks(stored: dict[str, Any], tasks_dir: Path) -> None:

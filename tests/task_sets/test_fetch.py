@@ -258,6 +258,12 @@ def test_run_finds_the_fetched_tasks(tmp_path: Path, registry: Registry) -> None
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "2/2 passed" in done.stdout
+    (run,) = (tmp_path / "jobs" / "runs").iterdir()
+    resume = ("run", "--resume", run.name, "--jobs-dir", tmp_path / "jobs")
+    assert "have no folder in" in one_line_error(cli(*resume, cache=tmp_path / "elsewhere"))
+    resumed = cli(*resume, "--task-cache", cache)  # the stored run's set, found in the cache
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"run {run.name} had already ended" in resumed.stderr
 
 
 def test_run_of_the_published_set_says_how_to_get_its_tasks(tmp_path: Path) -> None:
