@@ -332,3 +332,10 @@ def test_the_readme_flow_in_docker(tmp_path: Path, registry: Registry, docker_cl
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2/2 passed" in done.stdout
+
+
+def test_assess_of_an_unfetched_set_says_how_to_get_its_tasks(tmp_path: Path) -> None:
+    """Refused before a green agent or worker starts (no participant answers on port 9)."""
+    config = '{"task_set": "skillsbench-v1.1", "tasks": "all"}'
+    done = cli("assess", "--participant", "http://127.0.0.1:9/", "--config", config, cache=tmp_path)
+    assert "task-set fetch skillsbench-v1.1" in one_line_error(done)
