@@ -30,6 +30,8 @@ from task_sets.task_source import (
 )
 
 SHOWN_IDS = 10
+LFS_POINTER_HEAD = b"version https://git-lfs.github.com/spec/"
+LFS_POINTER_MAX = 1024
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,11 @@ def _fill(staging: Path, manifest: TaskSetManifest, source: TaskSource) -> str:
         (repo / source.tasks_path / tid).rename(tasks / tid)
     shutil.rmtree(repo)
     _refuse("no task.toml in", [t for t in ids if not (tasks / t / "task.toml").is_file()], source)
+    _refuse(
+        "Git LFS pointers instead of files (install git-lfs, then fetch again) in",
+        [tid for tid in ids if _has_lfs_pointer(tasks / tid)],
+        source,
+    )
     digests = {tid: task_digest(tasks / tid) for tid in ids}
     if source.digests_known:
         differ = [e.task_id for e in manifest.tasks if digests[e.task_id] != e.task_digest]
@@ -89,6 +96,16 @@ def _fill(staging: Path, manifest: TaskSetManifest, source: TaskSource) -> str:
     record = _record(manifest, source, commit, digests)
     (staging / RECORD_NAME).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return commit
+
+
+def _has_lfs_pointer(folder: Path) -> bool:
+    """Whether a file of ``folder`` is a Git LFS pointer (git-lfs was not there to smudge it)."""
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= LFS_POINTER_MAX:
+            with path.open("rb") as file:
+                if file.read(len(LFS_POINTER_HEAD)) == LFS_POINTER_HEAD:
+                    return True
+    return False
 
 
 def _refuse(what: str, ids: list[str], source: TaskSource) -> None:

@@ -123,8 +123,10 @@ def fetch_commit(source: TaskSource, repo: Path) -> str:
     """Shallow-fetch the pinned ref into a new repository at ``repo``; the commit it names."""
     repo.mkdir()
     git(["-c", "init.defaultBranch=fetch", "init", "-q"], repo)
+    # A named remote, so that a Git LFS filter (where git-lfs is installed) knows where to go.
+    git(["remote", "add", "origin", "--", source.url], repo)
     try:
-        git(["fetch", "-q", "--depth", "1", "--no-tags", "--", source.url, source.ref], repo)
+        git(["fetch", "-q", "--depth", "1", "--no-tags", "origin", source.ref], repo)
     except FetchError as exc:
         if "couldn't find remote ref" in str(exc) or "not our ref" in str(exc):
             raise FetchError(

@@ -30,6 +30,7 @@ class Registry:
     url: str  # git://127.0.0.1:PORT/reg.git
     tag_commit: str
     entries: tuple[TaskEntry, ...]  # alpha and beta as tagged
+    lfs_entry: TaskEntry  # a task holding a Git LFS pointer instead of its data file
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +42,22 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     work = root / "work"
     (work / "tasks").mkdir(parents=True)
     git(work, "init", "-q")
-    for name in ("alpha", "beta", "extra"):
+    for name in ("alpha", "beta", "extra", "lfs-data"):
         make_task(work / "tasks", name)
+    (work / "tasks" / "lfs-data" / "environment" / "data.bin").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12345\n"
+    )
     (work / "README.md").write_text("a registry of tasks\n")
     tag_commit = commit_all(work, "tasks v1")
     git(work, "tag", "-a", "v1", "-m", "v1")
-    tagged = build_manifest(work / "tasks", TASK_SET, task_ids=["alpha", "beta"])
+    tagged = build_manifest(work / "tasks", TASK_SET, task_ids=["alpha", "beta", "lfs-data"])
     (work / "tasks" / "alpha" / "instruction.md").write_text("Changed after the tag.\n")
     commit_all(work, "after v1")
     served = root / "served"
     served.mkdir()
     git(root, "clone", "-q", "--bare", str(work), str(served / "reg.git"))
     with git_daemon(served) as base_url:
-        yield Registry(f"{base_url}/reg.git", tag_commit, tuple(tagged.tasks))
+        yield Registry(f"{base_url}/reg.git", tag_commit, tuple(tagged.tasks[:2]), tagged.tasks[2])
 
 
 def write_manifest(
@@ -204,6 +208,15 @@ def test_a_digest_mismatch_is_refused_by_name(tmp_path: Path, registry: Registry
     cache = tmp_path / "cache"
     line = one_line_error(fetch(manifest, cache))
     assert "task_digest differs from the manifest's for 1 task(s): beta" in line
+    assert_nothing_cached(cache)
+
+
+def test_git_lfs_pointers_are_refused_by_name(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry, entries=[*registry.entries, registry.lfs_entry])
+    cache = tmp_path / "cache"
+    line = one_line_error(fetch(manifest, cache))
+    assert "Git LFS pointers instead of files (install git-lfs, then fetch again) in 1" in line
+    assert line.endswith("lfs-data; nothing fetched")
     assert_nothing_cached(cache)
 
 
