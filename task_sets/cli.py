@@ -211,15 +211,16 @@ def fetch(manifest: str, cache_dir: Path | None, source_url: str | None, force: 
     loaded = load_task_set(manifest)
     result = fetch_task_set(loaded, cache_dir or default_cache_dir(), url=source_url, force=force)
     done = "fetched" if result.fetched else "already fetched"
+    tasks = f"{loaded.task_count} task{'' if loaded.task_count == 1 else 's'}"
     click.echo(
-        f"{done} {loaded.task_set}: {loaded.task_count} tasks from {result.source.url} at "
+        f"{done} {loaded.task_set}: {tasks} from {result.source.url} at "
         f"{result.source.pin} (commit {result.commit[:12]})",
         err=True,
     )
     if not result.digests_checked:
         click.echo(
             "task digests not checked: the manifest names no task_digest_algorithm we know "
-            "(the published one is not public); task ids checked",
+            "(the published sets' is not public); task ids checked",
             err=True,
         )
     cache_flag = f" --task-cache {shlex.quote(str(cache_dir))}" if cache_dir is not None else ""

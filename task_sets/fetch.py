@@ -10,9 +10,11 @@ no-op) unless ``force``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,9 @@ from task_sets.task_source import (
 )
 
 SHOWN_IDS = 10
+STAGING_PREFIX = ".fetch-"
+OLD_PREFIX = ".old-"
+STALE_AFTER_SEC = 24 * 3600  # a temporary folder this old was left by a killed fetch
 LFS_POINTER_HEAD = b"version https://git-lfs.github.com/spec/"
 LFS_POINTER_MAX = 1024
 
@@ -59,7 +64,8 @@ def fetch_task_set(
             return kept
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
+        _sweep(cache_dir)
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=cache_dir))
     except OSError as exc:
         raise FetchError(f"cannot write the cache dir {cache_dir}: {exc}") from None
     try:
@@ -68,6 +74,16 @@ def fetch_task_set(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return FetchResult(target / TASKS_DIRNAME, source, commit, True, source.digests_known)
+
+
+def _sweep(cache_dir: Path) -> None:
+    """Remove the temporary folders a killed fetch left (a live one is younger than a day)."""
+    limit = time.time() - STALE_AFTER_SEC
+    for path in cache_dir.iterdir():
+        if path.name.startswith((STAGING_PREFIX, OLD_PREFIX)) and path.is_dir():
+            with contextlib.suppress(OSError):
+                if path.lstat().st_mtime < limit:
+                    shutil.rmtree(path)
 
 
 def _fill(staging: Path, manifest: TaskSetManifest, source: TaskSource) -> str:
@@ -142,7 +158,7 @@ def _install(staging: Path, target: Path) -> None:
     old: Path | None = None
     try:
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=".old-", dir=target.parent)) / "entry"
+            old = Path(tempfile.mkdtemp(prefix=OLD_PREFIX, dir=target.parent)) / "entry"
             target.rename(old)
         try:
             staging.rename(target)

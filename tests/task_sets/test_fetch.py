@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +172,18 @@ def test_refetch_is_idempotent_and_force_replaces(tmp_path: Path, registry: Regi
     assert forced.returncode == 0, forced.stderr
     assert entry.stat().st_ino != inode
     assert [p.name for p in cache.iterdir()] == [entry.name]
+
+
+def test_a_killed_fetchs_leftovers_are_swept_once_stale(tmp_path: Path, registry: Registry) -> None:
+    cache = tmp_path / "cache"
+    stale, live = cache / ".fetch-killed", cache / ".fetch-running"
+    for folder in (stale / "repo", live / "repo"):
+        folder.mkdir(parents=True)
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(stale, (two_days_ago, two_days_ago))
+    assert fetch(write_manifest(tmp_path, registry), cache).returncode == 0
+    assert not stale.exists()
+    assert live.is_dir()  # another fetch may still be writing it
 
 
 def test_a_commit_pin_must_match_the_tag(tmp_path: Path, registry: Registry) -> None:
