@@ -172,6 +172,13 @@ def test_refetch_is_idempotent_and_force_replaces(tmp_path: Path, registry: Regi
     assert forced.returncode == 0, forced.stderr
     assert entry.stat().st_ino != inode
     assert [p.name for p in cache.iterdir()] == [entry.name]
+    # A forced fetch that fails leaves the entry there as it was.
+    inode = entry.stat().st_ino
+    closed = f"git://127.0.0.1:{free_port()}/reg.git"
+    one_line_error(fetch(manifest, cache, "--force", "--source", closed))
+    assert entry.stat().st_ino == inode
+    assert [p.name for p in cache.iterdir()] == [entry.name]
+    assert fetch(manifest, cache).stdout == first.stdout
 
 
 def test_a_killed_fetchs_leftovers_are_swept_once_stale(tmp_path: Path, registry: Registry) -> None:
