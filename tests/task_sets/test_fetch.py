@@ -204,6 +204,19 @@ def test_a_commit_pin_must_match_the_tag(tmp_path: Path, registry: Registry) -> 
     assert_nothing_cached(cache)
 
 
+def test_a_commit_alone_is_a_pin(tmp_path: Path, registry: Registry) -> None:
+    manifest = write_manifest(tmp_path, registry, git_tag=None, git_commit=registry.tag_commit)
+    done = fetch(manifest, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert f"at commit {registry.tag_commit}" in done.stderr
+    tasks = Path(done.stdout.strip())
+    assert (tasks / "alpha" / "instruction.md").read_text() == INSTRUCTION
+    unknown = write_manifest(tmp_path, registry, git_tag=None, git_commit="1" * 40)
+    line = one_line_error(fetch(unknown, tmp_path / "other"))
+    assert f"{registry.url} has no commit {'1' * 40}" in line
+    assert_nothing_cached(tmp_path / "other")
+
+
 def test_a_wrong_pinned_tag_is_refused(tmp_path: Path, registry: Registry) -> None:
     manifest = write_manifest(tmp_path, registry, git_tag="v9")
     cache = tmp_path / "cache"
