@@ -2,17 +2,18 @@
 
 Layout of one sandbox (see docs/sandboxes.md):
 
-* the root is a fresh tmpfs per process; the host's top-level folders are bound read-only,
-  except private ones (``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ...) which are not
-  shown at all, and the task's folder and the trial state folder are masked;
+* the root is a per-trial host folder (``top.py``), so a new top-level folder (``/output``)
+  persists for the trial; the host's system folders are bound over it read-only (by allowlist:
+  ``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ... of the host are not shown at all),
+  and the task's folder and the trial state folder are masked;
 * writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
   default ``/root``), ``/root``, ``/logs``, ``/tmp`` and, fresh and empty, ``/opt``, ``/srv``
   and ``/var``; ``/usr/local`` is the host's under a per-trial overlay (root workers); all of it
   lives in one capped tmpfs where the worker may mount, else under a storage watchdog (see
   :mod:`.writable`); ``/tests``,
   ``/solution``, the skills folder and ``/instruction.md`` appear only once uploaded;
-* files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
-  the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
+* files that the Dockerfile ``COPY``s into a system folder land in a per-trial layer shown
+  read-only over the host folder (overlayfs); into a new top-level folder, in the root folder;
 * every process runs in a PID namespace that is a child of one long-lived "init" namespace
   per sandbox: killing that init kills every process ever started in the sandbox, background
   ones included; each ``exec`` additionally gets its own child namespace, so a command's
@@ -47,6 +48,7 @@ from worker.sandbox._bubblewrap.host import (
     etc_view,
     masks,
     mount_args,
+    worker_site_dirs,
 )
 from worker.sandbox._bubblewrap.namespace import (
     InitNamespace,
@@ -61,6 +63,7 @@ from worker.sandbox._bubblewrap.process import (
     reader,
 )
 from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, prepare, stubs
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
     FRESH_TOPS,
@@ -152,6 +155,10 @@ class BubblewrapSandbox(Sandbox):
         # Writable binds: sandbox path -> host folder (or file, for /instruction.md).
         self._binds: dict[str, Path] = {}
         self.layer = self._root / "layer"
+        # The sandbox's "/" (new top-level folders persist there) and its names that are never
+        # the agent's (mount points: top.py).
+        self._top = self._root / "top"
+        self._reserved: set[str] = set(ALWAYS_RESERVED)
         self._bwrap = ""
         self._init = InitNamespace()
         self._procs: set[Spawned] = set()
@@ -305,7 +312,7 @@ class BubblewrapSandbox(Sandbox):
         logs = root / "logs"
         for sub in ("agent", "verifier", "artifacts"):
             (logs / sub).mkdir(parents=True)
-        for name in ("workspace", "home", "tmp", "mounts", "layer"):
+        for name in ("workspace", "home", "tmp", "mounts", "layer", "top"):
             (root / name).mkdir(parents=True, exist_ok=True)
         for path in FRESH_TOPS:  # empty and writable, as in a container
             (root / path.strip("/")).mkdir()
@@ -320,7 +327,12 @@ class BubblewrapSandbox(Sandbox):
             **{path: root / path.strip("/") for path in FRESH_TOPS},
             self._workdir: root / "workspace",
         }
-        self._watched = [Watched("/opt", root / "opt")]
+        self._reserved |= {top(path) for path in (*self._binds, self.config.skills_dir)}
+        self._reserved |= {top(path) for path in worker_site_dirs()}
+        # New top-level folders: watched like /opt (a program's own files are the agent's; a
+        # toolchain the image's PATH names is not), and the agent's work product.
+        new_tops = Watched("/", self._top, skip=self._reserved)
+        self._watched = [Watched("/opt", root / "opt"), new_tops]
         for path in COPY_ON_WRITE:  # one overlay each, mounted on the host (root only)
             folder = root / "cow" / path.strip("/").replace("/", "_")
             merged = mount_copy_on_write(path, folder)
@@ -339,7 +351,7 @@ class BubblewrapSandbox(Sandbox):
             Watched(path, host)
             for path, host in self._binds.items()
             if path != LOGS_DIR and path not in {w.sandbox for w in overlays}
-        ] + overlays
+        ] + [*overlays, new_tops]
         self._ensure_mountpoint(self._workdir)
 
     def _remove_tree(self) -> None:
@@ -570,12 +582,19 @@ class BubblewrapSandbox(Sandbox):
         ]
         if not self.spec.internet:
             argv.append("--unshare-net")
-        argv += mount_args(
-            self.layer, self._binds, masks(self._hidden(), {top(path) for path in self._binds})
+        layout = mount_args(
+            self._top,
+            self.layer,
+            self._binds,
+            masks(self._hidden(), {top(path) for path in self._binds}),
+            self._lent,
         )
-        for path, host_folder in sorted(self._lent.items()):
-            argv += ["--ro-bind", str(host_folder), path]
-        argv += ["--chdir", cwd or self._workdir, "--", *command]
+        # The mount points bwrap will use in the sandbox's root, made right first: whatever the
+        # agent left at a reserved name (a link, a folder of its own) is gone (top.py).
+        wanted = stubs(layout)
+        self._reserved |= wanted.keys()
+        prepare(self._top, wanted, self._reserved)
+        argv += [*layout, "--chdir", cwd or self._workdir, "--", *command]
         return argv
 
     async def _spawn(
@@ -716,15 +735,20 @@ class BubblewrapSandbox(Sandbox):
         return hidden
 
     async def lend(self, host_folder: Path, sandbox_path: str) -> None:
-        self._lent[normalize(sandbox_path)] = host_folder
+        path = normalize(sandbox_path)
+        self._lent[path] = host_folder
+        self._reserved.add(top(path))
 
     def bind_for(self, path: str) -> tuple[str, Path, str] | None:
-        """The writable bind holding ``path``: (sandbox root, host root, relative path)."""
+        """The writable place holding ``path``: (sandbox root, host root, relative path); a
+        path under a top-level name that is not reserved is in the sandbox's root folder."""
         best: tuple[str, Path, str] | None = None
         for root, host in self._binds.items():
             inside = path == root or path.startswith(root.rstrip("/") + "/")
             if inside and (best is None or len(root) > len(best[0])):
                 best = (root, host, posixpath.relpath(path, root))
+        if best is None and path != "/" and top(path) not in self._reserved:
+            best = ("/", self._top, path.lstrip("/"))
         return best
 
     def _on_demand_root(self, path: str) -> str | None:
@@ -750,7 +774,8 @@ class BubblewrapSandbox(Sandbox):
         if found is None:
             writable = ", ".join(sorted({*self._binds, TESTS_DIR, SOLUTION_DIR, INSTRUCTION_PATH}))
             raise SandboxError(
-                f"{sandbox_path}: outside the local sandbox's writable places ({writable})"
+                f"{sandbox_path}: outside the local sandbox's writable places ({writable}, "
+                "new top-level folders)"
             )
         return inside(found[1], found[2])
 

@@ -1,0 +1,109 @@
+"""The local sandbox's root folder: one per-trial host folder shown as ``/``, so that a new
+top-level folder (``/output``) made by one command is there for every later one, the
+verifier's included (docs/sandboxes.md, "Writable places").
+
+bwrap mounts everything else over that folder, and it makes each mount point there, following
+any symbolic link it finds on the way: a link the agent planted where a mount point goes would
+make bwrap create folders or files on the host. So the top-level names the sandbox mounts are
+*reserved*: before each command the worker puts exactly the mount point bwrap expects at each
+(a folder, an empty file, or the link it makes), removes whatever the agent left at a reserved
+name nothing mounts now (``/tests`` before the tests are uploaded, ``/lib32`` on a host without
+it), and leaves every other name alone: those are the agent's. A mount point deeper down is
+never made in this folder (:func:`~worker.sandbox._bubblewrap.host.mount_args` mounts a fresh
+tmpfs on a top-level folder that only holds mount points).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from worker.sandbox._bubblewrap.files import remove_tree
+
+# Never the agent's, whatever mounts them: the host's system folders (read-only: a folder the
+# host lacks must not appear either, the loader searches /lib64), the kernel's and the
+# sandbox's own folders, and the harness's.
+ALWAYS_RESERVED = frozenset(
+    {
+        *("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"),
+        *("proc", "sys", "dev", "run", "tmp", "root", "boot", "lost+found"),
+        *("logs", "tests", "solution", "instruction.md"),
+    }
+)
+# bwrap's mount options: how many arguments each takes and which one is the destination.
+_TWO_ARGS = {"--bind", "--ro-bind", "--dev-bind", "--symlink", "--bind-try", "--ro-bind-try"}
+_ONE_DEST = {"--tmpfs", "--proc", "--dev", "--dir", "--ro-overlay", "--remount-ro", "--mqueue"}
+_ONE_OTHER = {"--overlay-src", "--chdir", "--perms", "--size", "--chmod"}
+
+Stub = str  # "dir", "file", or "link:<target>"
+
+
+def stubs(args: Sequence[str]) -> dict[str, Stub]:
+    """The mount point bwrap needs at each top-level name ``args`` (bwrap's mount options)
+    mount on directly, by name."""
+    found: dict[str, Stub] = {}
+    i = 0
+    while i < len(args):
+        option = args[i]
+        if option in _TWO_ARGS:
+            source, dest = args[i + 1], args[i + 2]
+            i += 3
+            if option == "--symlink":
+                kind = f"link:{source}"
+            else:
+                kind = "dir" if os.path.isdir(source) else "file"
+        elif option in _ONE_DEST:
+            dest, kind = args[i + 1], "dir"
+            i += 2
+        else:
+            i += 2 if option in _ONE_OTHER else 1
+            continue
+        name = dest.strip("/")
+        if name and "/" not in name and option != "--remount-ro":
+            found.setdefault(name, kind)
+    return found
+
+
+def prepare(root: Path, wanted: dict[str, Stub], reserved: Collection[str]) -> None:
+    """Make ``root``'s reserved names exactly ``wanted`` (and absent where not wanted), no link
+    followed; nothing else is touched."""
+    for name in sorted({*reserved, *wanted}):
+        path = root / name
+        kind = wanted.get(name)
+        if _is(path, kind):
+            continue
+        _remove(path)
+        if kind == "dir":
+            path.mkdir(mode=0o755)
+        elif kind == "file":
+            path.touch(mode=0o444)
+        elif kind is not None:
+            os.symlink(kind.removeprefix("link:"), path)
+
+
+def _is(path: Path, kind: Stub | None) -> bool:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return kind is None
+    if kind == "dir":
+        if not stat.S_ISDIR(info.st_mode):
+            return False
+        with os.scandir(path) as entries:  # a mount point holds nothing (covered, but counted)
+            return next(entries, None) is None
+    if kind == "file":
+        return stat.S_ISREG(info.st_mode) and info.st_size == 0
+    if kind is not None and stat.S_ISLNK(info.st_mode):
+        return os.readlink(path) == kind.removeprefix("link:")
+    return False
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(path.lstat().st_mode):
+            remove_tree(path)
+        else:
+            path.unlink()
