@@ -145,3 +145,26 @@ async def test_reserved_top_level_names_stay_the_sandboxs(
             await sb.upload(solution / "solve.sh", "/lib32/evil")
     assert list(bait.iterdir()) == []  # bwrap never followed a planted link to the host
     assert not Path("/usr/planted").exists() and not Path("/usr2").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a host write through a planted link needs root")
+async def test_a_link_planted_above_a_nested_mount_point_is_never_followed(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """A workdir inside HOME is mounted anew for every command: a link the agent puts in place
+    of a folder above it would make bwrap create the mount point on the host."""
+    from tests.worker.sandbox.support import DOCKERFILE
+
+    task = make_task(DOCKERFILE.replace("WORKDIR /app", "WORKDIR /root/a/b"))
+    bait = tmp_path / "host-bait"
+    bait.mkdir()
+    rel_bait = os.path.relpath(bait, "/")
+    async with local(task, tmp_path / "s") as sb:
+        assert (await sb.exec("pwd; ls")).stdout == "/root/a/b\ndata\n"
+        planted = await sb.exec(
+            f"cd / && mv /root/a /root/old && ln -s ../../oldroot/{rel_bait} /root/a"
+        )
+        assert planted.exit_code == 0, planted
+        after = await sb.exec("pwd; ls; test -L /root/a && echo link")
+        assert after.stdout == "/root/a/b\ndata\n", after
+    assert list(bait.iterdir()) == []

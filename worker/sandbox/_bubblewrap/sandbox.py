@@ -63,7 +63,7 @@ from worker.sandbox._bubblewrap.process import (
     reader,
 )
 from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
-from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, prepare, stubs
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, prepare, prepare_below, stubs
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
     FRESH_TOPS,
@@ -594,8 +594,22 @@ class BubblewrapSandbox(Sandbox):
         wanted = stubs(layout)
         self._reserved |= wanted.keys()
         prepare(self._top, wanted, self._reserved)
+        for path in (*self._binds, *worker_site_dirs(), *self._lent):
+            self._prepare_nested(path)
         argv += [*layout, "--chdir", cwd or self._workdir, "--", *command]
         return argv
+
+    def _prepare_nested(self, path: str) -> None:
+        """A mount point inside another writable place: no link of the agent's on the way."""
+        outer = self.bind_for(posixpath.dirname(path))
+        if outer is None or outer[0] == "/" or path in (outer[0], "/"):
+            return  # not inside a writable bind (a read-only folder, a fresh tmpfs, the root)
+        source = self._binds.get(path) or self._lent.get(path) or Path(path)
+        prepare_below(
+            outer[1],
+            posixpath.join(outer[2], posixpath.basename(path)),
+            "dir" if source.is_dir() else "file",
+        )
 
     async def _spawn(
         self,

@@ -10,7 +10,9 @@ make bwrap create folders or files on the host. So the top-level names the sandb
 name nothing mounts now (``/tests`` before the tests are uploaded, ``/lib32`` on a host without
 it), and leaves every other name alone: those are the agent's. A mount point deeper down is
 never made in this folder (:func:`~worker.sandbox._bubblewrap.host.mount_args` mounts a fresh
-tmpfs on a top-level folder that only holds mount points).
+tmpfs on a top-level folder that only holds mount points); one inside a writable folder
+(the skills folder in HOME) is made right the same way before each command
+(:func:`prepare_below`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,31 @@ def prepare(root: Path, wanted: dict[str, Stub], reserved: Collection[str]) -> N
             path.touch(mode=0o444)
         elif kind is not None:
             os.symlink(kind.removeprefix("link:"), path)
+
+
+def prepare_below(host_root: Path, rel: str, kind: Stub) -> None:
+    """The mount point ``rel`` inside a writable folder (``host_root``): every folder on the way
+    a real folder (a link or file the agent put there removed, nothing followed), the last a
+    ``kind`` ("dir" or "file"); what a mount point folder holds is left alone."""
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    current = host_root
+    for index, part in enumerate(parts):
+        current = current / part
+        last = index == len(parts) - 1
+        want = kind if last else "dir"
+        try:
+            info = current.lstat()
+        except FileNotFoundError:
+            info = None
+        if info is not None and (
+            stat.S_ISDIR(info.st_mode) if want == "dir" else stat.S_ISREG(info.st_mode)
+        ):
+            continue
+        _remove(current)
+        if want == "dir":
+            current.mkdir(mode=0o755)
+        else:
+            current.touch(mode=0o444)
 
 
 def _is(path: Path, kind: Stub | None) -> bool:
