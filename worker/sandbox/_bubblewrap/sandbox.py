@@ -28,6 +28,7 @@ import contextlib
 import logging
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -159,6 +160,7 @@ class BubblewrapSandbox(Sandbox):
         # the agent's (mount points: top.py).
         self._top = self._root / "top"
         self._reserved: set[str] = set(ALWAYS_RESERVED)
+        self._layout_lock = threading.Lock()  # one command's mount points made at a time
         self._bwrap = ""
         self._init = InitNamespace()
         self._procs: set[Spawned] = set()
@@ -355,13 +357,15 @@ class BubblewrapSandbox(Sandbox):
         self._ensure_mountpoint(self._workdir)
 
     def _remove_tree(self) -> None:
-        """Unmount what this sandbox mounted, then remove its host folder."""
-        # Detaching the capped tree detaches the overlays mounted in it as well.
-        for point in [self._root] if self._root in self._mounted else self._mounted:
-            unmount(point)
-        self._mounted = []
-        if self._root.exists():
-            remove_tree(self._root)
+        """Unmount what this sandbox mounted, then remove its host folder (never while a
+        command's mount points are being made: :meth:`_layout`)."""
+        with self._layout_lock:
+            # Detaching the capped tree detaches the overlays mounted in it as well.
+            for point in [self._root] if self._root in self._mounted else self._mounted:
+                unmount(point)
+            self._mounted = []
+            if self._root.exists():
+                remove_tree(self._root)
 
     def _ensure_mountpoint(self, path: str) -> None:
         """A bind under a read-only host folder needs its mount point made in the layer."""
@@ -557,15 +561,40 @@ class BubblewrapSandbox(Sandbox):
             **(env or {}),
         }
 
+    def _layout(self) -> list[str]:
+        """bwrap's mount options for the next command, its mount points made right first
+        (blocking: run in a thread, one at a time)."""
+        with self._layout_lock:
+            if self._stopped:
+                raise SandboxError("the sandbox is not running")
+            layout = mount_args(
+                self._top,
+                self.layer,
+                self._binds,
+                masks(self._hidden(), {top(path) for path in self._binds}),
+                self._lent,
+            )
+            # Whatever the agent left at a reserved name of the root (a link, a folder of its
+            # own) is gone, and no link is on the way to a mount point in a writable place.
+            wanted = stubs(layout)
+            self._reserved |= wanted.keys()
+            try:
+                prepare(self._top, wanted, self._reserved)
+                for path in (*self._binds, *worker_site_dirs(), *self._lent):
+                    self._prepare_nested(path)
+            except OSError as exc:
+                raise SandboxError(f"cannot lay out the sandbox's root: {exc}") from None
+            return layout
+
     def _argv(
-        self, command: Sequence[str], cwd: str | None, user: str | None, info_fd: int
+        self,
+        command: Sequence[str],
+        cwd: str | None,
+        info_fd: int,
+        layout: Sequence[str],
     ) -> list[str]:
         if self._stopped or not self._init.fds:
             raise SandboxError("the sandbox is not running")
-        if user not in (None, "root", "0", "0:0"):
-            raise SandboxUnsupported(
-                f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
-            )
         user_fd, pid_fd = self._init.fds
         joins = [] if joins_by_setns() else ["--userns", str(user_fd)]
         argv = [
@@ -582,20 +611,6 @@ class BubblewrapSandbox(Sandbox):
         ]
         if not self.spec.internet:
             argv.append("--unshare-net")
-        layout = mount_args(
-            self._top,
-            self.layer,
-            self._binds,
-            masks(self._hidden(), {top(path) for path in self._binds}),
-            self._lent,
-        )
-        # The mount points bwrap will use in the sandbox's root, made right first: whatever the
-        # agent left at a reserved name (a link, a folder of its own) is gone (top.py).
-        wanted = stubs(layout)
-        self._reserved |= wanted.keys()
-        prepare(self._top, wanted, self._reserved)
-        for path in (*self._binds, *worker_site_dirs(), *self._lent):
-            self._prepare_nested(path)
         argv += [*layout, "--chdir", cwd or self._workdir, "--", *command]
         return argv
 
@@ -625,10 +640,17 @@ class BubblewrapSandbox(Sandbox):
                 f"over the storage cap of {self._cap}"
             )
         argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if user not in (None, "root", "0", "0:0"):
+            raise SandboxUnsupported(
+                f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
+            )
+        if self._stopped or not self._init.fds:
+            raise SandboxError("the sandbox is not running")
+        layout = await asyncio.to_thread(self._layout)
         read_fd, write_fd = os.pipe()
         cancelled = False
         try:
-            argv = self._argv(argv_command, cwd, user, info_fd=write_fd)
+            argv = self._argv(argv_command, cwd, info_fd=write_fd, layout=layout)
             # Never cancelled itself: asyncio's clean-up of a cancelled start kills only the
             # outer bwrap and then waits for the pipes to close, but the command (already in
             # the sandbox's namespace, maybe before bwrap set its parent-death signal) holds
