@@ -12,6 +12,7 @@ import pytest
 from tests.worker.sandbox.support import MakeTask, make_spec
 from worker.sandbox import SandboxError, sandbox_class
 from worker.sandbox._bubblewrap import BubblewrapSandbox
+from worker.sandbox._bubblewrap.host import worker_site_dirs
 from worker.sandbox.tamper import Change
 
 
@@ -168,3 +169,32 @@ async def test_a_link_planted_above_a_nested_mount_point_is_never_followed(
         after = await sb.exec("pwd; ls; test -L /root/a && echo link")
         assert after.stdout == "/root/a/b\ndata\n", after
     assert list(bait.iterdir()) == []
+
+
+async def test_a_top_level_folder_holding_a_deeper_mount_point_stays_the_agents(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """A workdir /home/u/app is mounted below /home: /home is still the agent's (kept), only
+    /home/u, which holds the mount point, is fresh per command (as the worker's own site folder
+    makes its first folder below the top fresh)."""
+    from tests.worker.sandbox.support import DOCKERFILE
+
+    task = make_task(DOCKERFILE.replace("WORKDIR /app", "WORKDIR /home/u/app"))
+    async with local(task, tmp_path / "s") as sb:
+        made = await sb.exec(
+            "echo kept > /home/notes.txt && echo fresh > /home/u/gone.txt && echo w > result.txt"
+        )
+        assert made.exit_code == 0, made
+        seen = await sb.exec("cat /home/notes.txt /home/u/app/result.txt; ls /home/u")
+        assert seen.stdout == "kept\nw\napp\n", seen
+        site_tops = {Path(site).parts[1] for site in worker_site_dirs()}
+        for name in site_tops - {"root", "tmp", "opt", "srv", "var", "home"}:
+            kept = await sb.exec(f"echo k > /{name}/mine && cat /{name}/mine")
+            assert kept.stdout == "k\n", kept
+            assert (await sb.exec(f"cat /{name}/mine")).stdout == "k\n"
+        await sb.tamper_evidence()
+        work = {c.path for c in await sb.work_changes() or []}
+        assert {"/home/notes.txt", "/home/u/app/result.txt"} <= work, work
+        assert "/home/u/gone.txt" not in work, work
+        with pytest.raises(SandboxError, match="outside the local sandbox's writable places"):
+            await sb.upload(tmp_path / "s", "/home/u/x")

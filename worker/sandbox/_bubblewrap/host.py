@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED
 from worker.sandbox.base import SandboxUnsupported
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -244,10 +245,12 @@ def mount_args(
     writable ``binds`` (sandbox path -> host folder), the worker's site folders and what the
     worker lends (read-only).
 
-    Every mount point is either a top-level name of ``root`` (prepared by the worker before
-    bwrap runs, top.prepare) or inside something mounted here: a top-level folder that only
-    holds deeper mount points (``/home`` of a workdir ``/home/u/app``, the top of a lent
-    folder) gets a fresh tmpfs first, so bwrap never makes a folder in ``root`` below its top.
+    Every mount point is either a top-level name of ``root`` or one below a folder of ``root``
+    bound on itself (both prepared by the worker before bwrap runs, top.prepare), or inside
+    something mounted here: a top-level folder that only holds deeper mount points (``/home``
+    of a workdir ``/home/u/app``, the worker's site folder ``/app/.venv/lib/...``) is the
+    agent's folder of ``root`` bound on itself, with a fresh tmpfs on its subfolder that holds
+    them (``/home/u``, ``/app/.venv``); a reserved one (``/run``) is a fresh tmpfs.
     """
     args: list[str] = ["--bind", str(root), "/"]
     layer_tops = {p.name for p in layer.iterdir()} if layer.is_dir() else set()
@@ -279,10 +282,19 @@ def mount_args(
     sites = worker_site_dirs()
     deeper = [*binds, *sites, *lent]
     for name in sorted({_top(path) for path in deeper} - mounted - {""}):
-        args += ["--tmpfs", f"/{name}"]
         mounted.add(name)
+        if name in ALWAYS_RESERVED:
+            args += ["--tmpfs", f"/{name}"]
+            continue
+        # The agent's folder of the root, bound on itself; what holds deeper mount points in it
+        # is fresh, so bwrap makes no folder in the root below its first level.
+        args += ["--bind", str(root / name), f"/{name}"]
+        for sub in sorted(
+            {p.split("/")[2] for p in deeper if p.count("/") > 2 and _top(p) == name}
+        ):
+            args += ["--tmpfs", f"/{name}/{sub}"]
     for path in masks:
-        if _top(path) in mounted:  # a folder of an unshown top is not seen anyway
+        if _top(path) in shown:  # under a host folder that is shown (else not seen anyway)
             args += ["--tmpfs", path]
     for path, host_path in sorted(binds.items(), key=lambda item: item[0].count("/")):
         args += ["--bind", str(host_path), path]

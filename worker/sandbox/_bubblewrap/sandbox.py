@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import posixpath
@@ -64,7 +65,7 @@ from worker.sandbox._bubblewrap.process import (
     reader,
 )
 from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
-from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, prepare, prepare_below, stubs
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, KEPT, prepare, prepare_below, stubs
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
     FRESH_TOPS,
@@ -161,6 +162,9 @@ class BubblewrapSandbox(Sandbox):
         self._top = self._root / "top"
         self._reserved: set[str] = set(ALWAYS_RESERVED)
         self._layout_lock = threading.Lock()  # one command's mount points made at a time
+        # Fresh folders inside the agent's top-level ones (/app/.venv where the worker's site
+        # folder is lent below it): not the root folder's, so no writable place.
+        self._fresh: set[str] = set()
         self._bwrap = ""
         self._init = InitNamespace()
         self._procs: set[Spawned] = set()
@@ -329,8 +333,13 @@ class BubblewrapSandbox(Sandbox):
             **{path: root / path.strip("/") for path in FRESH_TOPS},
             self._workdir: root / "workspace",
         }
-        self._reserved |= {top(path) for path in (*self._binds, self.config.skills_dir)}
-        self._reserved |= {top(path) for path in worker_site_dirs()}
+        # Top-level places mounted directly (those holding deeper mount points only are the
+        # agent's folders, bound on themselves: host.mount_args).
+        self._reserved |= {
+            path.strip("/")
+            for path in (*self._binds, self.config.skills_dir)
+            if path.count("/") == 1
+        }
         # New top-level folders: watched like /opt (a program's own files are the agent's; a
         # toolchain the image's PATH names is not), and the agent's work product.
         new_tops = Watched("/", self._top, skip=self._reserved)
@@ -576,8 +585,15 @@ class BubblewrapSandbox(Sandbox):
             )
             # Whatever the agent left at a reserved name of the root (a link, a folder of its
             # own) is gone, and no link is on the way to a mount point in a writable place.
-            wanted = stubs(layout)
-            self._reserved |= wanted.keys()
+            wanted = stubs(layout, self._top)
+            self._fresh |= {
+                dest
+                for option, dest in itertools.pairwise(layout)
+                if option == "--tmpfs" and dest.count("/") == 2 and top(dest) not in self._reserved
+            }
+            self._reserved |= {
+                name for name, kind in wanted.items() if "/" not in name and kind != KEPT
+            }
             try:
                 prepare(self._top, wanted, self._reserved)
                 for path in (*self._binds, *worker_site_dirs(), *self._lent):
@@ -773,7 +789,6 @@ class BubblewrapSandbox(Sandbox):
     async def lend(self, host_folder: Path, sandbox_path: str) -> None:
         path = normalize(sandbox_path)
         self._lent[path] = host_folder
-        self._reserved.add(top(path))
 
     def bind_for(self, path: str) -> tuple[str, Path, str] | None:
         """The writable place holding ``path``: (sandbox root, host root, relative path); a
@@ -783,7 +798,8 @@ class BubblewrapSandbox(Sandbox):
             inside = path == root or path.startswith(root.rstrip("/") + "/")
             if inside and (best is None or len(root) > len(best[0])):
                 best = (root, host, posixpath.relpath(path, root))
-        if best is None and path != "/" and top(path) not in self._reserved:
+        fresh = any(path == f or path.startswith(f"{f}/") for f in self._fresh)
+        if best is None and path != "/" and top(path) not in self._reserved and not fresh:
             best = ("/", self._top, path.lstrip("/"))
         return best
 

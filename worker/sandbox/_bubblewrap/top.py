@@ -10,9 +10,11 @@ make bwrap create folders or files on the host. So the top-level names the sandb
 name nothing mounts now (``/tests`` before the tests are uploaded, ``/lib32`` on a host without
 it), and leaves every other name alone: those are the agent's. A mount point deeper down is
 never made in this folder (:func:`~worker.sandbox._bubblewrap.host.mount_args` mounts a fresh
-tmpfs on a top-level folder that only holds mount points); one inside a writable folder
-(the skills folder in HOME) is made right the same way before each command
-(:func:`prepare_below`).
+tmpfs on a top-level folder that only holds mount points, or binds the folder of the root on
+itself, a fresh tmpfs on each of its subfolders that holds deeper ones: ``/app`` stays the agent's
+where the worker's own site folder ``/app/.venv/lib/...`` is lent, only ``/app/.venv`` is fresh).
+A mount point inside a writable folder (a workdir ``/root/a/b``) is made right the same way
+before each command (:func:`prepare_below`).
 """
 
 from __future__ import annotations
@@ -40,13 +42,17 @@ _TWO_ARGS = {"--bind", "--ro-bind", "--dev-bind", "--symlink", "--bind-try", "--
 _ONE_DEST = {"--tmpfs", "--proc", "--dev", "--dir", "--ro-overlay", "--remount-ro", "--mqueue"}
 _ONE_OTHER = {"--overlay-src", "--chdir", "--perms", "--size", "--chmod"}
 
-Stub = str  # "dir", "file", or "link:<target>"
+# "dir" (an empty folder), "file" (an empty file), "link:<target>", or "kept": a folder of the
+# root bound on itself (the agent's, whatever it holds), so that mount points may go inside it.
+Stub = str
+KEPT = "kept"
 
 
-def stubs(args: Sequence[str]) -> dict[str, Stub]:
-    """The mount point bwrap needs at each top-level name ``args`` (bwrap's mount options)
-    mount on directly, by name."""
+def stubs(args: Sequence[str], root: Path) -> dict[str, Stub]:
+    """The mount point bwrap needs at each top-level name of ``root`` that ``args`` (bwrap's
+    mount options) mount on, by name; and at ``name/sub`` below a kept one."""
     found: dict[str, Stub] = {}
+    below: dict[str, Stub] = {}
     i = 0
     while i < len(args):
         option = args[i]
@@ -55,6 +61,8 @@ def stubs(args: Sequence[str]) -> dict[str, Stub]:
             i += 3
             if option == "--symlink":
                 kind = f"link:{source}"
+            elif source == os.path.join(root, dest.strip("/")):
+                kind = KEPT
             else:
                 kind = "dir" if os.path.isdir(source) else "file"
         elif option in _ONE_DEST:
@@ -64,26 +72,33 @@ def stubs(args: Sequence[str]) -> dict[str, Stub]:
             i += 2 if option in _ONE_OTHER else 1
             continue
         name = dest.strip("/")
-        if name and "/" not in name and option != "--remount-ro":
-            found.setdefault(name, kind)
-    return found
+        if name and option != "--remount-ro":
+            (below if "/" in name else found).setdefault(name, kind)
+    kept = {name for name, kind in found.items() if kind == KEPT}
+    return {
+        **found,
+        **{n: k for n, k in below.items() if n.count("/") == 1 and n.split("/")[0] in kept},
+    }
 
 
 def prepare(root: Path, wanted: dict[str, Stub], reserved: Collection[str]) -> None:
     """Make ``root``'s reserved names exactly ``wanted`` (and absent where not wanted), no link
     followed; nothing else is touched."""
-    for name in sorted({*reserved, *wanted}):
+    tops = {name for name in wanted if "/" not in name}
+    for name in sorted({*reserved, *tops}):
         path = root / name
         kind = wanted.get(name)
         if _is(path, kind):
             continue
         _remove(path)
-        if kind == "dir":
+        if kind in ("dir", KEPT):
             path.mkdir(mode=0o755)
         elif kind == "file":
             path.touch(mode=0o444)
         elif kind is not None:
             os.symlink(kind.removeprefix("link:"), path)
+    for name in sorted(set(wanted) - tops):  # inside a kept folder: a folder or file there
+        prepare_below(root, name, "file" if wanted[name] == "file" else "dir")
 
 
 def prepare_below(host_root: Path, rel: str, kind: Stub) -> None:
@@ -116,6 +131,8 @@ def _is(path: Path, kind: Stub | None) -> bool:
         info = path.lstat()
     except FileNotFoundError:
         return kind is None
+    if kind == KEPT:
+        return stat.S_ISDIR(info.st_mode)
     if kind == "dir":
         if not stat.S_ISDIR(info.st_mode):
             return False
