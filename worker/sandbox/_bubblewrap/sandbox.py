@@ -787,8 +787,7 @@ class BubblewrapSandbox(Sandbox):
         return hidden
 
     async def lend(self, host_folder: Path, sandbox_path: str) -> None:
-        path = normalize(sandbox_path)
-        self._lent[path] = host_folder
+        self._lent[normalize(sandbox_path)] = host_folder
 
     def bind_for(self, path: str) -> tuple[str, Path, str] | None:
         """The writable place holding ``path``: (sandbox root, host root, relative path); a

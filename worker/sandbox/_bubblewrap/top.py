@@ -8,13 +8,13 @@ make bwrap create folders or files on the host. So the top-level names the sandb
 *reserved*: before each command the worker puts exactly the mount point bwrap expects at each
 (a folder, an empty file, or the link it makes), removes whatever the agent left at a reserved
 name nothing mounts now (``/tests`` before the tests are uploaded, ``/lib32`` on a host without
-it), and leaves every other name alone: those are the agent's. A mount point deeper down is
-never made in this folder (:func:`~worker.sandbox._bubblewrap.host.mount_args` mounts a fresh
-tmpfs on a top-level folder that only holds mount points, or binds the folder of the root on
-itself, a fresh tmpfs on each of its subfolders that holds deeper ones: ``/app`` stays the agent's
-where the worker's own site folder ``/app/.venv/lib/...`` is lent, only ``/app/.venv`` is fresh).
-A mount point inside a writable folder (a workdir ``/root/a/b``) is made right the same way
-before each command (:func:`prepare_below`).
+it), and leaves every other name alone: those are the agent's. A top-level folder that holds
+deeper mount points stays the agent's too ("kept": bound on itself), with a fresh tmpfs on each
+of its subfolders that holds them (:func:`~worker.sandbox._bubblewrap.host.mount_args`: ``/app``
+stays the agent's where the worker's own site folder ``/app/.venv/lib/...`` is lent, only
+``/app/.venv`` is fresh); those subfolders are prepared like the reserved names, and no mount
+point is made deeper in this folder. A mount point inside a writable folder (a workdir
+``/root/a/b``) is made right the same way before each command (:func:`prepare_below`).
 """
 
 from __future__ import annotations
