@@ -213,6 +213,9 @@ class _TrialState:
     # Set when the agent's sandbox was not graded (its tampering all left out of the work
     # product): the image plus the work product alone decides, or the row stays tampered.
     tampered: _Tampered | None = None
+    # Why the agent's sandbox gave no reward to keep (tampering, a verifier that ran past its
+    # timeout there): the image plus the work product alone decides.
+    fresh_only: str | None = None
     regrade_source: str | None = None  # the reward file the regrade's reward came from
 
 
@@ -398,17 +401,17 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
-        if state.tampered is not None:
+        if state.fresh_only is not None:
             with phases.phase("regrade"):
                 reward = await _regrade(plan, state, snapshot, None)
-            if not reward:
+            if not reward and state.tampered is not None:
                 raise state.tampered
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
         if (
             reward
-            and state.tampered is None  # else graded on the image plus the work product already
+            and state.fresh_only is None  # else graded on the image plus the work product already
             and state.capture is not None
             and state.capture.product.needs_regrade
         ):
@@ -652,7 +655,11 @@ async def _verify(
 
     async def take_work_product() -> None:
         # After the kill and the tamper look, before tests/ is uploaded: nothing runs.
-        state.capture = await capture(sandbox, ground, archive, plan.caps.sandbox_bytes)
+        # Always written (a nop's is empty): a verifier that hangs in the agent's sandbox is
+        # graded again on the work product as it was before the verifier ran.
+        state.capture = await capture(
+            sandbox, ground, archive, plan.caps.sandbox_bytes, always_export=True
+        )
 
     # The agent's processes die first (harden's first step); nothing it left can see tests/
     # or write a reward. A backend that can tell whether the agent changed what the verifier
@@ -672,10 +679,16 @@ async def _verify(
     if found is not None:
         state.verifier["work_product"] = found.evidence()
     if result.timed_out:
-        raise _Failed(
-            FailureKind.VERIFIER_TIMEOUT,
-            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f}",
+        ran_past = (
+            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f}"
         )
+        if found is not None and found.archive is not None and agent_outcome.status != "timeout":
+            # What hung it may be the agent's (a FIFO for an answer, a module that never
+            # returns): graded on the image plus the work product instead, with twice the time,
+            # where a hang again scores 0. Never an unscored row the agent could hide a fail in.
+            state.fresh_only = f"{ran_past} in the agent's sandbox"
+            return None, None
+        raise _Failed(FailureKind.VERIFIER_TIMEOUT, ran_past)
     if not verdict_seen(result.stdout):
         # Something killed the verifier's own shell before it stopped the rest: whatever ran
         # on may have written the reward files since. Graded code's doing, not the harness's.
@@ -806,6 +819,10 @@ async def _grade_without_tampering(
     if carried:
         raise tampered
     state.tampered = tampered
+    state.fresh_only = (
+        "the agent changed what the verifier runs (verifier.tampering), all of it left out of "
+        "the work product"
+    )
 
 
 async def _test_time_shadows(state: _TrialState) -> None:
@@ -842,10 +859,7 @@ async def _regrade(
     assert found is not None and state.spec is not None
     doc: dict[str, Any] = {"reward_in_agent_sandbox": first}
     if first is None:
-        doc["why"] = (
-            "the agent changed what the verifier runs (verifier.tampering), all of it left out "
-            "of the work product: graded on the image plus the work product only"
-        )
+        doc["why"] = f"{state.fresh_only}: graded on the image plus the work product only"
     state.verifier["regrade"] = doc
     if found.report is not None and found.report.over_budget:
         doc.update(reward=0.0, notes=["the work product is larger than the sandbox's storage cap"])
