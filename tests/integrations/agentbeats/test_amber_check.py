@@ -17,6 +17,7 @@ import json5
 import pytest
 
 from integrations.agentbeats.amber import RULES, check_manifests, deny_lints
+from tests.integrations.agentbeats.amber_examples import NO_AMBER, local_examples, real_amber
 from tests.support import PUBLISHED_DATA, REPO_ROOT
 
 OURS = REPO_ROOT / "integrations" / "agentbeats"
@@ -88,7 +89,7 @@ def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 FAKE_AMBER = """#!/bin/sh
-# A stand-in for the Amber CLI (which cannot be built here): records its arguments, prints a
+# A stand-in for the Amber CLI (CI cannot build the real one): records its arguments, prints a
 # diagnostic and exits with $FAKE_AMBER_EXIT.
 printf '%s\\n' "$@" >> "$FAKE_AMBER_LOG"
 echo "fake amber: checked $*"
@@ -141,6 +142,34 @@ def test_cli_fails_when_amber_check_fails(tmp_path: Path) -> None:
     named = {**env, "PATH": os.defpath, "AMBER": str(tmp_path / "bin" / "amber")}
     done = cli(worker, env=named)
     assert done.returncode == 1 and "(from $AMBER)" in done.stdout
+
+
+@pytest.mark.skipif(real_amber() is None, reason=NO_AMBER)
+def test_cli_auto_runs_the_installed_amber(tmp_path: Path) -> None:
+    # `--checker auto` with the real Amber CLI on PATH: the six examples (gateway made local, so
+    # nothing is fetched) pass both checks with warnings denied; an unused slot fails both.
+    amber = real_amber()
+    assert amber is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "amber").symlink_to(Path(amber).resolve())
+    env = {k: v for k, v in os.environ.items() if k != "AMBER"}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", NO_COLOR="1")
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    files = local_examples(examples)
+    done = cli(*files, "-D", "warnings", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"checker: amber {bin_dir / 'amber'} (from PATH), then ours" in done.stdout
+    for file in files:
+        assert f"amber check {file}: exit 0 (ok)" in done.stdout
+    assert f"ok (amber check and ours): {len(files)} manifest(s), 0 warning(s)" in done.stdout
+    target = _with_unused_slot(tmp_path)
+    done = cli(target, "-D", "warnings", env=env)
+    assert done.returncode == 1
+    assert "manifest::unused_slot" in done.stdout
+    assert f"amber check {target}: exit 1 (failed)" in done.stdout
+    assert f"error: {target}: $.slots.llm: [manifest::unused_slot]" in done.stdout
 
 
 def test_cli_amber_setting_errors_are_one_line(tmp_path: Path) -> None:
