@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from leaderboard.rows import AGENTBEATS_UUID_PATTERN
 from serving.invocation import command_prefix
 from serving.output import prepare_output_file
+
+if TYPE_CHECKING:
+    from leaderboard.report import TrialLinks
 
 _QUERY_CHOICES = ("overall", "by_category", "by_difficulty", "all")
 _FORMAT_CHOICES = ("table", "json", "csv", "markdown")
@@ -147,21 +150,51 @@ def aggregate(
     click.echo(f"next: {command_prefix()} leaderboard validate {output}")
 
 
+def report_options(func: Any) -> Any:
+    """The ``report`` command's options; the composition root's ``report`` (which adds
+    ``--jobs``, ``skillsbench_agentbeats/leaderboard_cli.py``) takes the same."""
+    options = [
+        _results_option,
+        click.option(
+            "--output",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=Path("leaderboard.html"),
+            show_default=True,
+        ),
+        _participant_option,
+        click.option("--title", default="SkillsBench leaderboard", show_default=True),
+        click.option(
+            "--labels",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help='Label map: a JSON object {"<agent UUID>": "label"}; labels show beside the ids.',
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def write_report(
+    results: tuple[str, ...],
+    output: Path,
+    participant: str | None,
+    title: str,
+    labels: Path | None,
+    trial_links: TrialLinks | None = None,
+) -> None:
+    """The page, written to ``output``; ``trial_links``: trial id -> its transcript's address."""
+    from leaderboard.report import build_report, load_labels
+
+    names = load_labels(labels) if labels is not None else None
+    html = build_report(
+        results, participant=participant, title=title, labels=names, trial_links=trial_links
+    )
+    prepare_output_file(output).write_text(html, encoding="utf-8")
+    click.echo(f"wrote {output}")
+
+
 @leaderboard.command()
-@_results_option
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("leaderboard.html"),
-    show_default=True,
-)
-@_participant_option
-@click.option("--title", default="SkillsBench leaderboard", show_default=True)
-@click.option(
-    "--labels",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='Label map: a JSON object {"<agent UUID>": "label"}; labels show beside the ids.',
-)
+@report_options
 def report(
     results: tuple[str, ...],
     output: Path,
@@ -170,12 +203,7 @@ def report(
     labels: Path | None,
 ) -> None:
     """Write one static HTML page: tables, pass-rate charts, confidence intervals, per-task rows."""
-    from leaderboard.report import build_report, load_labels
-
-    names = load_labels(labels) if labels is not None else None
-    html = build_report(results, participant=participant, title=title, labels=names)
-    prepare_output_file(output).write_text(html, encoding="utf-8")
-    click.echo(f"wrote {output}")
+    write_report(results, output, participant, title, labels)
 
 
 @leaderboard.command()

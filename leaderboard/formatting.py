@@ -1,4 +1,8 @@
-"""Query results as text: an aligned table, JSON, CSV or a Markdown table."""
+"""Query results as text: an aligned table, JSON, CSV or a Markdown table.
+
+The aligned table is for reading: the report's headings, units and values (leaderboard.display:
+mean reward in %, time per task, the pass rate's 95% interval). JSON, CSV and Markdown give the
+query's own columns and values, as the published queries do."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from leaderboard.display import display_columns, display_rows
 from leaderboard.query import QueryResult
 
 OutputFormat = Literal["table", "json", "csv", "markdown"]
@@ -39,23 +44,25 @@ def cell(value: Any) -> str:
 
 
 def _table(result: QueryResult) -> str:
-    cells = [list(result.columns), *[[cell(v) for v in row] for row in result.rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(result.columns))]
-    numeric = [
-        all(isinstance(row[i], (int, float)) or row[i] is None for row in result.rows)
-        and bool(result.rows)
-        for i in range(len(result.columns))
-    ]
+    # Each heading on two lines, its name over its unit ("Time per task" / "(s, mean)"), so the
+    # table keeps the report's wording and still fits a terminal. No labels here: ids only.
+    headings = [h.replace("label · ", "") for h in display_columns(result)]
+    names = [h.partition(" (")[0] for h in headings]
+    units = [f"({h.partition(' (')[2]}" if " (" in h else "" for h in headings]
+    shown = [list(row.values()) for row in display_rows(result)]
+    body = [[c.text for c in row] for row in shown]
+    widths = [max(len(r[i]) for r in (names, units, *body)) for i in range(len(headings))]
+    numeric = [bool(shown) and all(row[i].numeric for row in shown) for i in range(len(headings))]
 
-    def line(values: list[str]) -> str:
+    def line(values: list[str], align: bool = True) -> str:
         parts = [
-            v.rjust(w) if num else v.ljust(w)
+            v.rjust(w) if num and align else v.ljust(w)
             for v, w, num in zip(values, widths, numeric, strict=True)
         ]
         return "  ".join(parts).rstrip()
 
-    out = [line(cells[0]), "  ".join("-" * w for w in widths)]
-    out += [line(r) for r in cells[1:]]
+    out = [line(names, False), line(units, False), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in body]
     if not result.rows:
         out.append("(no rows)")
     return "\n".join(out) + "\n"

@@ -10,16 +10,25 @@ and mean reward both in %), and notes when agents ran different numbers of tasks
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from leaderboard.display import (
+    AGENT,
+    HEADINGS,
+    Z95,
+    display_columns,
+    display_rows,
+    fraction,
+    percent,
+    wilson_interval,
+)
 from leaderboard.query import (
     QUERY_NAMES,
     QueryResult,
@@ -29,7 +38,19 @@ from leaderboard.query import (
 )
 from leaderboard.rows import usage_cost, usage_count
 
-Z95 = 1.959964
+__all__ = [
+    "SECTION_CSS",
+    "USAGE_SOURCE_NAMES",
+    "Z95",
+    "TrialLinks",
+    "build_report",
+    "load_labels",
+    "report_sections",
+    "wilson_interval",
+]
+
+# A trial id -> the address of its transcript, or None where its job folder is not known.
+TrialLinks = Callable[[str], str | None]
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d")
 
 # Every public row with the fields the page shows; same filters as the queries.
@@ -99,31 +120,6 @@ def _task_row(raw: Sequence[Any]) -> TaskRow:
     )
 
 
-def wilson_interval(passed: int, total: int, z: float = Z95) -> tuple[float, float]:
-    """95% Wilson score interval of a pass rate, as fractions; (0, 1) when there are no tasks."""
-    if total <= 0:
-        return 0.0, 1.0
-    p = passed / total
-    denom = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denom
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-# The query tables' columns as the page shows them: every column names its unit.
-_HEADINGS = {
-    "id": "Agent (label · AgentBeats id)",
-    "Category": "Category",
-    "Difficulty": "Difficulty",
-    "Tasks passed": "Tasks passed (passed/eligible)",
-    "Pass Rate": "Pass rate (%)",
-    "Mean Reward": "Mean reward (%)",
-    "Time": "Time (s, total)",
-    "# Tasks": "Tasks (count)",
-    "Infra Failed": "Infra failed (count)",
-}
-_PERCENT_OF_FRACTION = {"Mean Reward"}  # a 0..1 fraction shown in %, like the pass rate
-
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -158,7 +154,26 @@ def build_report(
     participant: str | None = None,
     title: str = "SkillsBench leaderboard",
     labels: Mapping[str, str] | None = None,
+    trial_links: TrialLinks | None = None,
 ) -> str:
+    """The whole page: ``report_sections`` in a self-contained HTML document."""
+    body = report_sections(
+        patterns, participant=participant, title=title, labels=labels, trial_links=trial_links
+    )
+    return _page(escape(title), body)
+
+
+def report_sections(
+    patterns: Iterable[str],
+    *,
+    participant: str | None = None,
+    title: str = "SkillsBench leaderboard",
+    labels: Mapping[str, str] | None = None,
+    trial_links: TrialLinks | None = None,
+) -> str:
+    """The page's content (title, tables, charts), without the document around it: the viewer
+    shows it in its own page. ``trial_links`` maps a trial id to its transcript's address (None
+    when its job folder is not known)."""
     con = connect()
     try:
         loaded = load_results(con, patterns, participant)
@@ -179,26 +194,27 @@ def build_report(
         f'<p class="meta">{len(loaded.files)} results file(s), {len(tasks)} public row(s), '
         f"{len(agents)} agent(s) · generated {now} · pass-rate intervals are 95% Wilson "
         "score intervals over distinct score-eligible tasks · pass rate and mean reward are in %, "
-        "times in seconds (summed over eligible tasks) · click a column heading to sort.</p>",
+        "time per task is the mean in seconds over eligible tasks (the query's total time over "
+        "its task count) · click a column heading to sort.</p>",
         _coverage_note(tables["overall"], names),
-        _section("Overall", _table(tables["overall"], True, names), "overall"),
+        _section("Overall", _table(tables["overall"], names), "overall"),
         _section(
             "Pass rate by category",
             _chart(tables["by_category"], "Category", colors, names)
-            + _table(tables["by_category"], True, names),
+            + _table(tables["by_category"], names),
             "by-category",
         ),
         _section(
             "Pass rate by difficulty",
             _chart(tables["by_difficulty"], "Difficulty", colors, names)
-            + _table(tables["by_difficulty"], True, names),
+            + _table(tables["by_difficulty"], names),
             "by-difficulty",
         ),
         _section("Usage: tokens and cost", _usage_table(tasks, names), "usage"),
         _section("Infrastructure failures", _infra_table(tasks, names), "infra"),
-        _section("Per-task results", _task_table(tasks, names), "tasks"),
+        _section("Per-task results", _task_table(tasks, names, trial_links), "tasks"),
     ]
-    return _page(escape(title), "\n".join(s for s in sections if s))
+    return "\n".join(s for s in sections if s)
 
 
 @dataclass(frozen=True)
@@ -219,6 +235,13 @@ class Names:
             f'<td class="agent" data-sort="{escape(label or agent)}" title="{escape(agent)}">'
             f'{name}<code class="uuid">{escape(shown)}</code></td>'
         )
+
+    def short(self, agent: str) -> str:
+        """A few words that name the agent in a chart: its label (cut), else its id's tail."""
+        label = self.label(agent)
+        if label:
+            return label if len(label) <= 28 else label[:27] + "…"
+        return f"…{agent[-12:]}" if len(agent) > 14 else agent
 
     def text(self, agent: str) -> str:
         label = self.label(agent)
@@ -244,11 +267,6 @@ def _section(title: str, body: str, anchor: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}</section>'
 
 
-def _fraction(result_row: dict[str, Any]) -> tuple[int, int]:
-    passed, _, total = str(result_row["Tasks passed"]).partition("/")
-    return int(passed), int(total)
-
-
 def _fmt(value: Any) -> str:
     if value is None:
         return ""
@@ -263,38 +281,23 @@ def _td(value: Any, sort: Any = None) -> str:
     return f'<td class="{"num" if numeric else "txt"}"{key}>{escape(_fmt(value))}</td>'
 
 
-def _percent(value: Any) -> Any:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return round(100 * value, 1)
-    return value
-
-
-def _table(result: QueryResult, with_ci: bool, names: Names) -> str:
-    columns = list(result.columns)
-    head = "".join(f"<th>{escape(_HEADINGS.get(c, c))}</th>" for c in columns)
-    if with_ci:
-        head += "<th>95% CI of pass rate (%)</th>"
+def _table(result: QueryResult, names: Names) -> str:
+    """A query table as shown (leaderboard.display), its pass rate with the 95% interval."""
+    head = "".join(f"<th>{escape(c)}</th>" for c in display_columns(result))
     body = []
-    for record in result.records():
+    for shown in display_rows(result):
         cells = []
-        for key, value in record.items():
-            if key == "id":
-                cells.append(names.cell(str(value)))
-            elif key == "Tasks passed":
-                passed, total = _fraction(record)
-                cells.append(_td(value, passed / total if total else -1))
-            elif key in _PERCENT_OF_FRACTION:
-                cells.append(_td(_percent(value)))
-            else:
-                cells.append(_td(value))
-        if with_ci:
-            low, high = wilson_interval(*_fraction(record))
+        for key, cell in shown.items():
+            if key == AGENT:
+                cells.append(names.cell(cell.text))
+                continue
+            kind = "num" if cell.numeric else "txt"
             cells.append(
-                f'<td class="num" data-sort="{low:.6f}">{100 * low:.1f} – {100 * high:.1f}</td>'
+                f'<td class="{kind}" data-sort="{escape(str(cell.sort))}">{escape(cell.text)}</td>'
             )
         body.append(f"<tr>{''.join(cells)}</tr>")
     if not body:
-        body.append(f'<tr><td colspan="{len(columns) + int(with_ci)}">no rows</td></tr>')
+        body.append(f'<tr><td colspan="{len(result.columns) + 1}">no rows</td></tr>')
     return _wrap(
         f'<table class="data sortable" data-query="{escape(result.name)}">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -313,10 +316,15 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: N
     """
     groups: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for record in result.records():
-        groups[str(record[dimension])].append((str(record["id"]), *_fraction(record)))
+        groups[str(record[dimension])].append((str(record["id"]), *fraction(record)))
     if not groups:
         return "<p>No rows to chart.</p>\n"
-    width, label_w, value_w, bar_h, gap, top = 1160, 250, 130, 14, 10, 28
+    # One agent order in every group (the overall table's), so a bar's place names its agent
+    # as much as its colour does; the value label names it too.
+    order = {agent: i for i, agent in enumerate(colors)}
+    for bars in groups.values():
+        bars.sort(key=lambda bar: (order.get(bar[0], len(order)), bar[0]))
+    width, label_w, value_w, bar_h, gap, top = 1160, 250, 330, 14, 10, 28
     bar_w = width - label_w - value_w
     height = top + sum(len(v) * (bar_h + 2) + gap for v in groups.values()) + 10
     parts = [
@@ -351,7 +359,7 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: N
                 f'y2="{y + bar_h - 3:.1f}" class="ci"/><line x1="{x_high:.1f}" y1="{y + 3:.1f}" '
                 f'x2="{x_high:.1f}" y2="{y + bar_h - 3:.1f}" class="ci"/>'
                 f'<text x="{label_w + bar_w + 8}" y="{mid + 4:.1f}" class="value">'
-                f"{100 * rate:.1f}% ({passed}/{total})</text>"
+                f"{escape(names.short(agent))}: {100 * rate:.1f}% ({passed}/{total})</text>"
             )
             y += bar_h + 2
         y += gap
@@ -373,7 +381,7 @@ USAGE_SOURCE_NAMES = {
     None: "not recorded",
 }
 _USAGE_COLUMNS = (
-    _HEADINGS["id"],
+    HEADINGS[AGENT],
     "Usage source",
     "Trials (count)",
     "Input tokens (tokens, total)",
@@ -443,7 +451,7 @@ def _infra_table(tasks: Sequence[TaskRow], names: Names) -> str:
         return "<p>No infrastructure failures.</p>\n"
     kinds = sorted({kind for c in counts.values() for kind in c})
     head = (
-        f"<th>{_HEADINGS['id']}</th>"
+        f"<th>{HEADINGS[AGENT]}</th>"
         + "".join(f"<th>{escape(k)} (count)</th>" for k in kinds)
         + "<th>total (count)</th>"
     )
@@ -459,20 +467,22 @@ def _infra_table(tasks: Sequence[TaskRow], names: Names) -> str:
     )
 
 
-def _task_table(tasks: Sequence[TaskRow], names: Names) -> str:
-    columns = (
-        "agent",
-        "task",
-        "trial",
-        "category",
-        "difficulty",
-        "eligible (yes/no)",
-        "passed (yes/no)",
-        "reward (%)",
-        "time (s)",
-        "infra failure (kind)",
-    )
-    head = "".join(f"<th>{c}</th>" for c in columns)
+TASK_COLUMNS = (
+    "agent",
+    "task",
+    "trial",
+    "category",
+    "difficulty",
+    "eligible (yes/no)",
+    "passed (yes/no)",
+    "reward (%)",
+    "time (s)",
+    "infra failure (kind)",
+)
+
+
+def _task_table(tasks: Sequence[TaskRow], names: Names, links: TrialLinks | None) -> str:
+    head = "".join(f"<th>{c}</th>" for c in TASK_COLUMNS)
     body = []
     for t in tasks:
         status = (
@@ -480,43 +490,60 @@ def _task_table(tasks: Sequence[TaskRow], names: Names) -> str:
             if t.passed and t.score_eligible
             else ("infra" if not t.score_eligible else "fail")
         )
-        values = (
-            t.task_id,
-            t.trial_id,
-            t.category,
-            t.difficulty,
-            t.score_eligible,
-            t.passed,
-            _percent(t.reward),
-            t.time_used,
-            t.infra_failure_type,
+        href = links(t.trial_id) if links and t.trial_id else None
+        trial = (
+            f'<td class="txt trial"><a href="{escape(href)}">{escape(t.trial_id or "")}</a></td>'
+            if href
+            else _td(t.trial_id)
         )
-        cells = names.cell(t.agent, short=True) + "".join(_td(v) for v in values)
+        time_used = round(t.time_used, 1) if t.time_used is not None else None
+        cells = (
+            names.cell(t.agent, short=True)
+            + _td(t.task_id)
+            + trial
+            + "".join(
+                _td(v)
+                for v in (
+                    t.category,
+                    t.difficulty,
+                    t.score_eligible,
+                    t.passed,
+                    percent(t.reward),
+                    time_used,
+                    t.infra_failure_type,
+                )
+            )
+        )
         body.append(f'<tr class="{status}">{cells}</tr>')
     if not body:
-        body.append(f'<tr><td colspan="{len(columns)}">no rows</td></tr>')
+        body.append(f'<tr><td colspan="{len(TASK_COLUMNS)}">no rows</td></tr>')
     return _wrap(
         f'<table class="data sortable" data-table="tasks"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
 
-_CSS = """
+_PAGE_CSS = """
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
 max-width:1200px;padding:0 1rem;color:#111827;background:#fff}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;
 border-bottom:1px solid #e5e7eb;padding-bottom:.3rem}
+"""
+# The sections' own rules: what the viewer adds to its page to show them (view --results).
+SECTION_CSS = """
 .meta{color:#4b5563;font-size:.9rem}
 .note{background:#fffbeb;border:1px solid #fcd34d;padding:.5rem .75rem;font-size:.9rem}
 .table-box{max-width:100%;overflow-x:auto}
 table.data{border-collapse:collapse;font-size:.85rem;margin:.6rem 0;width:100%}
 table.data th,table.data td{border:1px solid #e5e7eb;padding:.25rem .5rem;overflow-wrap:break-word}
-td.txt,table.data th{overflow-wrap:anywhere}
-table.data th{background:#f3f4f6;text-align:left;vertical-align:bottom}
+td.txt{overflow-wrap:anywhere}
+table.data th{background:#f3f4f6;text-align:left;vertical-align:bottom;overflow-wrap:normal;
+word-break:normal;hyphens:manual}
 table.sortable th{cursor:pointer;user-select:none}
 table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
 table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+table[data-table=tasks] th,table[data-table=tasks] td{padding:.25rem .3rem}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.pass td{background:#f0fdf4}tr.infra td{background:#fff7ed}
 td.partial{white-space:normal}td.unknown{color:#6b7280;font-style:italic}
@@ -529,6 +556,7 @@ svg .ci{stroke:#111827;stroke-width:1.2}svg .track{fill:#f3f4f6}
 .legend{font-size:.8rem;margin-top:.4rem}.key{margin-right:1rem;display:inline-block}
 .swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
 """
+_CSS = _PAGE_CSS + SECTION_CSS
 
 # Sorting: a click (or Enter) on a column heading sorts its table by that column, again to reverse.
 # Cells sort by their data-sort attribute when present, else their text; numbers as numbers.

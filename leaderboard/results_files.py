@@ -57,6 +57,31 @@ def expand_results_paths(patterns: Iterable[str]) -> list[Path]:
     return sorted(found.values(), key=str)
 
 
+def confined_results_paths(patterns: Iterable[str]) -> list[Path]:
+    """As :func:`expand_results_paths`, but a file a folder or a glob matched is kept only when it
+    resolves (symlinks followed) inside that folder (a glob's: its part before the first
+    wildcard): what serves the files given (``view --results``) never reaches past them. A file
+    named outright is kept as named."""
+    kept: dict[Path, Path] = {}
+    for pattern in patterns:
+        base = _base_folder(pattern)
+        for path in expand_results_paths([pattern]):
+            resolved = path.resolve()
+            if base is None or resolved.is_relative_to(base):
+                kept.setdefault(resolved, path)
+    return sorted(kept.values(), key=str)
+
+
+def _base_folder(pattern: str) -> Path | None:
+    if Path(pattern).is_dir():
+        return Path(pattern).resolve()
+    if not glob.has_magic(pattern):
+        return None
+    parts = Path(pattern).parts
+    plain = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    return Path(*parts[:plain]).resolve() if plain else Path.cwd().resolve()
+
+
 def detect_shape(data: Any) -> Shape:
     """The shape of one parsed results file; ValueError naming what is wrong."""
     if not isinstance(data, Mapping):

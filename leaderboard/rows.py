@@ -210,13 +210,16 @@ ROW_KEYS: tuple[str, ...] = (
     "error_type",
     "artifact_refs",
     # Optional usage (added after the first published rows: rows without these keys still
-    # validate, and read as null). Null is unknown, never 0.
+    # validate, and read as null). Null is unknown, never 0. Published only when the row
+    # carries a figure (PublicRow.public_dict).
     "input_tokens",
     "output_tokens",
     "cost_usd",
     "usage_source",
 )
 USAGE_KEYS: tuple[str, ...] = ("input_tokens", "output_tokens", "cost_usd", "usage_source")
+# The keys of a row without usage figures (every published row that predates usage).
+BASE_ROW_KEYS: tuple[str, ...] = tuple(key for key in ROW_KEYS if key not in USAGE_KEYS)
 
 # The reviewed public failure categories; nothing else may appear in `infra_failure_type`.
 FailureCategory = Literal[
@@ -461,10 +464,19 @@ class PublicRow(BaseModel):
             raise ValueError("error_type must mirror infra_failure_type")
         return self
 
+    def carries_usage(self) -> bool:
+        """Whether the row holds a usage figure (tokens or cost)."""
+        return any(
+            value is not None for value in (self.input_tokens, self.output_tokens, self.cost_usd)
+        )
+
     def public_dict(self) -> dict[str, Any]:
-        """The row as published: every key, in the published order."""
+        """The row as published, in the published order. The usage keys appear only when the
+        row carries a figure: a row without one reads as the published rows that predate usage
+        (which lack the keys), so a published row normalizes to itself."""
         data = self.model_dump(mode="json")
-        return {key: data[key] for key in ROW_KEYS}
+        keys = ROW_KEYS if self.carries_usage() else BASE_ROW_KEYS
+        return {key: data[key] for key in keys}
 
 
 def usage_count(value: Any) -> int | None:

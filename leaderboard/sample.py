@@ -27,13 +27,18 @@ class SampleAgent:
     infra_failure_rate: float
     num_shards: int
     max_tasks: int | None = None
+    # Whose usage figures its rows carry (docs/usage.md): measured, the participant's word, or
+    # none (the row then has no usage keys, as the published rows).
+    usage_source: str | None = None
 
 
 DEFAULT_AGENTS: tuple[SampleAgent, ...] = (
-    SampleAgent("019e5a00-0000-7000-8000-00000000000a", 1.0, 0.02, 3),
-    SampleAgent("019e5a00-0000-7000-8000-00000000000b", 0.6, 0.06, 1),
+    SampleAgent("019e5a00-0000-7000-8000-00000000000a", 1.0, 0.02, 3, None, "provider_response"),
+    SampleAgent("019e5a00-0000-7000-8000-00000000000b", 0.6, 0.06, 1, None, "participant_reported"),
     SampleAgent("019e5a00-0000-7000-8000-00000000000c", 0.3, 0.0, 1, max_tasks=6),
 )
+# Made-up prices (USD per token) for the measured sample usage.
+_INPUT_PRICE, _OUTPUT_PRICE = 3e-6, 15e-6
 
 
 def sample_envelope(
@@ -44,11 +49,13 @@ def sample_envelope(
 ) -> dict[str, Any]:
     """One shard envelope: the tasks at positions ``i % num_shards == shard_index``."""
     tasks = list(manifest["tasks"])[: agent.max_tasks]
+    # Usage from its own stream, so the pass/fail draws are those of a sample without usage.
+    usage_rng = random.Random(f"{manifest['task_set']}-{agent.agent_id}-{shard_index}")
     rows = []
     for position, task in enumerate(tasks):
         if position % agent.num_shards != shard_index:
             continue
-        rows.append(_row(manifest, task, agent, rng))
+        rows.append(_with_usage(_row(manifest, task, agent, rng), agent, usage_rng))
     envelope = Envelope(participants={"agent": agent.agent_id}, results=rows)
     return envelope.public_dict()
 
@@ -77,6 +84,25 @@ def write_sample(
         path.write_text(json.dumps(data, indent=2) + "\n")
         written.append(path)
     return written
+
+
+def _with_usage(row: PublicRow, agent: SampleAgent, rng: random.Random) -> PublicRow:
+    """The row with made-up usage from ``agent.usage_source``; a participant leaves the cost of
+    some trials out (unknown, never 0)."""
+    if agent.usage_source is None:
+        return row
+    input_tokens = rng.randint(20_000, 400_000)
+    output_tokens = rng.randint(1_000, 30_000)
+    cost: float | None = round(input_tokens * _INPUT_PRICE + output_tokens * _OUTPUT_PRICE, 6)
+    if agent.usage_source == "participant_reported" and rng.random() < 0.3:
+        cost = None
+    usage = {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cost_usd": cost,
+        "usage_source": agent.usage_source,
+    }
+    return PublicRow.model_validate({**row.model_dump(), **usage})
 
 
 def _row(

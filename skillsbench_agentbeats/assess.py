@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -37,7 +37,10 @@ from green_agent.settings import WORKER_SLOT_URL, WORKER_URL
 from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 from skillsbench_agentbeats.in_process import local_green, local_worker
-from worker.service.cli import environment_option
+from worker.service.cli import environment_option, task_cache_option
+
+if TYPE_CHECKING:
+    from green_agent.selection import Selection
 
 
 def _load_config(value: str) -> dict[str, Any]:
@@ -60,10 +63,12 @@ def _load_config(value: str) -> dict[str, Any]:
     return config
 
 
-def _check_locally(participant: str, config: dict[str, Any], green_url: str | None) -> None:
+def _check_locally(
+    participant: str, config: dict[str, Any], green_url: str | None
+) -> Selection | None:
     """What the green agent would refuse, refused here first in one line (a ``ValueError``):
     the participant URL, the request's shape and, when the green agent is ours (no --green),
-    the config itself (task set, tasks, shard)."""
+    the config itself (task set, tasks, shard), whose selection is returned."""
     from green_agent.request import RequestError, parse_request
 
     if green_url is not None:
@@ -79,11 +84,26 @@ def _check_locally(participant: str, config: dict[str, Any], green_url: str | No
         if green_url is None:
             from green_agent.selection import select
 
-            select(config)
+            return select(config)
     except RequestError as exc:
         if exc.field.startswith("participants."):
             raise ValueError(f"--participant: {exc.problem}") from None
         raise ValueError(f"--config: {exc}") from None
+    return None
+
+
+def _local_tasks_dir(selection: Selection, task_cache: Path | None) -> Path:
+    """The task folders of the worker this process starts: the selected set's fetched tasks
+    when there are (``task-set fetch``), else the default; missing ones refused now, naming how
+    to fetch them, not as a failed assessment later."""
+    from task_sets.manifest import load_task_set
+    from worker.runs.catalog import check_task_folders, resolve_tasks_dir
+
+    folder = resolve_tasks_dir(None, selection.task_set, task_cache)
+    document = load_task_set(selection.task_set).document()
+    document["tasks"] = [task.model_dump() for task in selection.tasks]
+    check_task_folders(document, folder, selection.task_set)
+    return folder
 
 
 @contextlib.contextmanager
@@ -185,6 +205,7 @@ async def _assess(
     green_url: str | None,
     jobs_dir: Path | None,
     environment: str,
+    tasks_dir: Path | None,
 ) -> dict[str, Any]:
     participants = {"agent": participant}
     if green_url is not None:
@@ -196,7 +217,9 @@ async def _assess(
             # Entered before the worker, so left after it: whatever ends the assessment
             # (completion, an error, an interrupt), the worker stops and then its folder goes.
             jobs = jobs_dir or stack.enter_context(_temporary_jobs_dir())
-            worker_url = await stack.enter_async_context(local_worker(jobs, environment))
+            worker_url = await stack.enter_async_context(
+                local_worker(jobs, environment, tasks_dir=tasks_dir)
+            )
             where = f"jobs dir {jobs}" + ("" if jobs_dir else ", removed at the end")
             _progress(f"started a local worker at {worker_url} ({where})")
             env[WORKER_URL] = worker_url
@@ -212,6 +235,7 @@ async def _main(
     green_url: str | None,
     jobs_dir: Path | None,
     environment: str,
+    tasks_dir: Path | None,
 ) -> tuple[dict[str, Any], int | None]:
     """The results document, and the signal that interrupted the assessment (if one did)."""
     session = _Session()
@@ -219,7 +243,9 @@ async def _main(
     assert main is not None
     session.install(main)
     try:
-        result = await _assess(session, participant, config, green_url, jobs_dir, environment)
+        result = await _assess(
+            session, participant, config, green_url, jobs_dir, environment, tasks_dir
+        )
     except asyncio.CancelledError:
         if not session.signals:
             raise
@@ -254,6 +280,7 @@ async def _main(
     "at the end).",
 )
 @environment_option(help="Sandbox of the local worker (without --green).")
+@task_cache_option()
 def assess(
     participant: str,
     config_arg: str,
@@ -261,6 +288,7 @@ def assess(
     output: Path | None,
     jobs_dir: Path | None,
     environment: str,
+    task_cache: Path | None,
 ) -> None:
     """Run an assessment the way the AgentBeats gateway does and write its results file.
 
@@ -269,8 +297,15 @@ def assess(
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = _load_config(config_arg)
-    _check_locally(participant, config, green_url)
-    result, signum = asyncio.run(_main(participant, config, green_url, jobs_dir, environment))
+    selection = _check_locally(participant, config, green_url)
+    tasks_dir = None
+    if selection is not None and not (
+        os.environ.get(WORKER_URL) or os.environ.get(WORKER_SLOT_URL)
+    ):
+        tasks_dir = _local_tasks_dir(selection, task_cache)
+    result, signum = asyncio.run(
+        _main(participant, config, green_url, jobs_dir, environment, tasks_dir)
+    )
     text = json.dumps(result, indent=2)
     if output is not None:
         prepare_output_file(output).write_text(text + "\n", encoding="utf-8")

@@ -32,7 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "agents": ("worker.acp.cli", "agents", "List manifest agents, or show one."),
     "trials": ("worker.viewer.cli", "trials", "Inspect trials of a jobs directory."),
-    "view": ("worker.viewer.serve", "view", "Browse runs and trials in a local web app (live)."),
+    "view": (
+        "skillsbench_agentbeats.view",
+        "view",
+        "Browse runs and trials in a local web app (live).",
+    ),
     "green": ("green_agent.cli", "green", "Run the green A2A assessment agent."),
     "assess": (
         "skillsbench_agentbeats.assess",
@@ -40,7 +44,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run an assessment the way the AgentBeats gateway does.",
     ),
     "purple": ("purple_agent.cli", "purple", "Run a purple (participant) agent."),
-    "leaderboard": ("leaderboard.cli", "leaderboard", "Query results files and render reports."),
+    "leaderboard": (
+        "skillsbench_agentbeats.leaderboard_cli",
+        "leaderboard",
+        "Query results files and render reports.",
+    ),
     "readiness": (
         "skillsbench_agentbeats.commands",
         "readiness",

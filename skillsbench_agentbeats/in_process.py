@@ -70,16 +70,21 @@ async def serve_app(make_app: Callable[[str], Any]) -> AsyncIterator[str]:
 
 @contextlib.asynccontextmanager
 async def local_worker(
-    jobs_dir: Path, environment: str = "local", *, script_dir: Path | None = None
+    jobs_dir: Path,
+    environment: str = "local",
+    *,
+    script_dir: Path | None = None,
+    tasks_dir: Path | None = None,
 ) -> AsyncIterator[str]:
     """The real worker service in this process; yields its base URL (no trailing slash).
-    ``script_dir``: the folder ``script:`` agents may come from (none: no script agents)."""
+    ``script_dir``: the folder ``script:`` agents may come from (none: no script agents);
+    ``tasks_dir``: its task folders (default: ``default_tasks_dir()``)."""
     from worker.runs.catalog import default_tasks_dir
     from worker.runs.engine import Engine, EngineSettings
     from worker.service.app import create_app
 
     settings = EngineSettings(
-        jobs_dir=jobs_dir, tasks_dir=default_tasks_dir(), environment=environment
+        jobs_dir=jobs_dir, tasks_dir=tasks_dir or default_tasks_dir(), environment=environment
     )
     engine = Engine(settings)
     async with serve_app(lambda url: create_app(engine, token=None, script_dir=script_dir)) as url:

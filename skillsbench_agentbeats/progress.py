@@ -171,49 +171,75 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
+MAX_WHY_CHARS = 60  # of the reason on a summary line; `trials show` has the whole of it
+
+
 def summary_table(rows: list[dict[str, Any]], reasons: dict[str, str] | None = None) -> str:
     """A fixed-width table: one line per row (a trial that did not pass says why, from
-    ``reasons`` by trial id), then the totals."""
+    ``reasons`` by trial id, cut to keep the line readable), then the totals. Units and wording
+    are the leaderboard report's: reward in %, time in seconds."""
     reasons = reasons or {}
-    headers = ("task", "trial", "reward", "passed", "failure", "time", "why")
+    headers = ("task", "trial", "reward (%)", "passed", "failure", "time (s)", "why")
     lines = [
         (
             row["task_id"],
             row["trial_id"].rsplit("__", 1)[-1],
-            f"{row['reward']:g}",
+            f"{100 * row['reward']:.1f}",
             "yes" if row["passed"] else "no",
             row["infra_failure_type"] or "-",
-            _secs(row["time_used"]),
-            "" if row["passed"] else reasons.get(row["trial_id"]) or "-",
+            "-" if row["time_used"] is None else f"{row['time_used']:.1f}",
+            "" if row["passed"] else _clip(reasons.get(row["trial_id"]) or "-", MAX_WHY_CHARS),
         )
         for row in rows
     ]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    out.append("  ".join("-" * w for w in widths))
-    out += [
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    ]
-    passed = sum(1 for row in rows if row["passed"])
-    errors = sum(1 for row in rows if not row["score_eligible"])
-    mean = sum(row["reward"] for row in rows) / len(rows) if rows else 0.0
-    out.append(
-        f"\n{passed}/{len(rows)} passed, {errors} infrastructure errors, mean reward {mean:.3f}"
-    )
+    numeric = (False, False, True, False, False, True, False)
+
+    def line(cells: tuple[str, ...], align: bool = True) -> str:
+        return "  ".join(
+            c.rjust(w) if num and align else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    out = [line(headers, False), "  ".join("-" * w for w in widths)]
+    out += [line(cells) for cells in lines]
+    out.append("\n" + totals_line(rows))
+    if any(len(reasons.get(row["trial_id"]) or "") > MAX_WHY_CHARS for row in rows):
+        out.append(f"(why: cut at {MAX_WHY_CHARS} characters; `trials show TRIAL` has the whole)")
     return "\n".join(out)
+
+
+def totals_line(rows: list[dict[str, Any]]) -> str:
+    """What the run scored: passed, the mean reward of the graded trials (in %, as the
+    leaderboard's), the infrastructure errors; says so when nothing was graded."""
+    graded = [row for row in rows if row["score_eligible"]]
+    errors = len(rows) - len(graded)
+    error_text = f"{errors} infrastructure error{'' if errors == 1 else 's'} (not graded)"
+    if not graded:
+        return f"0/{len(rows)} passed: nothing was graded, {error_text}"
+    passed = sum(1 for row in graded if row["passed"])
+    mean = 100 * sum(row["reward"] for row in graded) / len(graded)
+    text = f"{passed}/{len(rows)} passed, mean reward {mean:.1f}% over {len(graded)} graded"
+    return text + (f", {error_text}" if errors else "")
+
+
+def _clip(text: str, chars: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
 
 
 def resources_lines(results: list[dict[str, Any]]) -> list[str]:
     """One line per task whose CPUs or memory differ from what it asked for (capped to the host
     or overridden: its scores may not compare with runs that gave it what it asked)."""
+    from worker.trial_record.result import TrialResult  # only a run's end pays its import
+
     lines: dict[str, str] = {}
     for result in results:
         changes = (result.get("resources") or {}).get("changes") or []
-        if changes and result.get("task_id") not in lines:
+        task = str(TrialResult.model_validate(result).task)  # task_id is Harbor's object
+        if changes and task not in lines:
             what = "; ".join(
                 f"{c['limit']} {c['from']:g} -> {c['to']:g} ({c['why']})" for c in changes
             )
-            lines[str(result.get("task_id"))] = (
-                f"resources changed: {result.get('task_id')}: {what}"
-            )
+            lines[task] = f"resources changed: {task}: {what}"
     return list(lines.values())

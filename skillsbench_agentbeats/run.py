@@ -34,6 +34,7 @@ from worker.service.cli import (
     executor_options,
     resource_options,
     resource_settings,
+    task_cache_option,
 )
 
 T = TypeVar("T")
@@ -42,6 +43,7 @@ T = TypeVar("T")
 @click.command(help="Run a task set locally through the worker engine (no HTTP).")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
+@task_cache_option()
 @click.option("--task-id", "task_ids", multiple=True, help="Run these tasks (repeatable).")
 @click.option(
     "--agent", default=None, help="oracle | nop | script:FILE | a2a:URL | a manifest agent"
@@ -110,6 +112,7 @@ T = TypeVar("T")
 def run(
     tasks_dir: Path | None,
     task_set: str | None,
+    task_cache: Path | None,
     task_ids: tuple[str, ...],
     agent: str | None,
     resume_id: str | None,
@@ -134,13 +137,15 @@ def run(
     override_memory_mb: int | None,
 ) -> None:
     from worker.api import RunRequest, RunTask, UsageSettings
-    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
+    from worker.runs.catalog import check_task_folders, resolve_tasks_dir, selected_manifest
 
     if num_instances < 1:
         raise click.BadParameter("must be at least 1", param_hint="--num-instances")
     if output is not None:
         _check_output(output)  # before any trial runs, not after all of them
-    folder = resolve_tasks_dir(tasks_dir)
+    if resume_id is not None and tasks_dir is None:
+        tasks_dir = _fetched_for_resume(jobs_dir, resume_id, task_cache)
+    folder = resolve_tasks_dir(tasks_dir, None if resume_id else task_set, task_cache)
     resources = resource_settings(pids_limit, override_cpus, override_memory_mb)
     where = (executor, executor_options(executor, ray_address))
     settings = _Settings(
@@ -177,6 +182,8 @@ def run(
     if not agent:
         raise click.UsageError("Missing option '--agent' (or --resume RUN)")
     manifest = selected_manifest(folder, task_set, task_ids)
+    if task_set is not None:
+        check_task_folders(manifest, folder, task_set)
     config = {
         "task_set": manifest["task_set"],
         "condition": condition or manifest.get("condition", "with_skills"),
@@ -441,6 +448,25 @@ async def _resume_local(
     except asyncio.CancelledError:
         await _stopped(engine, settings)
         raise
+
+
+def _fetched_for_resume(jobs_dir: Path, run_id: str, task_cache: Path | None) -> Path | None:
+    """The fetched tasks of a stored run's task set (None: not fetched, or no such run: the
+    resume itself says so)."""
+    from task_sets.task_cache import fetched_tasks_dir
+    from worker.runs.catalog import TASKS_DIR_VAR
+    from worker.runs.store import RUNS_DIRNAME, read_run_document
+
+    if os.environ.get(TASKS_DIR_VAR):
+        return None
+    try:
+        request = read_run_document(jobs_dir / RUNS_DIRNAME / run_id).get("request") or {}
+    except (OSError, ValueError):
+        return None
+    name, digest = request.get("task_set"), request.get("task_set_digest")
+    if not isinstance(name, str) or not isinstance(digest, str):
+        return None
+    return fetched_tasks_dir(name, digest, task_cache)
 
 
 def _check_tasks(stored: dict[str, Any], tasks_dir: Path) -> None:

@@ -59,7 +59,9 @@ def published_shape(export: dict[str, Any], participant_id: str) -> dict[str, An
     envelopes = [
         {
             **envelope,
-            "results": [{key: row[key] for key in ROW_KEYS} for row in envelope["results"]],
+            "results": [
+                {key: row[key] for key in ROW_KEYS if key in row} for row in envelope["results"]
+            ],
         }
         for envelope in export["results"]
     ]

@@ -36,7 +36,7 @@ import click
 from serving.output import prepare_output_file
 from task_sets.cli import task_set
 from worker.sandbox.settings import base_image_map_option
-from worker.service.cli import environment_option
+from worker.service.cli import environment_option, task_cache_option
 
 REPORT_SCHEMA_VERSION: Final = "skillsbench.agentbeats.task_set_check.v1"
 AGENTS: Final = ("oracle", "nop")
@@ -66,6 +66,7 @@ class TaskCheck:
     "tasks_dir", required=False, type=click.Path(path_type=Path, file_okay=False), default=None
 )
 @click.option("--task-set", "task_set_name", default=None, help="Check this task set's tasks.")
+@task_cache_option()
 @click.option("--task-id", "task_ids", multiple=True, help="Check these tasks (repeatable).")
 @environment_option()
 @base_image_map_option()
@@ -85,6 +86,7 @@ class TaskCheck:
 def check(
     tasks_dir: Path | None,
     task_set_name: str | None,
+    task_cache: Path | None,
     task_ids: tuple[str, ...],
     environment: str,
     base_image_map: dict[str, str],
@@ -94,10 +96,14 @@ def check(
 ) -> None:
     """Run the oracle and nop on every task of TASKS_DIR (or a task set): exit 1 unless every
     task loads, builds, passes with the oracle and fails with nop."""
-    from worker.runs.catalog import resolve_tasks_dir
+    from worker.runs.catalog import check_task_folders, resolve_tasks_dir, selected_manifest
     from worker.service.cli import concurrency_or_cores
 
-    folder = resolve_tasks_dir(tasks_dir)
+    folder = resolve_tasks_dir(tasks_dir, task_set_name, task_cache)
+    if tasks_dir is None and task_set_name is not None:  # say how to get a published set's tasks
+        check_task_folders(
+            selected_manifest(folder, task_set_name, task_ids), folder, task_set_name
+        )
     checks, manifest = _load(folder, task_set_name, task_ids, environment, base_image_map)
     if manifest is not None:
         rows = asyncio.run(

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import click
 
+from serving.invocation import command_prefix
 from serving.output import prepare_output_file
 from task_sets.config import CONFIG_KEYS, parse_config, select_tasks
 from task_sets.digest import task_set_digest
+from task_sets.fetch import fetch_task_set
 from task_sets.manifest import (
     BuildReport,
     build_manifest,
@@ -27,6 +30,7 @@ from task_sets.manifest import (
     shard,
     verify_manifest,
 )
+from task_sets.task_cache import CACHE_DIR_VAR, default_cache_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +63,7 @@ MANIFEST_ARG = click.argument("manifest", metavar="NAME_OR_FILE")
 
 @click.group(name="task-set")
 def task_set() -> None:
-    """Build, digest, verify and shard task-set manifests (skillsbench.agentbeats.task_set.v1)."""
+    """Build, digest, verify, shard and fetch task sets (skillsbench.agentbeats.task_set.v1)."""
 
 
 @task_set.command()
@@ -177,6 +181,56 @@ def shard_command(manifest: str, shard_index: int, num_shards: int, as_json: boo
     else:
         for entry in entries:
             click.echo(entry.task_id)
+
+
+@task_set.command()
+@MANIFEST_ARG
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help=f"Where fetched task sets live (default: ${CACHE_DIR_VAR}, else "
+    "~/.cache/skillsbench-agentbeats/task-sets, or under $XDG_CACHE_HOME).",
+)
+@click.option(
+    "--source",
+    "source_url",
+    metavar="URL",
+    default=None,
+    help="Fetch from this git repository (a mirror or a local clone) instead of the one the "
+    "manifest's source_registry names; the pinned ref and the checks stay the same.",
+)
+@click.option("--force", is_flag=True, help="Fetch again even when the cache holds the set.")
+@_one_line_errors
+def fetch(manifest: str, cache_dir: Path | None, source_url: str | None, force: bool) -> None:
+    """Fetch the tasks of a published task set from its source registry at the pinned ref.
+
+    They are checked against the manifest (every task id; each task_digest when the manifest
+    names an algorithm we know) and put in the cache, where `run --task-set` finds them.
+    Prints the tasks folder."""
+    loaded = load_task_set(manifest)
+    result = fetch_task_set(loaded, cache_dir or default_cache_dir(), url=source_url, force=force)
+    done = "fetched" if result.fetched else "already fetched"
+    tasks = f"{loaded.task_count} task{'' if loaded.task_count == 1 else 's'}"
+    click.echo(
+        f"{done} {loaded.task_set}: {tasks} from {result.source.url} at "
+        f"{result.source.pin} (commit {result.commit[:12]})",
+        err=True,
+    )
+    if not result.digests_checked:
+        click.echo(
+            "task digests not checked: the manifest names no task_digest_algorithm we know "
+            "(the published sets' is not public); task ids checked",
+            err=True,
+        )
+    cache_flag = f" --task-cache {shlex.quote(str(cache_dir))}" if cache_dir is not None else ""
+    click.echo(
+        f"next: {command_prefix()} run --task-set {shlex.quote(manifest)}{cache_flag} "
+        "--agent oracle "
+        "--environment docker",
+        err=True,
+    )
+    click.echo(result.tasks_dir)
 
 
 @click.group(name="config")

@@ -514,6 +514,10 @@ def check_manifests(files: Iterable[Path]) -> list[Finding]:
             if any(f.rule in FATAL_RULES for f in found):
                 # Amber stops at a manifest it cannot parse: no lint is printed for this root.
                 found = [f for f in found if f.severity == "error"]
+            elif any(f.severity == "error" for f in found):
+                # Linking failed: Amber lints the manifest tree without the scenario's
+                # suppressions (weak-bound slots, externally rooted programs).
+                found = _check_tree(manifest, loader, LintContext(linked=False), ())
         for finding in found:
             key = (finding.file, finding.path, finding.rule, finding.message)
             if key not in seen:

@@ -166,6 +166,7 @@ def child_contexts(c: AmberManifestCheck) -> list[tuple[AmberManifest, LintConte
                 root=False,
                 weak_slots=frozenset(weak.get(name, ())),
                 external_slots=frozenset(external.get(name, ())),
+                linked=c.context.linked,
             )
             out.append((manifest, context))
     return out

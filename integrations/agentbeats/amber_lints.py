@@ -4,6 +4,8 @@ suppressions in ``compiler/src/lib.rs``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from integrations.agentbeats.amber_manifest import AmberManifestCheck, Use, as_obj, binding_parts
 from integrations.agentbeats.amber_schema import property_names
 from leaderboard.findings import child, json_path
@@ -29,6 +31,8 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
     data = c.manifest.data
     slots, provides = c.manifest.section("slots"), c.manifest.section("provides")
     program_slots = used_slots(c, uses)
+    # A root with a program gets every slot of its own bound weak from outside by Amber's linker.
+    root_program = c.context.root and "program" in data
     exported: set[str] = set()
     for target in c.manifest.section("exports").values():
         kind, dot, rest = str(target).partition(".")
@@ -41,8 +45,8 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
     for name, decl in slots.items():
         if isinstance(decl, dict) and decl.get("optional"):
             continue  # an optional slot may stay unused
-        if name in c.context.weak_slots:
-            continue  # the parent binds it weak: Amber does not lint it
+        if c.context.linked and (name in c.context.weak_slots or root_program):
+            continue  # bound weak (by the parent, or from outside for a root with a program)
         if name not in program_slots | exported | bound_sources:
             c.add(json_path("slots", name), "manifest::unused_slot", f"slot {name!r} is never used")
     for name in provides:
@@ -52,7 +56,8 @@ def check_lints(c: AmberManifestCheck, uses: list[Use]) -> None:
                 "manifest::unused_provide",
                 f"provide {name!r} is never exported or bound",
             )
-    externally_rooted = bool(program_slots & c.context.external_slots)
+    external = set(slots) if root_program else c.context.external_slots
+    externally_rooted = c.context.linked and bool(program_slots & external)
     if (
         "program" in data
         and not externally_rooted
@@ -100,7 +105,14 @@ def _duplicate_resolvers(c: AmberManifestCheck) -> None:
 def _unused_config(c: AmberManifestCheck, uses: list[Use]) -> None:
     data = c.manifest.data
     program = c.manifest.section("program")
-    used_config = {u.dotted.partition(".")[0] for u in uses if u.source == "config" and u.dotted}
+    schema = data.get("config_schema")
+    used_config = {
+        name
+        for u in uses
+        if u.source == "config" and u.dotted
+        for name in [_used_property(schema, u.dotted)]
+        if name
+    }
     if any(u.source == "config" and not u.dotted for u in uses):
         return
     for m in program.get("mounts") or []:
@@ -116,3 +128,15 @@ def _unused_config(c: AmberManifestCheck, uses: list[Use]) -> None:
                 "manifest::unused_config",
                 f"config {name!r} is never referenced",
             )
+
+
+def _used_property(schema: Any, dotted: str) -> str | None:
+    """The top-level property a use of ``config.<dotted>`` marks used. A use marks a schema leaf
+    only at or above it: ``jobs_dir.sub`` does not use the string ``jobs_dir``."""
+    name, dot, _ = dotted.partition(".")
+    if not dot:
+        return name
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    sub = props.get(name) if isinstance(props, dict) else None
+    nested = sub.get("properties") if isinstance(sub, dict) else None
+    return name if isinstance(nested, dict) and nested else None

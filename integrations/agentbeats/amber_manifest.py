@@ -168,12 +168,14 @@ class LintContext:
 
     A child's slots bound weak (and its optional slots) are never linted ``unused_slot``, and a
     child whose program uses a slot bound from the root's own (external) slots is never linted
-    ``unused_program``, as Amber suppresses them in a scenario.
+    ``unused_program``, as Amber suppresses them in a linked scenario; a root with a program gets
+    all its slots bound weak from outside. When linking fails Amber lints without suppressions.
     """
 
     root: bool = True
     weak_slots: frozenset[str] = frozenset()
     external_slots: frozenset[str] = frozenset()
+    linked: bool = True  # False when linking fails: Amber then lints every manifest unsuppressed
 
 
 @dataclass

@@ -144,7 +144,8 @@ def resolve_config_path(schema: Any, dotted: str) -> tuple[bool, bool]:
     """(resolves, optional) for ``a.b.c`` against ``schema``.
 
     A segment is optional when it is neither required nor defaulted; an object without declared
-    properties (or with ``additionalProperties: true``) accepts any deeper path.
+    properties (or with ``additionalProperties: true``) accepts any deeper path. A path whose own
+    schema has a default is never optional: Amber's defaults create the objects above it.
     """
     node: Any = schema
     optional = False
@@ -162,7 +163,7 @@ def resolve_config_path(schema: Any, dotted: str) -> tuple[bool, bool]:
             continue
         open_object = node.get("additionalProperties") is True or not isinstance(props, dict)
         return open_object and "object" in _types(node), True
-    return True, optional
+    return True, optional and not (isinstance(node, dict) and "default" in node)
 
 
 def property_names(schema: Any) -> list[str]:

@@ -20,7 +20,7 @@ from leaderboard.normalize import (
     normalize_rows,
 )
 from leaderboard.rows import ROW_KEYS, PublicRow
-from tests.leaderboard.support import all_strings, poisons, valid_rows, with_no_usage
+from tests.leaderboard.support import all_strings, as_published, poisons, valid_rows
 from tests.support import PUBLISHED_DATA
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,7 +35,7 @@ json_values = st.recursive(
 
 def _assert_public(rows: list[dict[str, Any]]) -> None:
     for row in rows:
-        assert list(row) == list(ROW_KEYS)
+        assert list(row) == [key for key in ROW_KEYS if key in row]
         assert PublicRow.model_validate(row).public_dict() == row
 
 
@@ -44,7 +44,7 @@ def _assert_public(rows: list[dict[str, Any]]) -> None:
 def test_valid_rows_pass_through_unchanged(rows: list[dict[str, Any]]) -> None:
     out = normalize_rows(rows)
     assert out == rows
-    assert [list(r) for r in out] == [list(ROW_KEYS)] * len(rows)
+    assert [list(r) for r in out] == [list(r) for r in rows]
 
 
 @SETTINGS
@@ -178,6 +178,20 @@ def test_unidentifiable_items_become_unknown_task_errors() -> None:
     assert all(r["category"] is None and r["tags"] == [] for r in rows)
 
 
+def test_every_published_row_normalizes_unchanged() -> None:
+    """Peer conformance: the published results files (rows from before the usage keys) come out
+    of the normalizer exactly as they went in, key order included, and no usage key is added."""
+    paths = sorted(PUBLISHED_DATA.glob("*__results__*.json"))
+    assert paths
+    for path in paths:
+        for envelope in json.loads(path.read_text())["results"]:
+            out = normalize_rows(envelope["results"])
+            assert out == envelope["results"], path.name
+            assert [list(r) for r in out] == [list(r) for r in envelope["results"]]
+            rebuilt = build_envelope(envelope["participants"], envelope).public_dict()
+            assert json.dumps(rebuilt) == json.dumps(envelope), path.name
+
+
 def test_extract_rows_shapes() -> None:
     published = json.loads(
         (
@@ -199,7 +213,7 @@ def test_build_envelope_cleans_participant_urls() -> None:
     assert env == {
         "status": "completed",
         "participants": {"agent": "http://127.0.0.1:8080/agent"},
-        "results": [with_no_usage(BASE)],
+        "results": [BASE],
     }
     uuid = "019e5799-ca68-7b33-b1a5-c97b92b6fda1"
     assert build_envelope({"agent": uuid}, [BASE]).participants == {"agent": uuid}
@@ -220,7 +234,7 @@ def test_worker_run_status_model_is_a_payload() -> None:
         rows=[{**BASE, "_private_rollout_dir": "/home/u/jobs/r1"}],
         worker_meta={"_private_proof_refs": ["s3://b/k"]},
     )
-    assert normalize_rows(status) == [with_no_usage(BASE)]
+    assert normalize_rows(status) == [BASE]
 
 
 @pytest.mark.parametrize(
@@ -250,5 +264,5 @@ def test_worker_run_status_model_is_a_payload() -> None:
 )
 def test_usage_is_cleaned_not_invented(usage: dict[str, Any], kept: dict[str, Any]) -> None:
     row = normalize_rows([{**BASE, **usage}])[0]
-    assert row == with_no_usage({**BASE, **kept})
+    assert row == as_published({**BASE, **kept})
     assert row["score_eligible"] is BASE["score_eligible"]  # bad usage never fails the row

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.report import Z95, build_report, load_labels, wilson_interval
+from leaderboard.report import USAGE_SOURCE_NAMES, Z95, build_report, load_labels, wilson_interval
 from tests.support import PUBLISHED_DATA, REPO_ROOT
 
 PUBLISHED = str(PUBLISHED_DATA / "*__results__*.json")
@@ -105,7 +105,7 @@ def _chromium_args(browser: str, profile: Path) -> list[str]:
 
 # Appended to a copy of the page: measures the layout at the window's width, then clicks the
 # overall table's "Pass rate (%)" heading once (ascending) and records the first column's order.
-_MEASURE = """
+_MEASURE = r"""
 <script>
 (function(){
 var charts=Array.prototype.map.call(document.querySelectorAll("svg.chart"),function(c){
@@ -118,11 +118,20 @@ var th=Array.prototype.filter.call(table.tHead.rows[0].cells,function(h){
 th.click();
 var order=Array.prototype.map.call(table.tBodies[0].rows,function(r){
   return r.cells[0].getAttribute("title");});
+// Every heading word that the layout broke across lines (a word on two lines has two boxes).
+var broken=[];
+document.querySelectorAll("table.data th").forEach(function(h){
+  var text=h.firstChild;if(!text||text.nodeType!==3)return;
+  var re=/\S+/g,m;while((m=re.exec(text.data))){var r=document.createRange();
+    r.setStart(text,m.index);r.setEnd(text,m.index+m[0].length);
+    var tops={};Array.prototype.forEach.call(r.getClientRects(),function(b){
+      tops[Math.round(b.top)]=1;});
+    if(Object.keys(tops).length>1)broken.push(m[0]);}});
 var out=document.createElement("pre");out.id="measure";
 out.textContent=JSON.stringify({viewport:window.innerWidth,
   scroll:document.documentElement.scrollWidth,
   content:document.body.clientWidth,charts:charts,overflowing_tables:boxes,
-  order:order,sort:th.getAttribute("aria-sort")});
+  order:order,sort:th.getAttribute("aria-sort"),broken:broken});
 document.body.appendChild(out);
 })();
 </script>
@@ -151,6 +160,8 @@ def test_chromium_lays_the_page_out_at_1280px(tmp_path: Path) -> None:
     assert measured["viewport"] == 1280, measured
     assert measured["scroll"] <= measured["viewport"], measured  # no horizontal overflow
     assert measured["overflowing_tables"] == [0] * len(measured["overflowing_tables"]), measured
+    # No column heading is broken inside a word ("elig ible (ye s/n o)").
+    assert measured["broken"] == [], measured
     # Both charts span the content column (body width less its padding), not a third of it.
     content = measured["content"]
     assert len(measured["charts"]) == 2
@@ -187,7 +198,7 @@ def test_chromium_renders_the_page(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
     for expected in (
         "019e5799-ca68-7b33-b1a5-c97b92b6fda1",
-        "940.6",
+        "134.4",  # time per task: 940.6 s over 7 tasks
         "2.6 – 51.3",
         "Pass rate by category",
         "office-white-collar",
@@ -219,7 +230,7 @@ def test_labels_units_and_coverage_note() -> None:
         "Tasks passed (passed/eligible)",
         "Pass rate (%)",
         "Mean reward (%)",
-        "Time (s, total)",
+        "Time per task (s, mean)",
         "Tasks (count)",
         "Infra failed (count)",
         "95% CI of pass rate (%)",
@@ -378,3 +389,83 @@ def test_usage_is_unknown_for_files_without_usage_keys() -> None:
     for tr in table.split("<tr>")[2:]:
         figures = re.findall(r"<td[^>]*>(.*?)</td>", tr)[-4:]
         assert figures == ["unknown"] * 4  # never 0
+
+
+def _svg_groups(svg: str) -> dict[str, list[str]]:
+    """The value labels of a chart, by group label, in drawing order."""
+    groups: dict[str, list[str]] = {}
+    current = ""
+    for kind, text in re.findall(r'<text [^>]*class="(label|value)">([^<]*)</text>', svg):
+        if kind == "label":
+            current = text
+            groups[current] = []
+        else:
+            groups[current].append(text)
+    return groups
+
+
+def test_bars_keep_one_agent_order_and_their_labels_name_the_agent() -> None:
+    html = build_report([PUBLISHED, SAMPLE], labels={k.lower(): v for k, v in LABELS.items()})
+    overall = html.split('data-query="overall"')[1].split("</table>")[0]
+    agent_order = re.findall(r'<td class="agent" data-sort="[^"]*" title="([^"]+)"', overall)
+    short = {a: f"…{a[-12:]}" for a in agent_order}
+    short["019e5a00-0000-7000-8000-00000000000a"] = "Sample agent A"
+    short["019e5a00-0000-7000-8000-0000000000e1"] = "Placeholder &lt;worker&gt;"
+    for chart in html.split('<svg class="chart"')[1:]:
+        groups = _svg_groups(chart.split("</svg>")[0])
+        assert len(groups) >= 3
+        seen_orders = set()
+        for labels in groups.values():
+            named = [label.split(": ")[0] for label in labels]
+            # Every value label names its agent, and the agents come in the overall order.
+            assert all(name in short.values() for name in named), labels
+            positions = [list(short.values()).index(name) for name in named]
+            assert positions == sorted(positions), labels
+            seen_orders.add(tuple(named))
+        assert len(seen_orders) > 1  # the groups hold different agents: the test can fail
+    # A label such as "Sample agent A: 57.1% (4/7)".
+    assert re.search(r">Sample agent A: \d+\.\d% \(\d+/\d+\)<", html)
+
+
+def test_time_is_a_mean_per_task_with_its_unit() -> None:
+    html = build_report([PUBLISHED])
+    overall = html.split('data-query="overall"')[1].split("</table>")[0]
+    headings = re.findall(r"<th>([^<]*)</th>", overall)
+    column = headings.index("Time per task (s, mean)")
+    first = overall.split("<tbody>")[1].split("</tr>")[0]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", first)]
+    # 940.6 s summed over 7 eligible tasks (the published query's Time): 134.4 s per task.
+    assert cells[column] == "134.4"
+    assert "time per task is the mean in seconds" in html
+
+
+def test_a_trial_id_links_to_its_transcript_where_its_job_folder_is_known() -> None:
+    known = "citation-check__agentbeats__e2f505aa"
+    html = build_report(
+        [PUBLISHED], trial_links=lambda trial: f"/trial/0/r1/{trial}" if trial == known else None
+    )
+    tasks = html.split('data-table="tasks"')[1].split("</table>")[0]
+    links = re.findall(r'<a href="([^"]+)">([^<]+)</a>', tasks)
+    trial_ids = re.findall(r"__agentbeats__[0-9a-f]{8}", tasks)
+    assert links == [(f"/trial/0/r1/{known}", known)]
+    assert len(trial_ids) > 1  # the others are shown, unlinked
+    assert "<a " not in build_report([PUBLISHED]).split('data-table="tasks"')[1]
+
+
+def test_the_sample_shows_every_kind_of_usage_line() -> None:
+    table = build_report([SAMPLE]).split('data-table="usage"')[1].split("</table>")[0]
+    lines = {
+        (re.search(r'title="([^"]+)"', tr)[1], re.findall(r'class="txt">([^<]*)<', tr)[0]): [  # type: ignore[index]
+            re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)
+        ][2:]
+        for tr in table.split("<tr>")[2:]
+    }
+    measured = lines[
+        ("019e5a00-0000-7000-8000-00000000000a", USAGE_SOURCE_NAMES["provider_response"])
+    ]
+    assert measured[0] == "87" and "unknown" not in " ".join(measured)
+    reported = lines[
+        ("019e5a00-0000-7000-8000-00000000000b", USAGE_SOURCE_NAMES["participant_reported"])
+    ]
+    assert reported[0] == "87" and "the rest unknown" in reported[-1]  # some costs left out
+    assert lines[("019e5a00-0000-7000-8000-00000000000c", "not recorded")][1:] == ["unknown"] * 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,7 +166,40 @@ def test_cli_query_formats() -> None:
     pattern = str(PUBLISHED_DATA / "*__results__*.json")
     table = cli("leaderboard", "query", "--results", pattern, "--query", "overall")
     assert table.returncode == 0, table.stderr
-    assert "019e5799-ca68-7b33-b1a5-c97b92b6fda1  1/7" in table.stdout and "940.6" in table.stdout
+    # For reading: the report's wording and units (two heading lines: name, unit), mean reward
+    # in % as the pass rate, time per task (940.6 s over 7 tasks), the 95% interval.
+    names, units, rule, first, _ = table.stdout.splitlines()
+    assert re.split(r"\s{2,}", names) == [
+        "Agent",
+        "Tasks passed",
+        "Pass rate",
+        "Mean reward",
+        "Time per task",
+        "Tasks",
+        "Infra failed",
+        "95% CI of pass rate",
+    ]
+    assert re.split(r"\s{2,}", units) == [
+        "(AgentBeats id)",
+        "(passed/eligible)",
+        "(%)",
+        "(%)",
+        "(s, mean)",
+        "(count)",
+        "(count)",
+        "(%)",
+    ]
+    assert set(rule) == {"-", " "}
+    assert re.split(r"\s{2,}", first) == [
+        "019e5799-ca68-7b33-b1a5-c97b92b6fda1",
+        "1/7",
+        "14.3",
+        "14.3",
+        "134.4",
+        "7",
+        "0",
+        "2.6 – 51.3",
+    ]
     out = cli("leaderboard", "query", "--results", pattern, "--format", "json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)

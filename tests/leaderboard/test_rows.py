@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from leaderboard.rows import FAILURE_CATEGORIES, ROW_KEYS, USAGE_KEYS, Envelope, PublicRow
-from tests.leaderboard.support import with_no_usage
+from leaderboard.rows import BASE_ROW_KEYS, FAILURE_CATEGORIES, ROW_KEYS, Envelope, PublicRow
+from tests.leaderboard.support import as_published
 from tests.support import PUBLISHED_DATA
 
 
@@ -28,18 +28,19 @@ PUBLISHED_ROWS = _published_rows()
 def test_published_rows_round_trip_in_key_order() -> None:
     assert len(PUBLISHED_ROWS) == 12
     for row in PUBLISHED_ROWS:
-        # Published before the optional usage keys: they still validate, and read as unknown.
-        assert list(row) == [key for key in ROW_KEYS if key not in USAGE_KEYS]
+        # Published before the optional usage keys: they validate, read as unknown usage and
+        # are written back without the usage keys, exactly as published (peer conformance).
+        assert list(row) == list(BASE_ROW_KEYS)
         out = PublicRow.model_validate(row).public_dict()
-        assert out == with_no_usage(row)
-        assert list(out) == list(ROW_KEYS)
+        assert out == row
+        assert list(out) == list(row)
 
 
 def test_published_envelopes_validate() -> None:
     for path in sorted(PUBLISHED_DATA.glob("*__results__*.json")):
         for envelope in json.loads(path.read_text())["results"]:
             out = Envelope.model_validate(envelope).public_dict()
-            assert out == {**envelope, "results": [with_no_usage(r) for r in envelope["results"]]}
+            assert out == envelope
 
 
 def test_failure_categories_are_the_reviewed_ones() -> None:
@@ -133,13 +134,28 @@ def test_whole_token_counts_that_crossed_a2a_as_doubles_are_integers() -> None:
         {"usage_source": "participant_reported", "input_tokens": 1200, "output_tokens": 80},
         {"usage_source": "provider_response", "input_tokens": 0, "cost_usd": 0.0123},
         {"usage_source": "agent_native_acp", "output_tokens": 7, "cost_usd": 1},
-        {"usage_source": "unavailable"},
     ],
 )
 def test_usage_is_kept_and_unknown_stays_null(usage: dict[str, Any]) -> None:
     out = PublicRow.model_validate({**BASE, **usage}).public_dict()
     assert list(out) == list(ROW_KEYS)
-    assert out == with_no_usage({**BASE, **usage})  # what was not given is null, never 0
+    assert out == as_published({**BASE, **usage})  # what was not given is null, never 0
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {},
+        {"usage_source": "unavailable"},
+        {"usage_source": None, "input_tokens": None, "output_tokens": None, "cost_usd": None},
+        {"usage_source": "unavailable", "input_tokens": None, "cost_usd": None},
+        {"usage_source": "provider_response", "input_tokens": None},
+    ],
+)
+def test_a_row_without_a_usage_figure_carries_no_usage_keys(usage: dict[str, Any]) -> None:
+    out = PublicRow.model_validate({**BASE, **usage}).public_dict()
+    assert list(out) == list(BASE_ROW_KEYS)
+    assert PublicRow.model_validate(out).public_dict() == out
 
 
 def test_public_artifact_refs_are_kept() -> None:

@@ -189,7 +189,7 @@ async def test_assess_interrupted_removes_its_temporary_jobs_dir(tmp_path: Path)
     env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV} | {"TMPDIR": str(tmp)}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "skillsbench_agentbeats", "assess",
-        "--participant", "http://127.0.0.1:9/", "--config", json.dumps(FIVE),
+        "--participant", "http://127.0.0.1:9/", "--config", json.dumps(EXAMPLE),
         cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proc.stderr is not None

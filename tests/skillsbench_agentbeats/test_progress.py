@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from skillsbench_agentbeats.progress import ProgressView, summary_table
 
@@ -47,16 +48,42 @@ def test_live_bar_on_a_terminal() -> None:
 def test_summary_table_totals() -> None:
     table = summary_table([_row("a", 1.0), _row("b", 0.0), _row("c", 0.0, "verifier_error")])
     lines = table.splitlines()
-    assert lines[0].split() == ["task", "trial", "reward", "passed", "failure", "time", "why"]
+    # The report's units and wording: reward in %, time in seconds.
+    assert re.split(r"\s{2,}", lines[0]) == [
+        "task",
+        "trial",
+        "reward (%)",
+        "passed",
+        "failure",
+        "time (s)",
+        "why",
+    ]
+    assert re.split(r"\s{2,}", lines[2])[:6] == ["a", "0123abcd", "100.0", "yes", "-", "1.2"]
     assert "verifier_error" in lines[4]
-    assert lines[-1] == "1/3 passed, 1 infrastructure errors, mean reward 0.333"
+    # The mean reward is over the graded trials (as the leaderboard's), in %.
+    assert (
+        lines[-1]
+        == "1/3 passed, mean reward 50.0% over 2 graded, 1 infrastructure error (not graded)"
+    )
+
+
+def test_nothing_graded_is_said_so_not_a_mean_of_zero() -> None:
+    table = summary_table([_row("c", 0.0, "sandbox_error")])
+    assert table.splitlines()[-1] == (
+        "0/1 passed: nothing was graded, 1 infrastructure error (not graded)"
+    )
+    assert "mean reward" not in table
+    two = summary_table([_row("c", 0.0, "sandbox_error"), _row("d", 0.0, "worker_error")])
+    assert two.splitlines()[-1].endswith("2 infrastructure errors (not graded)")
+    clean = summary_table([_row("a", 1.0), _row("b", 0.5)])
+    assert clean.splitlines()[-1] == "1/2 passed, mean reward 75.0% over 2 graded"
 
 
 def test_a_trial_that_did_not_pass_says_why() -> None:
     reasons = {"b__agentbeats__0123abcd": "agent completed (exit 3); verifier exit 1; no answer"}
     table = summary_table([_row("a", 1.0), _row("b", 0.0)], reasons)
     lines = table.splitlines()
-    assert lines[2].split()[-1] == "1.2s"  # a passed trial has no reason
+    assert lines[2].split()[-1] == "1.2"  # a passed trial has no reason
     assert lines[3].endswith("agent completed (exit 3); verifier exit 1; no answer")
     out = io.StringIO()
     view = ProgressView(1, stream=out, live=False)
@@ -64,6 +91,16 @@ def test_a_trial_that_did_not_pass_says_why() -> None:
     assert (
         out.getvalue().strip().endswith("-- agent completed (exit 3); verifier exit 1; no answer")
     )
+
+
+def test_a_long_reason_is_cut_so_rows_stay_readable() -> None:
+    long_reason = "verifier exit 1: " + "AssertionError: expected 42, got 41; " * 8
+    table = summary_table([_row("b", 0.0)], {"b__agentbeats__0123abcd": long_reason})
+    lines = table.splitlines()
+    assert len(long_reason) > 200
+    assert len(lines[2]) < 120, lines[2]
+    assert lines[2].endswith("…") and "verifier exit 1: AssertionError" in lines[2]
+    assert "trials show TRIAL" in lines[-1]
 
 
 def test_a_silence_is_explained_with_elapsed_time_eta_and_what_runs() -> None:

@@ -40,6 +40,7 @@ NOT_RUN = {
     "assess": "starts a green agent, a worker and runs a task set (tests/skillsbench_agentbeats/test_cli.py)",
     "task-set check": "runs the oracle and nop on every task (tests/skillsbench_agentbeats/test_task_set_check.py)",
     "task-set build": "writes a manifest (tests/task_sets/test_cli.py)",
+    "task-set fetch": "needs the network (tests/task_sets/test_fetch.py: a loopback git server)",
     "leaderboard aggregate": "needs shard files from assess (tests/leaderboard/test_aggregate.py)",
     "leaderboard normalize": "needs a worker payload file",
     "leaderboard sample": "rewrites the committed sample files",
@@ -72,6 +73,8 @@ FLOW_STEPS = {
     "results/my-agent.json": "step 3 of the Quick Submit flow: needs the shards from step 1",
     "--results 'results/*.json'": "step 3 of the Quick Submit flow: needs the shards from step 1",
     "--agent a2a:http://127.0.0.1:9019": "needs the example purple agent started just before",
+    "--task-set skillsbench-v1.1 --agent oracle --environment docker": "the real benchmark: needs "
+    "its fetched tasks and Docker (tests/task_sets/test_fetch.py runs a fetched set)",
     "-a my-manifest-agent": "an example: needs your manifest agent and a model key",
 }
 PLACEHOLDER = re.compile(r"\[|…|\.\.\.|<[^>]*>|\b[A-Z][A-Z_]{2,}\b(?!=)|[^'\"\s]\|[^'\"\s]")

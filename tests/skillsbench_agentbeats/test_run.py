@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from leaderboard.rows import Envelope, PublicRow
+from skillsbench_agentbeats.progress import MAX_WHY_CHARS
 from tests.worker.support import make_task, process_cmdlines_containing, script
 from worker.runs.store import read_run_document
 
@@ -113,8 +114,10 @@ def test_a_failed_trial_says_why(tmp_path: Path, tasks_dir: Path) -> None:
     assert done.returncode == 0, done.stderr
     why = "agent completed (exit 3); verifier exit 1; collected 1 item | FAILED expected 42"
     line = next(line for line in done.stdout.splitlines() if line.startswith("says-why"))
-    assert line.endswith(why)
-    assert done.stderr.count(why) == 1  # the progress line too
+    # The summary cuts the reason so the row stays readable; the progress line has it whole.
+    assert line.endswith(why[: MAX_WHY_CHARS - 1] + "…") and len(line) < 140, line
+    assert "`trials show TRIAL` has the whole" in done.stdout
+    assert done.stderr.count(why) == 1
 
 
 def test_infrastructure_errors_are_neither_passed_nor_failed(
@@ -129,7 +132,12 @@ def test_infrastructure_errors_are_neither_passed_nor_failed(
     assert "infrastructure errors (not graded): needs-docker" in both.stderr
     assert "expected every trial" not in both.stderr  # answer-42 did fail, as expected
     line = next(line for line in both.stdout.splitlines() if line.startswith("needs-docker"))
-    assert "sandbox_unsupported: task needs-docker needs the docker environment" in line
+    assert "sandbox_unsupported: task needs-docker needs the docker" in line
+    # The mean reward is over what was graded (answer-42, reward 0), in %.
+    assert (
+        "0/2 passed, mean reward 0.0% over 1 graded, 1 infrastructure error (not graded)"
+        in both.stdout.splitlines()
+    )
     # A run that graded nothing fails, --expect or not.
     only = _run(
         "--tasks-dir", str(tasks_dir), "--task-id", "needs-docker", "--agent", "oracle",
@@ -137,6 +145,9 @@ def test_infrastructure_errors_are_neither_passed_nor_failed(
     )  # fmt: skip
     assert only.returncode == 1
     assert "every trial was an infrastructure error" in only.stderr
+    # Nothing graded: said so, never "mean reward 0.000".
+    assert "0/1 passed: nothing was graded, 1 infrastructure error (not graded)" in only.stdout
+    assert "mean reward" not in only.stdout
 
 
 def test_what_the_local_sandbox_cannot_run_right_is_refused_up_front(

@@ -44,6 +44,7 @@ from worker.executors._ray_node import (
 from worker.executors.base import Executor, ExecutorError, executor
 from worker.sandbox.resources import HostCapacity, fit
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record import harbor
 from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import build_row
 from worker.trial_record.result import TrialResult
@@ -327,6 +328,7 @@ class RayExecutor(Executor):
         if record is None:
             raise FileNotFoundError(f"{path}: the node brought no result.json back")
         record.executor = {"name": "ray", "node": result.node, "archive": result.report}
+        harbor.relocate(record, plan.trial_dir)  # Harbor's folder keys named the node's folder
         record.write(path)
 
     def _cleanup_run(self, run_id: str, environment: str) -> None:
@@ -382,9 +384,9 @@ class RayExecutor(Executor):
         row: dict[str, Any] | None = None,
     ) -> None:
         plan.trial_dir.mkdir(parents=True, exist_ok=True)
+        finished_at = utc_now()
         TrialResult(
             run_id=plan.run_id,
-            task_id=plan.task.task_id,
             trial_id=plan.trial_id,
             trial_key=plan.key,
             instance=plan.instance,
@@ -395,7 +397,23 @@ class RayExecutor(Executor):
             passed=False,
             failure=kind.value,
             error=plain_text(message),
-            finished_at=utc_now(),
+            finished_at=finished_at,
+            # Harbor's keys (task_id among them): its viewer lists the attempt as errored.
+            **harbor.trial_fields(
+                run_id=plan.run_id,
+                task_id=plan.task.task_id,
+                trial_id=plan.trial_id,
+                trial_dir=plan.trial_dir,
+                task_set=plan.request.task_set,
+                task_digest=plan.run_task.task_digest,
+                agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
+                model=None,
+                environment=plan.environment,
+                rewards={"reward": row["reward"]} if row and row["score_eligible"] else None,
+                failure=kind,
+                error=plain_text(message),
+                finished_at=finished_at,
+            ),
             executor={"name": "ray", "node": node},
         ).write(plan.trial_dir / RESULT_FILE)
 

@@ -30,6 +30,7 @@ from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
 from worker.sandbox.failures import FirstStarts
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial_record import harbor
 from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import new_trial_id, trial_id_suffixes
 from worker.trial_record.trajectory import utc_now
@@ -235,6 +236,17 @@ class Scheduler:
             return None
         trial_id = new_trial_id(trial.task_id)
         trial_dir = self.store.trial_dir(run.run_id, trial_id)
+        # Where Harbor's viewer looks for the run's trials (worker/trial_record/harbor.py).
+        harbor.link_trial(
+            self.store.run_dir(run.run_id),
+            trial_id,
+            harbor.job_config(
+                run_id=run.run_id,
+                runs_dir=self.store.runs_dir,
+                agent_name=getattr(agent, "manifest_name", None) or agent.kind,
+                environment=self.settings.environment,
+            ),
+        )
         run.hold(trial)
         trial.attempts.append(
             AttemptRecord(

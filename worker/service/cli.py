@@ -71,6 +71,18 @@ def environment_option(help: str | None = None) -> Callable[[F], F]:
     )
 
 
+def task_cache_option() -> Callable[[F], F]:
+    """``--task-cache``: where ``task-set fetch`` put published sets' tasks (the same for every
+    command that takes ``--task-set``)."""
+    return click.option(
+        "--task-cache",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Where `task-set fetch` put the task set's tasks, used when --tasks-dir is not "
+        "given (default: $SKILLSBENCH_TASK_CACHE, else ~/.cache/skillsbench-agentbeats/task-sets).",
+    )
+
+
 def resource_options(func: F) -> F:
     """``--pids-limit``, ``--override-cpus``, ``--override-memory-mb`` (each also an environment
     variable): the same for ``worker`` and ``run``; :func:`resource_settings` reads them."""

@@ -9,11 +9,13 @@ import click
 
 from serving.output import prepare_output_file
 from worker.sandbox.settings import base_image_map_option
+from worker.service.cli import task_cache_option
 
 
 @click.command("build-tasks")
 @click.option("--tasks-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--task-set", default=None, help="A packaged task set name or a manifest file.")
+@task_cache_option()
 @click.option("--task-id", "task_ids", multiple=True, help="Only these tasks (repeatable).")
 @click.option("--platform", default="linux/amd64", show_default=True)
 @click.option(
@@ -29,6 +31,7 @@ from worker.sandbox.settings import base_image_map_option
 def build_tasks(
     tasks_dir: Path | None,
     task_set: str | None,
+    task_cache: Path | None,
     task_ids: tuple[str, ...],
     platform: str,
     output: Path,
@@ -43,13 +46,15 @@ def build_tasks(
     if registry and not push:
         raise click.UsageError("--registry is only used with --push")
     from task_sets.task import load_task
-    from worker.runs.catalog import resolve_tasks_dir, selected_manifest
+    from worker.runs.catalog import check_task_folders, resolve_tasks_dir, selected_manifest
     from worker.sandbox._docker.client import docker_client
     from worker.sandbox.prebuilt import build_task_images, prebuilt_map
     from worker.sandbox.settings import base_image_map_from_env
 
-    root = resolve_tasks_dir(tasks_dir)
+    root = resolve_tasks_dir(tasks_dir, task_set, task_cache)
     document = selected_manifest(root, task_set, task_ids)
+    if task_set is not None:
+        check_task_folders(document, root, task_set)
     tasks = []
     for entry in document["tasks"]:
         folder = root / entry["task_id"]

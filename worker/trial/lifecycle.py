@@ -76,6 +76,7 @@ from worker.trial.work_product import (
     pycache_isolated,
     start_folders,
 )
+from worker.trial_record import harbor
 from worker.trial_record.benchflow import benchflow_fields
 from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE, VERIFIER_STDOUT_FILE
 from worker.trial_record.public_row import build_row
@@ -212,6 +213,9 @@ class _TrialState:
     # Set when the agent's sandbox was not graded (its tampering all left out of the work
     # product): the image plus the work product alone decides, or the row stays tampered.
     tampered: _Tampered | None = None
+    # Why the agent's sandbox gave no reward to keep (tampering, a verifier that ran past its
+    # timeout there): the image plus the work product alone decides.
+    fresh_only: str | None = None
     regrade_source: str | None = None  # the reward file the regrade's reward came from
 
 
@@ -397,17 +401,17 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
             reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
-        if state.tampered is not None:
+        if state.fresh_only is not None:
             with phases.phase("regrade"):
                 reward = await _regrade(plan, state, snapshot, None)
-            if not reward:
+            if not reward and state.tampered is not None:
                 raise state.tampered
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
         if (
             reward
-            and state.tampered is None  # else graded on the image plus the work product already
+            and state.fresh_only is None  # else graded on the image plus the work product already
             and state.capture is not None
             and state.capture.product.needs_regrade
         ):
@@ -651,7 +655,11 @@ async def _verify(
 
     async def take_work_product() -> None:
         # After the kill and the tamper look, before tests/ is uploaded: nothing runs.
-        state.capture = await capture(sandbox, ground, archive, plan.caps.sandbox_bytes)
+        # Always written (a nop's is empty): a verifier that hangs in the agent's sandbox is
+        # graded again on the work product as it was before the verifier ran.
+        state.capture = await capture(
+            sandbox, ground, archive, plan.caps.sandbox_bytes, always_export=True
+        )
 
     # The agent's processes die first (harden's first step); nothing it left can see tests/
     # or write a reward. A backend that can tell whether the agent changed what the verifier
@@ -671,10 +679,16 @@ async def _verify(
     if found is not None:
         state.verifier["work_product"] = found.evidence()
     if result.timed_out:
-        raise _Failed(
-            FailureKind.VERIFIER_TIMEOUT,
-            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f}",
+        ran_past = (
+            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f}"
         )
+        if found is not None and found.archive is not None and agent_outcome.status != "timeout":
+            # What hung it may be the agent's (a FIFO for an answer, a module that never
+            # returns): graded on the image plus the work product instead, with twice the time,
+            # where a hang again scores 0. Never an unscored row the agent could hide a fail in.
+            state.fresh_only = f"{ran_past} in the agent's sandbox"
+            return None, None
+        raise _Failed(FailureKind.VERIFIER_TIMEOUT, ran_past)
     if not verdict_seen(result.stdout):
         # Something killed the verifier's own shell before it stopped the rest: whatever ran
         # on may have written the reward files since. Graded code's doing, not the harness's.
@@ -805,6 +819,10 @@ async def _grade_without_tampering(
     if carried:
         raise tampered
     state.tampered = tampered
+    state.fresh_only = (
+        "the agent changed what the verifier runs (verifier.tampering), all of it left out of "
+        "the work product"
+    )
 
 
 async def _test_time_shadows(state: _TrialState) -> None:
@@ -841,10 +859,7 @@ async def _regrade(
     assert found is not None and state.spec is not None
     doc: dict[str, Any] = {"reward_in_agent_sandbox": first}
     if first is None:
-        doc["why"] = (
-            "the agent changed what the verifier runs (verifier.tampering), all of it left out "
-            "of the work product: graded on the image plus the work product only"
-        )
+        doc["why"] = f"{state.fresh_only}: graded on the image plus the work product only"
     state.verifier["regrade"] = doc
     if found.report is not None and found.report.over_budget:
         doc.update(reward=0.0, notes=["the work product is larger than the sandbox's storage cap"])
@@ -1060,9 +1075,23 @@ def _finish(
         ),
         **usage_result,
     }
+    agent_name = getattr(plan.agent, "manifest_name", None) or plan.agent.kind
+    # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
+    benchflow = benchflow_fields(
+        task_id=plan.task.task_id,
+        trial_id=plan.trial_id,
+        agent_name=agent_name,
+        model=usage.model,
+        with_skills=plan.with_skills,
+        row=row,
+        failure=failure,
+        error=error,
+        agent_result=agent_result,
+        agent_started=agent_outcome is not None,
+    )
+    finished_at = utc_now()
     result = TrialResult(
         run_id=plan.run_id,
-        task_id=plan.task.task_id,
         trial_id=plan.trial_id,
         trial_key=plan.key,
         instance=plan.instance,
@@ -1089,19 +1118,24 @@ def _finish(
         output_caps=_caps_report(plan, state),
         resources=state.resources,
         started_at=state.started_at,
-        finished_at=utc_now(),
-        # BenchFlow's keys, so its tools read our jobs folder (worker/trial_record/benchflow.py)
-        **benchflow_fields(
+        finished_at=finished_at,
+        **benchflow,
+        # Harbor's keys (task_id among them), so its models and viewer read it too
+        **harbor.trial_fields(
+            run_id=plan.run_id,
             task_id=plan.task.task_id,
             trial_id=plan.trial_id,
-            agent_name=getattr(plan.agent, "manifest_name", None) or plan.agent.kind,
+            trial_dir=plan.trial_dir,
+            task_set=plan.request.task_set,
+            task_digest=plan.run_task.task_digest,
+            agent_name=benchflow["agent_name"],
             model=usage.model,
-            with_skills=plan.with_skills,
-            row=row,
+            environment=plan.environment,
+            rewards=benchflow["rewards"],
             failure=failure,
             error=error,
+            finished_at=finished_at,
             agent_result=agent_result,
-            agent_started=agent_outcome is not None,
         ),
     )
     usage.trace(plan.trial_dir, plan.task.task_id, state.phases.spans, error)

@@ -294,6 +294,12 @@ def module_name(entry: str) -> str | None:
     return match.group(1) if match else None
 
 
+def is_distribution_metadata(name: str) -> bool:
+    """``importlib.metadata`` finds distributions by suffix whatever its case
+    (``Plug-1.0.DIST-INFO`` registers a pytest plugin like ``plug-1.0.dist-info``)."""
+    return name.lower().endswith(DISTRIBUTION_METADATA)
+
+
 def new_site_package(path: str, added: set[str], shadows: frozenset[str]) -> str | None:
     """The top-level entry of a system site folder that ``path`` is in or is, when the agent
     installed it anew (``pip install`` of a package the image lacks) under a module name that
@@ -305,7 +311,7 @@ def new_site_package(path: str, added: set[str], shadows: frozenset[str]) -> str
         return None
     top = f"{match.group(1)}/{match.group(2)}"
     name = match.group(2)
-    if top not in added or name.endswith(DISTRIBUTION_METADATA) or name == "__pycache__":
+    if top not in added or is_distribution_metadata(name) or name == "__pycache__":
         return None
     module = module_name(name)
     if module is None or module in shadows or module in ("sitecustomize", "usercustomize"):
@@ -442,7 +448,7 @@ def _ground_rule(
         configures = entry_name.startswith(".") or entry_name in GROUND_FILES
         if base in ground_dirs and configures and not named:
             return "ground-config"
-        if base in module_dirs and entry_name.endswith(DISTRIBUTION_METADATA):
+        if base in module_dirs and is_distribution_metadata(entry_name):
             # importlib.metadata reads every sys.path folder: a plugin registry (pytest11).
             return "ground-config"
         if base in module_dirs and (entry in added or entry not in known):
@@ -460,8 +466,20 @@ def _child(base: str, path: str) -> str:
 
 def link_escapes(link_path: str, target: str, skills_dir: str | None = None) -> bool:
     """Whether a link at ``link_path`` pointing at ``target`` reaches what the harness places
-    (or a folder above it, or the kernel's views), resolved by name only."""
+    (or a folder above it, or the kernel's views), or may: resolved by name, which is the
+    kernel's answer only while no ``..`` follows a component that could itself be a link
+    (``/srv/../tests`` is ``/tests``, but ``/root/d/../tests`` is too when ``/root/d`` links to
+    ``/srv``). Such a target is never taken on trust; a relative target's leading ``..`` walk up
+    from the link's own folder, a real one, and are. ``//x`` is ``/x`` to the kernel."""
+    parts = [part for part in target.split("/") if part not in ("", ".")]
+    walked = False
+    for part in parts:
+        if part != "..":
+            walked = True
+        elif walked or target.startswith("/"):
+            return True
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link_path), target))
+    resolved = "/" + resolved.lstrip("/")  # POSIX keeps a leading "//"; the kernel does not
     guarded = [*HARNESS_ROOTS, *KERNEL_ROOTS, *([skills_dir] if skills_dir else [])]
     if under(resolved, guarded):
         return True

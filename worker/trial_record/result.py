@@ -2,8 +2,8 @@
 
 Writers (the trial lifecycle, the Ray executor) build a :class:`TrialResult` with keyword
 arguments and write :meth:`TrialResult.document`: the keys they set, in the order declared here
-(ours, then BenchFlow's, then the executor's), with their values as given, so the file's bytes are
-what ``json.dumps`` of the same dict gave. A record the Ray executor writes for an attempt that
+(ours, then BenchFlow's, then Harbor's, then the executor's), with their values as given, so the
+file's bytes are what ``json.dumps`` of the same dict gave. A record the Ray executor writes for an attempt that
 brought nothing back sets only a few keys. Readers go through :meth:`TrialResult.read`: a missing
 or non-object file is ``None``, every key is optional (a record from an older worker, a short
 one), and a key this model does not know is kept (``extra="allow"``).
@@ -32,7 +32,9 @@ class TrialResult(BaseModel):
 
     schema_version: str = SCHEMA_VERSION
     run_id: str | None = None
-    task_id: str | None = None
+    # Harbor's task id object (``{"path": <task id>}``, worker/trial_record/harbor.py); a plain
+    # string in records written before it: read the id with :attr:`task`.
+    task_id: str | dict[str, Any] | None = None
     trial_id: str | None = None
     trial_key: str | None = None
     instance: int | None = None
@@ -77,8 +79,28 @@ class TrialResult(BaseModel):
     trajectory_source: str | None = None
     partial_trajectory: bool | None = None
     sandbox_id: str | None = None
+    # Harbor's keys (worker/trial_record/harbor.py), so its models and viewer read our trials.
+    id: str | None = None
+    trial_name: str | None = None
+    trial_uri: str | None = None
+    source: str | None = None
+    task_checksum: str | None = None
+    config: dict[str, Any] | None = None
+    agent_info: dict[str, Any] | None = None
+    verifier_result: dict[str, Any] | None = None
+    exception_info: dict[str, Any] | None = None
     # Which executor ran the attempt, when not in process (Ray: the node, the archive report).
     executor: dict[str, Any] | None = None
+
+    @property
+    def task(self) -> str | None:
+        """The task's id, from whichever key the record has it in."""
+        if isinstance(self.task_id, str):
+            return self.task_id
+        if self.task_name is not None:
+            return self.task_name
+        path = self.task_id.get("path") if self.task_id else None
+        return path if isinstance(path, str) else None
 
     def document(self) -> dict[str, Any]:
         """The keys set (``schema_version`` always), in declared order, then unknown keys kept

@@ -203,7 +203,7 @@ def summary(folder: Path) -> str:
     agent_result = result.agent_result or {}
     tracking = result.usage_tracking or {}
     lines = [
-        f"Trial:     {result.trial_id} (task {result.task_id}, attempt {result.attempt})",
+        f"Trial:     {result.trial_id} (task {result.task}, attempt {result.attempt})",
         f"Agent:     {result.agent}"
         + (f", model {config.get('model')}" if config.get("model") else ""),
         f"Reward:    {_show(result.reward)} ("
@@ -403,7 +403,7 @@ def list_trials(jobs: Path, n_runs: int) -> None:
             (
                 e.trial_id,
                 e.task_id,
-                "-" if e.reward is None else f"{e.reward:g}",
+                "-" if e.reward is None else f"{100 * e.reward:.1f}",
                 e.state if e.passed is None else ("yes" if e.passed else "no"),
                 e.failure or "-",
                 str(e.n_attempts),
@@ -411,6 +411,8 @@ def list_trials(jobs: Path, n_runs: int) -> None:
             for e in entries
         ]
         if rows:
-            table_text = table(rows, ("trial", "task", "reward", "passed", "failure", "attempts"))
+            table_text = table(
+                rows, ("trial", "task", "reward (%)", "passed", "failure", "attempts")
+            )
             click.echo("\n".join("  " + line for line in table_text.splitlines()))
     click.echo(f"\nnext: {command_prefix()} trials show TRIAL_ID_OR_TASK --jobs-dir {jobs}")

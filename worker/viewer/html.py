@@ -120,7 +120,7 @@ def render(t: Transcript) -> str:
             ["task", "agent", "reward", "result", "attempt", "started", "finished"],
             [
                 [
-                    r.get("task_id"),
+                    t.task_id,
                     r.get("agent"),
                     r.get("reward"),
                     verdict + failure,

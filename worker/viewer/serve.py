@@ -1,45 +1,44 @@
-"""``skillsbench-agentbeats view``: serve the web viewer (:mod:`worker.viewer.web`) over job
-folders, on loopback unless told otherwise."""
+"""Serve the web viewer (:mod:`worker.viewer.web`) over job folders, on loopback unless told
+otherwise. The ``view`` command itself is in the composition root
+(``skillsbench_agentbeats/view.py``): with ``--results`` it adds the leaderboard, which the worker
+may not import."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from serving.listen import listening_socket
 from worker.api import is_loopback_host
-from worker.viewer.lookup import DEFAULT_JOBS_DIR
+from worker.viewer.web import Leaderboard
 
 DEFAULT_PORT = 9020
 
 
-@click.command(
-    help="A local web app over job folders: runs, their trials (filter, search, sort), each "
-    "trial's actions, outputs, usage and verifier output, two agents or runs compared task by "
-    "task; a running run updates live. JOBS: jobs folders (`run --jobs-dir`, the worker's "
-    "--jobs-dir) or run folders; default jobs/local."
-)
-@click.argument("jobs", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
-    help="Port to listen on (0: any free port).",
-)  # fmt: skip
-@click.option(
-    "--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
-    help="Seconds between two looks at the folders for live updates.",
-)  # fmt: skip
-def view(jobs: tuple[Path, ...], host: str, port: int, poll: float) -> None:
+def check_roots(roots: Sequence[Path]) -> None:
+    """One-line ValueError for a JOBS argument that is not a folder."""
+    for root in roots:
+        if not root.is_dir():
+            raise ValueError(f"{root}: no such folder (give a jobs folder or a run folder)")
+
+
+def serve(
+    roots: Sequence[Path],
+    host: str,
+    port: int,
+    poll: float,
+    leaderboard: Leaderboard | None = None,
+    described: str = "",
+) -> None:
+    """Listen on ``host:port`` (0: any free port), say where on stderr, serve until stopped."""
     import uvicorn
 
     from worker.viewer.web import create_app
 
-    roots = list(jobs) or [DEFAULT_JOBS_DIR]
-    for root in roots:
-        if not root.is_dir():
-            raise ValueError(f"{root}: no such folder (give a jobs folder or a run folder)")
+    check_roots(roots)
     if not is_loopback_host(host):
         click.echo(
             f"warning: serving on {host}: anyone who can reach it reads these trials "
@@ -49,10 +48,13 @@ def view(jobs: tuple[Path, ...], host: str, port: int, poll: float) -> None:
     sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    app = create_app(roots, poll_seconds=poll)
+    app = create_app(roots, poll_seconds=poll, leaderboard=leaderboard)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
-    click.echo(f"viewer at http://{shown}:{bound}/ over {', '.join(map(str, roots))}", err=True)
+    click.echo(
+        f"viewer at http://{shown}:{bound}/ over {', '.join(map(str, roots))}{described}",
+        err=True,
+    )
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:

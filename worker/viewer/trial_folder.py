@@ -114,6 +114,7 @@ class Transcript:
     reported: list[dict[str, Any]]  # per reply: {"turn", "usage"} (the participant's word)
     verifier_output: dict[str, str] = field(default_factory=dict)  # file name -> text
     agent_logs: dict[str, str] = field(default_factory=dict)  # agent/<file> -> text
+    task_id: str | None = None  # the task's id (result.json's ``task_id`` is Harbor's object)
 
     @property
     def actions(self) -> list[Action]:
@@ -302,6 +303,7 @@ def load(folder: Path, *, running: bool = False) -> Transcript:
         reported=reported_usage(folder),
         verifier_output=verifier,
         agent_logs=logs,
+        task_id=record.task if record is not None else None,
     )
 
 

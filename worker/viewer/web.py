@@ -9,6 +9,9 @@ other script, no external resource, works offline). Live updates: the page liste
 The viewer serves only what is inside the folders it was given: trials are found through the run
 documents of those folders, never through a path in the URL, and a raw file of a trial
 (``/raw/...``) is served only when it resolves (symlinks followed) inside its trial folder.
+Results files (``view --results``) are served by their place in the list of files given, never by
+a path: their leaderboard tables come from the composition root (:class:`Leaderboard`), as the
+worker does not read results files itself.
 Everything shown is escaped: the agent, the participant and the task wrote most of it.
 """
 
@@ -18,6 +21,7 @@ import asyncio
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any, Final
@@ -78,6 +82,7 @@ progress{width:120px;vertical-align:middle}
 .meta td{border:none;padding:1px 10px 1px 0}.meta th{background:none;border:none;padding:1px 10px
 1px 0;color:#555}
 details>summary{cursor:pointer;color:#333}
+.report table.data th{white-space:normal}
 """
 
 _SCRIPT = """
@@ -85,6 +90,20 @@ _SCRIPT = """
   var live=document.getElementById('live');
   document.querySelectorAll('form.filters select').forEach(function(s){
     s.addEventListener('change',function(){s.form.submit();});});
+  function key(td){var v=td.getAttribute('data-sort');if(v===null)v=td.textContent.trim();
+    var n=Number(v);return v!==''&&isFinite(n)?n:v.toLowerCase();}
+  function sortBy(th){var table=th.closest('table'),body=table.tBodies[0];
+    var i=Array.prototype.indexOf.call(th.parentNode.children,th);
+    var up=th.getAttribute('aria-sort')!=='ascending';
+    Array.prototype.forEach.call(th.parentNode.children,function(h){h.removeAttribute('aria-sort');});
+    th.setAttribute('aria-sort',up?'ascending':'descending');
+    var rows=Array.prototype.slice.call(body.rows).filter(function(r){return r.cells.length>i;});
+    rows.sort(function(a,b){var x=key(a.cells[i]),y=key(b.cells[i]),c;
+      if(typeof x==='number'&&typeof y==='number')c=x-y;
+      else c=String(x).localeCompare(String(y));return up?c:-c;});
+    rows.forEach(function(r){body.appendChild(r);});}
+  document.addEventListener('click',function(e){
+    var th=e.target.closest&&e.target.closest('table.sortable th');if(th){sortBy(th);}});
   if(!live||!window.EventSource){return;}
   var state=document.getElementById('live-state');
   var src=new EventSource('/events?since='+encodeURIComponent(live.dataset.sig||''));
@@ -196,6 +215,7 @@ def _page(title: str, body: str, nonce: str, sig: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)} · SkillsBench viewer</title><style>{_CSS}</style></head><body>"
         '<header><a href="/">Runs</a><a href="/trials">Trials</a><a href="/compare">Compare</a>'
+        '<a href="/leaderboard">Leaderboard</a>'
         '<span class="live" id="live-state">static</span></header>'
         f'<main id="live" data-sig="{_e(sig)}">{body}</main>'
         f'<script nonce="{nonce}">{_SCRIPT}</script></body></html>\n'
@@ -207,6 +227,19 @@ def _csp(nonce: str) -> str:
         "default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src 'nonce-{nonce}'; connect-src 'self'; img-src 'self'; "
         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+def _plain(data: bytes) -> Response:
+    """A file as plain text the browser neither sniffs nor runs."""
+    return Response(
+        data.decode("utf-8", errors="replace"),
+        media_type="text/plain; charset=utf-8",
+        headers={
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Cache-Control": "no-store",
+        },
     )
 
 
@@ -429,7 +462,7 @@ def _trial_body(
     trial_id = folder.name
     mine = next((o for o in others if o.trial_id == trial_id), None)
     outcome = mine.outcome if mine else state
-    task_id = str(r.get("task_id") or (mine.task_id if mine else ""))
+    task_id = str(t.task_id or (mine.task_id if mine else ""))
     base = f"/raw/{root}/{quote(run.run_id, safe='')}/{quote(trial_id, safe='')}/"
 
     def raw(name: str) -> str:
@@ -647,10 +680,56 @@ def _compare_body(a: str, b: str, runs: list[RunRow]) -> str:
     return "".join(parts)
 
 
+# -- results files ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Results files served beside the job folders (``view --results``), from the composition
+    root: ``files`` lists the files now matching what was given; ``sections`` renders their
+    leaderboard tables (HTML, with confidence intervals), linking each trial id it is given an
+    address for; ``style`` is those sections' CSS. Both may raise ValueError (a bad file)."""
+
+    files: Callable[[], list[Path]]
+    sections: Callable[[Callable[[str], str | None]], str]
+    style: str
+
+
+def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
+    if board is None:
+        return (
+            "<h1>Leaderboard</h1><p>No results files were given: start the viewer with "
+            "<code>view JOBS --results 'results/*.json'</code> to see their leaderboard tables "
+            "here, linked to the trials of these job folders.</p>"
+        )
+    links = {t.trial_id: href for run in runs for t in run.trials if (href := trial_href(t))}
+    try:
+        files = board.files()
+        sections = board.sections(lambda trial_id: links.get(trial_id))
+    except ValueError as exc:
+        return f"<h1>Leaderboard</h1><p class=why>{_e(exc)}</p>"
+    listed = "".join(
+        f'<li><a href="/results/{n}">{_e(path.name)}</a></li>' for n, path in enumerate(files)
+    )
+    linked = len(links)
+    return (
+        f"<style>{board.style}</style>"
+        f"<details class=results-files><summary>{len(files)} results file(s); a trial id links "
+        f"to its trial where the job folders hold it ({linked} trial(s) there)</summary>"
+        f"<ul>{listed}</ul></details>"
+        f'<div class="report">{sections}</div>'
+    )
+
+
 # -- the app ----------------------------------------------------------------------------------
 
 
-def create_app(roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> Starlette:
+def create_app(
+    roots: Iterable[Path],
+    *,
+    poll_seconds: float = POLL_SECONDS,
+    leaderboard: Leaderboard | None = None,
+) -> Starlette:
     viewer = Viewer(roots, poll_seconds=poll_seconds)
 
     async def snapshot() -> tuple[list[RunRow], str]:
@@ -676,6 +755,31 @@ def create_app(roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> 
 
     def not_found(what: str) -> Response:
         return PlainTextResponse(f"{what}: not in the folders this viewer serves", 404)
+
+    async def board(request: Request) -> Response:
+        runs, sig = await snapshot()
+        body = await asyncio.to_thread(_leaderboard_body, leaderboard, runs)
+        return _html(request, "Leaderboard", body, sig)
+
+    async def results_file(request: Request) -> Response:
+        number = int(request.path_params["number"])
+
+        def read() -> bytes | None:
+            if leaderboard is None:
+                return None
+            try:
+                files = leaderboard.files()
+            except ValueError:
+                return None
+            if number >= len(files) or not files[number].is_file():
+                return None
+            with files[number].open("rb") as handle:
+                return handle.read(MAX_RAW_BYTES)
+
+        data = await asyncio.to_thread(read)
+        if data is None:
+            return PlainTextResponse("no such results file: not one this viewer was given", 404)
+        return _plain(data)
 
     async def trial(request: Request) -> Response:
         root = int(request.path_params["root"])
@@ -720,16 +824,7 @@ def create_app(roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> 
             with path.open("rb") as handle:
                 return handle.read(MAX_RAW_BYTES)
 
-        data = await asyncio.to_thread(read)
-        return Response(
-            data.decode("utf-8", errors="replace"),
-            media_type="text/plain; charset=utf-8",
-            headers={
-                "X-Content-Type-Options": "nosniff",
-                "Content-Security-Policy": "default-src 'none'; sandbox",
-                "Cache-Control": "no-store",
-            },
-        )
+        return _plain(await asyncio.to_thread(read))
 
     async def events(request: Request) -> Response:
         since = str(request.query_params.get("since") or "")
@@ -763,6 +858,8 @@ def create_app(roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> 
             Route("/compare", compare),
             Route("/trial/{root:int}/{run_id}/{trial_id}", trial),
             Route("/raw/{root:int}/{run_id}/{trial_id}/{path:path}", raw),
+            Route("/leaderboard", board),
+            Route("/results/{number:int}", results_file),
             Route("/events", events),
         ]
     )

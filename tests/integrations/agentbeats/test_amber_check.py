@@ -17,12 +17,14 @@ import json5
 import pytest
 
 from integrations.agentbeats.amber import RULES, check_manifests, deny_lints
+from tests.integrations.agentbeats.amber_examples import NO_AMBER, local_examples, real_amber
 from tests.support import PUBLISHED_DATA, REPO_ROOT
 
 OURS = REPO_ROOT / "integrations" / "agentbeats"
 AMBER = PUBLISHED_DATA / "amber"
 PREFIX = "skillsbench-agentbeats__"
 Doc = dict[str, Any]
+KNOB = "$.config_schema.properties.unused_knob"
 
 
 def load(path: Path) -> Doc:
@@ -41,22 +43,23 @@ def test_published_green_manifest_is_clean() -> None:
     assert check_manifests([AMBER / f"{PREFIX}green-agent.json5"]) == []
 
 
-def _with_unused_slot(tmp_path: Path) -> Path:
+def _with_unused_config(tmp_path: Path) -> Path:
+    # (An unused slot of a root with a program is no lint: Amber binds it weak from outside.)
     doc = load(OURS / "worker.json5")
-    doc["slots"]["llm"] = {"kind": "llm"}
+    doc["config_schema"]["properties"]["unused_knob"] = {"type": "string", "default": ""}
     target = tmp_path / "worker.json5"
     target.write_text(json.dumps(doc))
     return target
 
 
 def test_deny_by_amber_code_or_bare_name(tmp_path: Path) -> None:
-    findings = check_manifests([_with_unused_slot(tmp_path)])
+    findings = check_manifests([_with_unused_config(tmp_path)])
     assert [(f.rule, f.path, f.severity) for f in findings] == [
-        ("manifest::unused_slot", "$.slots.llm", "warning")
+        ("manifest::unused_config", KNOB, "warning")
     ]
     assert [f.severity for f in deny_lints(findings, ["warnings"])] == ["error"]
-    assert deny_lints(findings, ["manifest::unused_slot"])[0].severity == "error"
-    assert deny_lints(findings, ["unused_slot"])[0].severity == "error"
+    assert deny_lints(findings, ["manifest::unused_config"])[0].severity == "error"
+    assert deny_lints(findings, ["unused_config"])[0].severity == "error"
     assert deny_lints(findings, ["manifest::unused_provide"])[0].severity == "warning"
     assert deny_lints(findings, ["manifest::required_slot_when_env"])[0].severity == "warning"
 
@@ -88,7 +91,7 @@ def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 FAKE_AMBER = """#!/bin/sh
-# A stand-in for the Amber CLI (which cannot be built here): records its arguments, prints a
+# A stand-in for the Amber CLI (CI cannot build the real one): records its arguments, prints a
 # diagnostic and exits with $FAKE_AMBER_EXIT.
 printf '%s\\n' "$@" >> "$FAKE_AMBER_LOG"
 echo "fake amber: checked $*"
@@ -143,6 +146,34 @@ def test_cli_fails_when_amber_check_fails(tmp_path: Path) -> None:
     assert done.returncode == 1 and "(from $AMBER)" in done.stdout
 
 
+@pytest.mark.skipif(real_amber() is None, reason=NO_AMBER)
+def test_cli_auto_runs_the_installed_amber(tmp_path: Path) -> None:
+    # `--checker auto` with the real Amber CLI on PATH: the six examples (gateway made local, so
+    # nothing is fetched) pass both checks with warnings denied; an unused config property fails both.
+    amber = real_amber()
+    assert amber is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "amber").symlink_to(Path(amber).resolve())
+    env = {k: v for k, v in os.environ.items() if k != "AMBER"}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", NO_COLOR="1")
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    files = local_examples(examples)
+    done = cli(*files, "-D", "warnings", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"checker: amber {bin_dir / 'amber'} (from PATH), then ours" in done.stdout
+    for file in files:
+        assert f"amber check {file}: exit 0 (ok)" in done.stdout
+    assert f"ok (amber check and ours): {len(files)} manifest(s), 0 warning(s)" in done.stdout
+    target = _with_unused_config(tmp_path)
+    done = cli(target, "-D", "warnings", env=env)
+    assert done.returncode == 1
+    assert "manifest::unused_config" in done.stdout
+    assert f"amber check {target}: exit 1 (failed)" in done.stdout
+    assert f"error: {target}: {KNOB}: [manifest::unused_config]" in done.stdout
+
+
 def test_cli_amber_setting_errors_are_one_line(tmp_path: Path) -> None:
     worker = OURS / "worker.json5"
     env = {**os.environ, "AMBER": str(tmp_path / "no-amber")}
@@ -158,13 +189,13 @@ def test_cli_amber_setting_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_cli_warning_passes_unless_denied(tmp_path: Path) -> None:
-    target = _with_unused_slot(tmp_path)
+    target = _with_unused_config(tmp_path)
     done = cli(target, "--checker", "ours")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"warning: {target}: $.slots.llm: [manifest::unused_slot]" in done.stdout
+    assert f"warning: {target}: {KNOB}: [manifest::unused_config]" in done.stdout
     done = cli(target, "--checker", "ours", "-D", "warnings")
     assert done.returncode == 1
-    assert f"error: {target}: $.slots.llm: [manifest::unused_slot]" in done.stdout
+    assert f"error: {target}: {KNOB}: [manifest::unused_config]" in done.stdout
     done = cli(target, "--checker", "ours", "-D", "manifest::required_slot_when_env")
     assert done.returncode == 0, done.stderr
 
@@ -436,9 +467,18 @@ FAILING: list[tuple[str, str, Mutation, str | None]] = [
         _set("components.skillsbench_green.config.worker_uri", ""),
         "$.components.skillsbench_green.config.worker_uri",
     ),
-    ("manifest::unused_slot", "worker", _set("slots.llm", {"kind": "llm"}), "$.slots.llm"),
+    (
+        # A root's own slots are linted only when linking fails (Amber binds them weak otherwise).
+        "manifest::unused_slot",
+        "worker",
+        _all(
+            _set("slots.llm", {"kind": "llm"}),
+            _set("program.entrypoint.7", "${config.jobs_dir.sub}"),
+        ),
+        "$.slots.llm",
+    ),
     ("manifest::unused_provide", "worker", _set("exports", {}), "$.provides.http"),
-    ("manifest::unused_program", "worker", _set("exports", {}), "$.program"),
+    ("manifest::unused_program", "participant-placeholder", _set("exports", {}), "$.program"),
     ("section_type", "worker", _set("exports", []), "$.exports"),
     ("section_type", "scenario", _set("bindings", {}), "$.bindings"),
     (
@@ -598,18 +638,15 @@ def test_empty_overlays_need_no_version_gate(manifests_dir: Path) -> None:
 def test_child_lints_follow_the_scenario(manifests_dir: Path) -> None:
     """In a scenario a child's weak-bound slot is not `unused_slot`, and a child whose program
     reads a slot bound from the root's own slots is not `unused_program` (Amber's suppressions);
-    the same child checked on its own is linted."""
+    checked on its own, as a root with a program, all its slots are bound weak from outside, so
+    the same holds; bound strong, its unread slot is linted (all as the real `amber check`)."""
     child = load(manifests_dir / "participant-placeholder.json5")
     child["slots"] = {"upstream": {"kind": "a2a"}, "spare": {"kind": "a2a"}}
     child["program"]["env"] = {"UPSTREAM": "${slots.upstream.url}"}
     child["exports"] = {}
     child_path = _write(manifests_dir, "child.json5", child)
     alone = {(f.rule, f.path) for f in check_manifests([child_path])}
-    assert alone == {
-        ("manifest::unused_slot", "$.slots.spare"),
-        ("manifest::unused_program", "$.program"),
-        ("manifest::unused_provide", "$.provides.a2a"),
-    }
+    assert alone == {("manifest::unused_provide", "$.provides.a2a")}
     root = {
         "manifest_version": "0.4.0",
         "slots": {"outside": {"kind": "a2a"}},
@@ -621,6 +658,12 @@ def test_child_lints_follow_the_scenario(manifests_dir: Path) -> None:
     }
     found = check_manifests([_write(manifests_dir, "root.json5", root)])
     assert {(f.rule, f.path) for f in found} == {("manifest::unused_provide", "$.provides.a2a")}
+    del root["bindings"][1]["weak"]
+    found = check_manifests([_write(manifests_dir, "root.json5", root)])
+    assert {(f.rule, f.path) for f in found} == {
+        ("manifest::unused_slot", "$.slots.spare"),
+        ("manifest::unused_provide", "$.provides.a2a"),
+    }
 
 
 def test_parse_errors(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,57 +18,25 @@ import json5
 import pytest
 
 from integrations.agentbeats.amber import check_manifests
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = REPO_ROOT / "integrations" / "agentbeats"
-GATEWAY = (
-    REPO_ROOT
-    / "tests"
-    / "data"
-    / "published"
-    / "amber"
-    / "agentbeats-gateway__amber-manifest.json5"
+from tests.integrations.agentbeats.amber_examples import (
+    EXAMPLES,
+    NO_AMBER,
+    apply_op,
+    local_examples,
+    real_amber,
 )
+
 MUTATIONS: list[dict[str, Any]] = json5.loads(
     (Path(__file__).with_name("amber_mutations.json5")).read_text()
 )
 
 
-def _apply(doc: Any, op: list[Any]) -> None:
-    kind, path = op[0], op[1]
-    node = doc
-    for key in path[:-1]:
-        node = node[key]
-    last = path[-1]
-    if kind == "set":
-        node[last] = op[2]
-    elif kind == "del":
-        del node[last]
-    elif kind == "append":
-        node[last].append(op[2])
-    elif kind == "pop":
-        node[last].pop(op[2])
-    else:
-        raise ValueError(f"unknown op {kind!r}")
-
-
-def _examples(folder: Path) -> None:
-    """The six examples, with the scenarios' remote gateway replaced by its published copy."""
-    for path in EXAMPLES.glob("*.json5"):
-        doc = json5.loads(path.read_text())
-        gateway = doc.get("components", {}).get("gateway")
-        if isinstance(gateway, dict) and str(gateway.get("manifest", "")).startswith("https://"):
-            gateway["manifest"] = "./gateway.json5"
-        (folder / path.name).write_text(json.dumps(doc, indent=2))
-    shutil.copy(GATEWAY, folder / "gateway.json5")
-
-
 def _mutated(folder: Path, case: dict[str, Any]) -> Path:
-    _examples(folder)
+    local_examples(folder)
     target = folder / f"{case['base']}.json5"
     doc = json.loads(target.read_text())
     for op in case["ops"]:
-        _apply(doc, op)
+        apply_op(doc, op)
     target.write_text(json.dumps(doc, indent=2))
     return target
 
@@ -83,8 +50,7 @@ def test_the_data_is_well_formed() -> None:
 
 
 def test_unmutated_examples_pass(tmp_path: Path) -> None:
-    _examples(tmp_path)
-    assert check_manifests(sorted(tmp_path.glob("*.json5"))) == []
+    assert check_manifests(local_examples(tmp_path)) == []
 
 
 @pytest.mark.parametrize("case", MUTATIONS, ids=[case["id"] for case in MUTATIONS])
@@ -97,18 +63,13 @@ def test_our_verdict_is_ambers(case: dict[str, Any], tmp_path: Path) -> None:
     assert lints == sorted(case["lints"]), (case["reason"], rendered)
 
 
-def _amber() -> str | None:
-    named = os.environ.get("AMBER")
-    return named if named and os.access(named, os.X_OK) else shutil.which("amber")
-
-
 LINT_LINE = re.compile(r"^\s*(manifest::[a-z_]+)\s*$")
 
 
-@pytest.mark.skipif(_amber() is None, reason="no Amber CLI (set $AMBER or put amber on PATH)")
+@pytest.mark.skipif(real_amber() is None, reason=NO_AMBER)
 @pytest.mark.parametrize("case", MUTATIONS, ids=[case["id"] for case in MUTATIONS])
 def test_the_real_amber_agrees(case: dict[str, Any], tmp_path: Path) -> None:
-    amber = _amber()
+    amber = real_amber()
     assert amber is not None
     target = _mutated(tmp_path, case)
     done = subprocess.run(

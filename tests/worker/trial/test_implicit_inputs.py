@@ -23,16 +23,16 @@ whose body test.sh pipes into ``sh``); an apt hook. Every probe must give a scor
 with reward 0: ``verifier_tampered`` with evidence, or a 0 whose result.json names each planted
 path among the work product's exclusions (``verifier.work_product.excluded``; after a pass in the
 agent's sandbox, ``verifier.regrade`` shows the lower reward that counted). On ``local`` the
-system folders and ``/`` are read-only: a probe aimed there is refused ("Read-only file
-system"), and then only the reward of 0 is asserted. Oracle (reward 1) and nop (0) run beside
+system folders are read-only: a probe aimed there is refused ("Read-only file system"), and
+then only the reward of 0 is asserted; ``/`` itself is writable there too (new top-level
+entries persist for the trial). Oracle (reward 1) and nop (0) run beside
 the probes of each shape.
 
 Git, node/npm and java/maven read implicit inputs too (``~/.gitconfig``, ``.npmrc``,
 ``~/.m2``), but none of these shapes runs them: they are left to tests/worker/trial/test_work_product.py's
 rule table.
 
-Also: the places a legitimate work product lives (a new top-level ``/output``, docker only as
-local has no writable ``/``; a module in the working directory the tests import; an edit under
+Also: the places a legitimate work product lives (a new top-level ``/output``; a module in the working directory the tests import; an edit under
 ``/opt/<program>``; a venv the agent makes under ``/app/<lib>/.venv`` that the tests run) keep
 the oracle's reward of 1; a module the grader imports that forks a daemon rewriting
 ``/logs/verifier/reward.txt`` to 1 earns 0; an agent's ``/root/reward.json`` that test.sh copies
@@ -649,8 +649,6 @@ async def test_no_implicit_input_earns_a_reward(
             tampering = trial.verifier.get("tampering") or []
             if not tampering or not all({"path", "change", "reason"} <= set(e) for e in tampering):
                 problems.append(f"{name} tampered without evidence: {trial.verifier}")
-        if environment == "local":  # / is a fresh tmpfs per command there: nothing stays
-            planted = [p for p in planted if posixpath.dirname(p) != "/"]
         if environment == "local" and not planted:
             if "Read-only file system" not in trial.log and "PLANTED://" not in trial.log:
                 problems.append(f"{name}: nothing planted and no refusal:\n{trial.log[-2000:]}")
@@ -670,9 +668,7 @@ async def test_no_implicit_input_earns_a_reward(
 async def test_work_product_places_keep_their_reward_and_reward_channels_pay_nothing(
     http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:
-    places = ["place-module", "place-opt", "place-venv"]
-    if environment == "docker":  # local: no writable / for a new top-level folder
-        places.append("place-output")
+    places = ["place-module", "place-opt", "place-venv", "place-output"]
     runs = {name: (name, "oracle") for name in places}
     runs["daemon"] = (
         "daemon",

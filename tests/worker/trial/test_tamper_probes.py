@@ -193,6 +193,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     make_task(
         tasks, "slow-fresh", test_sh=SLOW_FRESH_TEST, solve_sh=WARM_SOLVE, verifier_timeout=20
     )
+    make_task(tasks, "plain", verifier_timeout=10)
     return tasks
 
 
@@ -374,3 +375,27 @@ async def test_the_regrade_gives_a_verifier_that_installs_again_more_time(
     regrade = result["verifier"]["regrade"]
     assert regrade["reward_in_agent_sandbox"] == 1.0 and regrade["reward"] == 1.0, regrade
     assert result["timing"]["regrade"] >= 25, result["timing"]
+
+
+@pytest.mark.parametrize("environment", ["local"], indirect=True)
+async def test_a_verifier_the_agent_hangs_is_a_scored_fail_not_infrastructure(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """A FIFO in place of the answer hangs test.sh's read until its timeout: an unscored
+    ``verifier_timeout`` would hide the agent's fail. Graded on the image plus the work product
+    (where a FIFO is never carried) it is a scored 0; an honest answer still passes."""
+    hang = script(tmp_path, "fifo", "mkfifo /root/answer.txt\n")
+    (fifo, honest) = await asyncio.gather(
+        submit_and_follow(http, run_payload(["plain"], agent=hang), timeout=300),
+        submit_and_follow(http, run_payload(["plain"], agent="oracle"), timeout=300),
+    )
+    run_id, _, status = fifo
+    (row,) = status["rows"]
+    result = _result(tmp_path, run_id, row)
+    assert row["score_eligible"] and row["reward"] == 0.0 and not row["passed"], result
+    assert result["failure"] is None, result
+    regrade = result["verifier"]["regrade"]
+    assert regrade["reward_in_agent_sandbox"] is None and regrade["reward"] == 0.0, regrade
+    assert "ran past" in regrade["why"], regrade
+    (row,) = honest[2]["rows"]
+    assert row["passed"] and "regrade" not in _result(tmp_path, honest[0], row)["verifier"]

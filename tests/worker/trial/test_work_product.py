@@ -289,6 +289,17 @@ def test_a_declared_work_product_wins() -> None:
         ("/root/data", "/root/real-data", False),
         ("/root/lib", "/usr/lib/x86_64-linux-gnu/libm.so.6", False),
         ("/app/out", "../tmp/out", False),
+        # The kernel reads "//x" as "/x" (POSIX normpath keeps it): red team, links.
+        ("/root/answer.txt", "//./tests//expected.txt", True),
+        ("/root/p", "//proc/self/root/tests/expected.txt", True),
+        # ".." after a component that may be a link (/root/d -> /srv, the image's /var/run ->
+        # /run) is not what the name says: never trusted.
+        ("/root/answer.txt", "/root/d/../tests/expected.txt", True),
+        ("/root/answer.txt", "d/../tests/expected.txt", True),
+        ("/root/answer.txt", "/var/run/../tests/expected.txt", True),
+        # Leading ".." walk up from the link's own folder: node's .bin links, a venv's.
+        ("/app/node_modules/.bin/x", "../pkg/bin/x.js", False),
+        ("/app/lib/.venv/lib64", "lib", False),
     ],
 )
 def test_links_to_what_the_harness_places_later(link: str, target: str, escapes: bool) -> None:
@@ -311,6 +322,14 @@ def test_distribution_metadata_where_the_verifier_imports_is_a_plugin_registry()
     assert rules["/root/evil.pth"] == "ground-config"
     assert rules["/root/old.egg-info/PKG-INFO"] == "ground-config"
     assert rules["/root/rtplug.py"] is None  # alone a module nobody loads
+    # importlib.metadata matches the suffix whatever its case.
+    upper = _rule(
+        ROOT,
+        Change("/root/Evilplug-1.0.DIST-INFO", "added"),
+        Change("/root/Evilplug-1.0.DIST-INFO/entry_points.txt", "added"),
+        Change("/root/Eggplug.EGG-INFO/PKG-INFO", "added"),
+    )
+    assert set(upper.values()) == {"ground-config"}, upper
 
 
 def test_a_package_installed_under_a_new_name_is_work_product_but_not_its_metadata() -> None:

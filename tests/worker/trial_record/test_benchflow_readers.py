@@ -155,7 +155,7 @@ def test_bench_eval_metrics_gives_our_totals_with_failures_and_infra_errors(
     for path in _bench_result_files(bench, jobs):
         result = json.loads(Path(path).read_text())
         assert isinstance(result["n_tool_calls"], int)
-        assert result["task_name"] == result["task_id"]
+        assert result["task_name"] == result["task_id"]["path"]  # Harbor's task id object
         assert result["agent"] == "oracle" and result["agent_name"] == "oracle"
         assert "model" in result and result["started_at"] and result["finished_at"]
         if result["score_eligible"]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from leaderboard.rows import ROW_KEYS, PublicRow
+from leaderboard.rows import BASE_ROW_KEYS, ROW_KEYS, USAGE_KEYS, PublicRow
 from worker.api import RunRequest, RunTask
 from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
 from worker.runs.meta import ProofSettings, check_durable_prefix, manifest_digest, worker_meta
@@ -51,7 +51,7 @@ def test_scored_row_carries_manifest_metadata() -> None:
         failure=None,
         time_used=3.14159,
     )
-    assert tuple(row) == ROW_KEYS
+    assert tuple(row) == BASE_ROW_KEYS  # the oracle calls no model: no usage keys
     assert row["passed"] and row["score_eligible"] and row["reward"] == 1.0
     assert row["time_used"] == 3.142
     assert (row["category"], row["difficulty"], row["tags"]) == ("office", "easy", ["csv"])
@@ -219,7 +219,7 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
 @pytest.mark.parametrize(
     ("agent_result", "usage"),
     [
-        (None, (None, None, None, None)),
+        (None, None),
         (
             {
                 "n_input_tokens": 175,
@@ -240,7 +240,7 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
         ),
         # Unavailable: every figure null whatever else is there; a figure the row would refuse
         # (the participant's word is not checked upstream) is unknown, not an error.
-        ({"n_input_tokens": 0, "usage_source": "unavailable"}, (None, None, None, "unavailable")),
+        ({"n_input_tokens": 0, "usage_source": "unavailable"}, None),
         (
             {
                 "n_input_tokens": -1,
@@ -248,9 +248,9 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
                 "cost_usd": float("nan"),
                 "usage_source": "participant_reported",
             },
-            (None, None, None, "participant_reported"),
+            None,
         ),
-        ({"n_input_tokens": 5, "usage_source": "guessed"}, (None, None, None, None)),
+        ({"n_input_tokens": 5, "usage_source": "guessed"}, None),
         (
             {"n_input_tokens": 7.0, "n_output_tokens": 2.5, "usage_source": "provider_response"},
             (7, None, None, "provider_response"),
@@ -258,8 +258,9 @@ async def test_a_deterministic_start_failure_happens_once_per_task() -> None:
     ],
 )
 def test_row_carries_the_trial_s_usage(
-    agent_result: dict[str, Any] | None, usage: tuple[Any, ...]
+    agent_result: dict[str, Any] | None, usage: tuple[Any, ...] | None
 ) -> None:
+    """The figures and their source; a row with no known figure carries no usage keys."""
     request = _request()
     row = build_row(
         request,
@@ -271,10 +272,8 @@ def test_row_carries_the_trial_s_usage(
         time_used=1.0,
         usage=agent_result,
     )
+    if usage is None:
+        assert tuple(row) == BASE_ROW_KEYS
+        return
     assert tuple(row) == ROW_KEYS
-    assert (
-        row["input_tokens"],
-        row["output_tokens"],
-        row["cost_usd"],
-        row["usage_source"],
-    ) == usage
+    assert tuple(row[key] for key in USAGE_KEYS) == usage

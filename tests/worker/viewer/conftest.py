@@ -8,11 +8,18 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.support import PUBLISHED_DATA
 from tests.worker.viewer.support import (
     EXAMPLES,
+    HOSTILE_CATEGORY,
+    NOP_ID,
+    ORACLE_ID,
+    OUTSIDE_ID,
     SCRIPT,
     SCRIPT_NAME,
     SECRET,
@@ -21,6 +28,7 @@ from tests.worker.viewer.support import (
     Server,
     cli,
     hostile_task,
+    run_rows,
     start_view,
 )
 
@@ -67,6 +75,50 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
     (outside / "run.json").write_text(json.dumps(doc))
     (root / "runs" / "run-outside0000000000").symlink_to(outside, target_is_directory=True)
     return jobs
+
+
+def _published(agent: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    envelope = {"status": "completed", "participants": {"agent": agent}, "results": rows}
+    return {"status": "completed", "participants": {"agent": agent}, "results": [envelope]}
+
+
+@pytest.fixture(scope="session")
+def board(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of results files: the oracle run's rows in the published shape (one category
+    hostile), the nop run's as `run --output` writes them (a bare envelope), a published file of
+    the real leaderboard (trials not in these job folders); beside them a text file, and a
+    symlink to a results file outside the folder."""
+    base = tmp_path_factory.mktemp("board")
+    folder = base / "results"
+    folder.mkdir()
+    oracle = run_rows(jobs, "oracle")
+    oracle[0] = {**oracle[0], "category": HOSTILE_CATEGORY}
+    (folder / "oracle.json").write_text(json.dumps(_published(ORACLE_ID, oracle)))
+    nop = {
+        "status": "completed",
+        "participants": {"agent": NOP_ID},
+        "results": run_rows(jobs, "nop"),
+    }
+    (folder / "nop.json").write_text(json.dumps(nop))
+    published = next(PUBLISHED_DATA.glob("*__results__019e515b*.json"))
+    shutil.copy(published, folder / "published.json")
+    (folder / "notes.txt").write_text("not a results file")
+    outside = base / "outside.json"
+    outside.write_text(json.dumps(_published(OUTSIDE_ID, run_rows(jobs, "nop"))))
+    (folder / "linked.json").symlink_to(outside)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def results_server(jobs: Jobs, board: Path) -> Iterator[Server]:
+    started = start_view(str(jobs.root), "--results", str(board))
+    yield started
+    started.proc.terminate()
+    try:
+        started.proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        started.proc.kill()
+        started.proc.wait()
 
 
 @pytest.fixture

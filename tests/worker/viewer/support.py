@@ -20,6 +20,12 @@ REPO = Path(__file__).resolve().parents[3]
 HOSTILE = "</pre><script>alert('owned')</script><img src=x onerror=alert(1)>&amp;"
 SECRET = "viewer-secret-outside-the-jobs-folder"
 EXAMPLES = ("csv-sales-summary", "grid-path-count")
+# The agents of the results files served beside the job folders (view --results).
+ORACLE_ID = "019e5a00-0000-7000-8000-0000000000a1"
+NOP_ID = "019e5a00-0000-7000-8000-0000000000b2"
+OUTSIDE_ID = "019e5a00-0000-7000-8000-0000000000c3"
+HOSTILE_CATEGORY = "<script>alert('cat')</script>"
+
 # The script agent's file name is hostile too: it is the run's agent spec, shown everywhere.
 SCRIPT_NAME = "<img src=x onerror=alert(2)>.sh"
 SCRIPT = f"printf '%s\\n' \"{HOSTILE}\"\nexit 3\n"
@@ -70,6 +76,14 @@ class Jobs:
 
     def trial_ids(self, name: str) -> list[str]:
         return sorted(p.name for p in (self.run_dir(name) / "trials").iterdir())
+
+
+def run_rows(jobs: Jobs, name: str) -> list[dict[str, Any]]:
+    """The public rows of one of the runs, from its run document."""
+    document = json.loads((jobs.run_dir(name) / "run.json").read_text())
+    rows = [trial["row"] for trial in document["trials"].values()]
+    assert rows and all(rows)
+    return rows
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -86,9 +86,10 @@ def test_list_shows_runs_and_trials_newest_first(jobs: tuple[Path, dict[str, str
     assert script_at < oracle_at  # newest first
     rows = [line.split() for line in out.splitlines() if "__agentbeats__" in line]
     assert [(r[1], r[2], r[3], r[4]) for r in rows] == [
-        ("answer-42", "0", "no", "-"),
-        ("answer-42", "1", "yes", "-"),
+        ("answer-42", "0.0", "no", "-"),
+        ("answer-42", "100.0", "yes", "-"),
     ]
+    assert "reward (%)" in out  # the report's unit
     assert sorted(r[0] for r in rows) == _trial_ids(jobs_dir)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.viewer.support import HOSTILE, Jobs, LiveRun, Server
+from tests.worker.viewer.support import HOSTILE, HOSTILE_CATEGORY, ORACLE_ID, Jobs, LiveRun, Server
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is a dev dependency")
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
@@ -140,3 +140,39 @@ def test_a_running_run_updates_the_open_page(
     # the same page all along, its content swapped in (never reloaded)
     updates = d.execute_script("return document.body.dataset.updates")  # type: ignore[attr-defined]
     assert int(updates) >= 3
+
+
+def test_the_leaderboard_of_results_files_sorts_and_links_to_trials(
+    browser: object, jobs: Jobs, results_server: Server
+) -> None:
+    """`view --results`: the tables render (hostile text as text), a heading click sorts the
+    table, a trial id opens its trial."""
+    d = browser
+    d.get(f"{results_server.url}/leaderboard")  # type: ignore[attr-defined]
+    no_alert(d)
+    assert d.find_elements(By.CSS_SELECTOR, "svg.chart")  # type: ignore[attr-defined]
+    texts = d.execute_script(  # type: ignore[attr-defined]
+        "return Array.from(document.querySelectorAll('svg .label')).map(function(t){"
+        "return t.textContent;})"
+    )
+    assert HOSTILE_CATEGORY in texts  # the category's text, not an element made from it
+    shoot(d, "leaderboard")
+    order_script = (
+        "return Array.from(document.querySelector('table[data-query=\"overall\"]').tBodies[0]"
+        ".rows).map(function(r){return r.cells[0].getAttribute('title');})"
+    )
+    assert d.execute_script(order_script)[0] == ORACLE_ID  # type: ignore[attr-defined]  # best first
+    heading = next(
+        th
+        for th in d.find_elements(By.CSS_SELECTOR, 'table[data-query="overall"] th')  # type: ignore[attr-defined]
+        if th.text.startswith("Pass rate")
+    )
+    heading.click()  # ascending: the lowest pass rate first
+    WebDriverWait(d, WAIT).until(lambda drv: drv.execute_script(order_script)[-1] == ORACLE_ID)
+    assert heading.get_attribute("aria-sort") == "ascending"
+    trial = jobs.trial_ids("oracle")[0]
+    d.find_element(By.LINK_TEXT, trial).click()  # type: ignore[attr-defined]
+    WebDriverWait(d, WAIT).until(
+        lambda drv: f"/trial/0/{jobs.runs['oracle']}/{trial}" in drv.current_url
+    )
+    assert trial in d.find_element(By.TAG_NAME, "h1").text  # type: ignore[attr-defined]

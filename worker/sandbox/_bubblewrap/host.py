@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED
 from worker.sandbox.base import SandboxUnsupported
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -143,12 +144,14 @@ def ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
     inner = [m for m in mounts if m.startswith(prefix)]
     if not inner:
         return ["--ro-bind", path, path]
-    args = ["--dir", path]
+    # A fresh tmpfs, read-only once its children are in place: never a folder of the sandbox's
+    # root (writable, and kept for the trial: see top.py).
+    args = ["--tmpfs", path]
     try:
         with os.scandir(path) as scan:
             entries = sorted(scan, key=lambda e: e.name)
     except OSError:
-        return args
+        return [*args, "--remount-ro", path]
     for entry in entries:
         child = entry.path
         if child in inner:
@@ -159,7 +162,7 @@ def ro_tree(path: str, mounts: Sequence[str]) -> list[str]:
             args += ro_tree(child, inner)
         elif entry.is_file(follow_symlinks=False):
             args += ["--ro-bind", child, child]
-    return args
+    return [*args, "--remount-ro", path]
 
 
 @functools.cache
@@ -228,12 +231,28 @@ def system_args() -> list[str]:
     return args
 
 
-def mount_args(layer: Path, binds: Mapping[str, Path], masks: Sequence[str]) -> list[str]:
-    """The sandbox's file system, by allowlist: the host's system folders read-only
+def mount_args(
+    root: Path,
+    layer: Path,
+    binds: Mapping[str, Path],
+    masks: Sequence[str],
+    lent: Mapping[str, Path],
+) -> list[str]:
+    """The sandbox's file system, by allowlist: ``root`` (the trial's own root folder, where new
+    top-level folders persist: see top.py) as ``/``, the host's system folders read-only
     (:data:`SYSTEM_TOP_LEVEL`), its /etc without secrets (:func:`etc_view`), ``layer`` (files a
-    Dockerfile put outside the writable binds) over them, ``masks`` as empty folders, then the
-    writable ``binds`` (sandbox path -> host folder) and what the worker lends."""
-    args: list[str] = []
+    Dockerfile put outside the writable places) over them, ``masks`` as empty folders, the
+    writable ``binds`` (sandbox path -> host folder), the worker's site folders and what the
+    worker lends (read-only).
+
+    Every mount point is either a top-level name of ``root`` or one below a folder of ``root``
+    bound on itself (both prepared by the worker before bwrap runs, top.prepare), or inside
+    something mounted here: a top-level folder that only holds deeper mount points (``/home``
+    of a workdir ``/home/u/app``, the worker's site folder ``/app/.venv/lib/...``) is the
+    agent's folder of ``root`` bound on itself, with a fresh tmpfs on its subfolder that holds
+    them (``/home/u``, ``/app/.venv``); a reserved one (``/run``) is a fresh tmpfs.
+    """
+    args: list[str] = ["--bind", str(root), "/"]
     layer_tops = {p.name for p in layer.iterdir()} if layer.is_dir() else set()
     mounts = host_mounts()
     shown = set()
@@ -255,15 +274,39 @@ def mount_args(layer: Path, binds: Mapping[str, Path], masks: Sequence[str]) -> 
                 args += ro_tree(path, mounts)
     for name in sorted(layer_tops - shown):
         if f"/{name}" not in binds:
+            shown.add(name)
             args += ["--bind", str(layer / name), f"/{name}"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    mounted = {*shown, "proc", "dev", "run"}
+    mounted |= {path.strip("/") for path in binds if path.count("/") == 1}
+    sites = worker_site_dirs()
+    deeper = [*binds, *sites, *lent]
+    for name in sorted({_top(path) for path in deeper} - mounted - {""}):
+        mounted.add(name)
+        if name in ALWAYS_RESERVED:
+            args += ["--tmpfs", f"/{name}"]
+            continue
+        # The agent's folder of the root, bound on itself; what holds deeper mount points in it
+        # is fresh, so bwrap makes no folder in the root below its first level.
+        args += ["--bind", str(root / name), f"/{name}"]
+        for sub in sorted(
+            {p.split("/")[2] for p in deeper if p.count("/") > 2 and _top(p) == name}
+        ):
+            args += ["--tmpfs", f"/{name}/{sub}"]
     for path in masks:
-        args += ["--tmpfs", path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/run"]
+        if _top(path) in shown:  # under a host folder that is shown (else not seen anyway)
+            args += ["--tmpfs", path]
     for path, host_path in sorted(binds.items(), key=lambda item: item[0].count("/")):
         args += ["--bind", str(host_path), path]
-    for path in worker_site_dirs():
+    for path in sites:
         args += ["--ro-bind", path, path]
+    for path, host_folder in sorted(lent.items()):
+        args += ["--ro-bind", str(host_folder), path]
     return args
+
+
+def _top(path: str) -> str:
+    return path.lstrip("/").split("/", 1)[0]
 
 
 def masks(hidden: Sequence[Path], bind_tops: set[str]) -> list[str]:

@@ -2,17 +2,18 @@
 
 Layout of one sandbox (see docs/sandboxes.md):
 
-* the root is a fresh tmpfs per process; the host's top-level folders are bound read-only,
-  except private ones (``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ...) which are not
-  shown at all, and the task's folder and the trial state folder are masked;
+* the root is a per-trial host folder (``top.py``), so a new top-level folder (``/output``)
+  persists for the trial; the host's system folders are bound over it read-only (by allowlist:
+  ``/root``, ``/home``, ``/run``, ``/tmp``, ``/mnt``, ... of the host are not shown at all),
+  and the task's folder and the trial state folder are masked;
 * writable, per-trial host folders are bound at the workdir (the Dockerfile's ``WORKDIR``,
   default ``/root``), ``/root``, ``/logs``, ``/tmp`` and, fresh and empty, ``/opt``, ``/srv``
   and ``/var``; ``/usr/local`` is the host's under a per-trial overlay (root workers); all of it
   lives in one capped tmpfs where the worker may mount, else under a storage watchdog (see
   :mod:`.writable`); ``/tests``,
   ``/solution``, the skills folder and ``/instruction.md`` appear only once uploaded;
-* files that the Dockerfile ``COPY``s elsewhere land in a per-trial layer shown read-only over
-  the host folder (overlayfs) or, for a top-level folder the host lacks, bound writable;
+* files that the Dockerfile ``COPY``s into a system folder land in a per-trial layer shown
+  read-only over the host folder (overlayfs); into a new top-level folder, in the root folder;
 * every process runs in a PID namespace that is a child of one long-lived "init" namespace
   per sandbox: killing that init kills every process ever started in the sandbox, background
   ones included; each ``exec`` additionally gets its own child namespace, so a command's
@@ -24,9 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +50,7 @@ from worker.sandbox._bubblewrap.host import (
     etc_view,
     masks,
     mount_args,
+    worker_site_dirs,
 )
 from worker.sandbox._bubblewrap.namespace import (
     InitNamespace,
@@ -61,6 +65,7 @@ from worker.sandbox._bubblewrap.process import (
     reader,
 )
 from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
+from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, KEPT, prepare, prepare_below, stubs
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
     FRESH_TOPS,
@@ -152,6 +157,14 @@ class BubblewrapSandbox(Sandbox):
         # Writable binds: sandbox path -> host folder (or file, for /instruction.md).
         self._binds: dict[str, Path] = {}
         self.layer = self._root / "layer"
+        # The sandbox's "/" (new top-level folders persist there) and its names that are never
+        # the agent's (mount points: top.py).
+        self._top = self._root / "top"
+        self._reserved: set[str] = set(ALWAYS_RESERVED)
+        self._layout_lock = threading.Lock()  # one command's mount points made at a time
+        # Fresh folders inside the agent's top-level ones (/app/.venv where the worker's site
+        # folder is lent below it): not the root folder's, so no writable place.
+        self._fresh: set[str] = set()
         self._bwrap = ""
         self._init = InitNamespace()
         self._procs: set[Spawned] = set()
@@ -305,7 +318,7 @@ class BubblewrapSandbox(Sandbox):
         logs = root / "logs"
         for sub in ("agent", "verifier", "artifacts"):
             (logs / sub).mkdir(parents=True)
-        for name in ("workspace", "home", "tmp", "mounts", "layer"):
+        for name in ("workspace", "home", "tmp", "mounts", "layer", "top"):
             (root / name).mkdir(parents=True, exist_ok=True)
         for path in FRESH_TOPS:  # empty and writable, as in a container
             (root / path.strip("/")).mkdir()
@@ -320,7 +333,17 @@ class BubblewrapSandbox(Sandbox):
             **{path: root / path.strip("/") for path in FRESH_TOPS},
             self._workdir: root / "workspace",
         }
-        self._watched = [Watched("/opt", root / "opt")]
+        # Top-level places mounted directly (those holding deeper mount points only are the
+        # agent's folders, bound on themselves: host.mount_args).
+        self._reserved |= {
+            path.strip("/")
+            for path in (*self._binds, self.config.skills_dir)
+            if path.count("/") == 1
+        }
+        # New top-level folders: watched like /opt (a program's own files are the agent's; a
+        # toolchain the image's PATH names is not), and the agent's work product.
+        new_tops = Watched("/", self._top, skip=self._reserved)
+        self._watched = [Watched("/opt", root / "opt"), new_tops]
         for path in COPY_ON_WRITE:  # one overlay each, mounted on the host (root only)
             folder = root / "cow" / path.strip("/").replace("/", "_")
             merged = mount_copy_on_write(path, folder)
@@ -339,17 +362,19 @@ class BubblewrapSandbox(Sandbox):
             Watched(path, host)
             for path, host in self._binds.items()
             if path != LOGS_DIR and path not in {w.sandbox for w in overlays}
-        ] + overlays
+        ] + [*overlays, new_tops]
         self._ensure_mountpoint(self._workdir)
 
     def _remove_tree(self) -> None:
-        """Unmount what this sandbox mounted, then remove its host folder."""
-        # Detaching the capped tree detaches the overlays mounted in it as well.
-        for point in [self._root] if self._root in self._mounted else self._mounted:
-            unmount(point)
-        self._mounted = []
-        if self._root.exists():
-            remove_tree(self._root)
+        """Unmount what this sandbox mounted, then remove its host folder (never while a
+        command's mount points are being made: :meth:`_layout`)."""
+        with self._layout_lock:
+            # Detaching the capped tree detaches the overlays mounted in it as well.
+            for point in [self._root] if self._root in self._mounted else self._mounted:
+                unmount(point)
+            self._mounted = []
+            if self._root.exists():
+                remove_tree(self._root)
 
     def _ensure_mountpoint(self, path: str) -> None:
         """A bind under a read-only host folder needs its mount point made in the layer."""
@@ -545,15 +570,47 @@ class BubblewrapSandbox(Sandbox):
             **(env or {}),
         }
 
+    def _layout(self) -> list[str]:
+        """bwrap's mount options for the next command, its mount points made right first
+        (blocking: run in a thread, one at a time)."""
+        with self._layout_lock:
+            if self._stopped:
+                raise SandboxError("the sandbox is not running")
+            layout = mount_args(
+                self._top,
+                self.layer,
+                self._binds,
+                masks(self._hidden(), {top(path) for path in self._binds}),
+                self._lent,
+            )
+            # Whatever the agent left at a reserved name of the root (a link, a folder of its
+            # own) is gone, and no link is on the way to a mount point in a writable place.
+            wanted = stubs(layout, self._top)
+            self._fresh |= {
+                dest
+                for option, dest in itertools.pairwise(layout)
+                if option == "--tmpfs" and dest.count("/") == 2 and top(dest) not in self._reserved
+            }
+            self._reserved |= {
+                name for name, kind in wanted.items() if "/" not in name and kind != KEPT
+            }
+            try:
+                prepare(self._top, wanted, self._reserved)
+                for path in (*self._binds, *worker_site_dirs(), *self._lent):
+                    self._prepare_nested(path)
+            except OSError as exc:
+                raise SandboxError(f"cannot lay out the sandbox's root: {exc}") from None
+            return layout
+
     def _argv(
-        self, command: Sequence[str], cwd: str | None, user: str | None, info_fd: int
+        self,
+        command: Sequence[str],
+        cwd: str | None,
+        info_fd: int,
+        layout: Sequence[str],
     ) -> list[str]:
         if self._stopped or not self._init.fds:
             raise SandboxError("the sandbox is not running")
-        if user not in (None, "root", "0", "0:0"):
-            raise SandboxUnsupported(
-                f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
-            )
         user_fd, pid_fd = self._init.fds
         joins = [] if joins_by_setns() else ["--userns", str(user_fd)]
         argv = [
@@ -570,13 +627,20 @@ class BubblewrapSandbox(Sandbox):
         ]
         if not self.spec.internet:
             argv.append("--unshare-net")
-        argv += mount_args(
-            self.layer, self._binds, masks(self._hidden(), {top(path) for path in self._binds})
-        )
-        for path, host_folder in sorted(self._lent.items()):
-            argv += ["--ro-bind", str(host_folder), path]
-        argv += ["--chdir", cwd or self._workdir, "--", *command]
+        argv += [*layout, "--chdir", cwd or self._workdir, "--", *command]
         return argv
+
+    def _prepare_nested(self, path: str) -> None:
+        """A mount point inside another writable place: no link of the agent's on the way."""
+        outer = self.bind_for(posixpath.dirname(path))
+        if outer is None or outer[0] == "/" or path in (outer[0], "/"):
+            return  # not inside a writable bind (a read-only folder, a fresh tmpfs, the root)
+        source = self._binds.get(path) or self._lent.get(path) or Path(path)
+        prepare_below(
+            outer[1],
+            posixpath.join(outer[2], posixpath.basename(path)),
+            "dir" if source.is_dir() else "file",
+        )
 
     async def _spawn(
         self,
@@ -592,10 +656,17 @@ class BubblewrapSandbox(Sandbox):
                 f"over the storage cap of {self._cap}"
             )
         argv_command = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if user not in (None, "root", "0", "0:0"):
+            raise SandboxUnsupported(
+                f"user {user!r}: the local sandbox runs everything as root; use the docker environment"
+            )
+        if self._stopped or not self._init.fds:
+            raise SandboxError("the sandbox is not running")
+        layout = await asyncio.to_thread(self._layout)
         read_fd, write_fd = os.pipe()
         cancelled = False
         try:
-            argv = self._argv(argv_command, cwd, user, info_fd=write_fd)
+            argv = self._argv(argv_command, cwd, info_fd=write_fd, layout=layout)
             # Never cancelled itself: asyncio's clean-up of a cancelled start kills only the
             # outer bwrap and then waits for the pipes to close, but the command (already in
             # the sandbox's namespace, maybe before bwrap set its parent-death signal) holds
@@ -719,12 +790,16 @@ class BubblewrapSandbox(Sandbox):
         self._lent[normalize(sandbox_path)] = host_folder
 
     def bind_for(self, path: str) -> tuple[str, Path, str] | None:
-        """The writable bind holding ``path``: (sandbox root, host root, relative path)."""
+        """The writable place holding ``path``: (sandbox root, host root, relative path); a
+        path under a top-level name that is not reserved is in the sandbox's root folder."""
         best: tuple[str, Path, str] | None = None
         for root, host in self._binds.items():
             inside = path == root or path.startswith(root.rstrip("/") + "/")
             if inside and (best is None or len(root) > len(best[0])):
                 best = (root, host, posixpath.relpath(path, root))
+        fresh = any(path == f or path.startswith(f"{f}/") for f in self._fresh)
+        if best is None and path != "/" and top(path) not in self._reserved and not fresh:
+            best = ("/", self._top, path.lstrip("/"))
         return best
 
     def _on_demand_root(self, path: str) -> str | None:
@@ -750,7 +825,8 @@ class BubblewrapSandbox(Sandbox):
         if found is None:
             writable = ", ".join(sorted({*self._binds, TESTS_DIR, SOLUTION_DIR, INSTRUCTION_PATH}))
             raise SandboxError(
-                f"{sandbox_path}: outside the local sandbox's writable places ({writable})"
+                f"{sandbox_path}: outside the local sandbox's writable places ({writable}, "
+                "new top-level folders)"
             )
         return inside(found[1], found[2])
 

@@ -8,7 +8,8 @@ A container gives its agent a writable root; the local sandbox gives it (docs/sa
   are never shown);
 * :data:`COPY_ON_WRITE` (``/usr/local``): the host's folder under a per-trial overlay, writable,
   changes kept in the trial's upper folder (only where the worker may mount: root);
-* the trial's own folders (workdir, ``/root``, ``/tmp``, ``/logs``) as before.
+* the trial's own folders (workdir, ``/root``, ``/tmp``, ``/logs``) as before;
+* ``/`` itself, the trial's root folder: new top-level folders persist there (:mod:`.top`).
 
 Where the worker may mount (root), the whole per-trial tree is one tmpfs of
 :attr:`worker.limits.OutputCaps.sandbox_bytes`: past it every write fails with ENOSPC and the
@@ -29,7 +30,7 @@ import ctypes
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,17 +225,20 @@ def _is_whiteout(info: os.stat_result) -> bool:
 @dataclass(frozen=True)
 class Watched:
     """One watched folder: ``sandbox`` path, the ``host`` folder holding what was written there
-    (an overlay's upper folder, or a plain bind), and ``lower``, the host folder under an
-    overlay (what existed before)."""
+    (an overlay's upper folder, or a plain bind), ``lower``, the host folder under an overlay
+    (what existed before), and ``skip``, names of its own entries that are not watched (the
+    sandbox root's reserved names: mount points, looked at where they are mounted from)."""
 
     sandbox: str
     host: Path
     lower: str | None = None
+    skip: Collection[str] = ()
 
 
-def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """(relative path, lstat) of everything under ``folder``, links not followed; ``folder``
-    itself (relative path "") only when it is a link (the agent replaced a watched folder)."""
+def _walk(folder: Path, skip: Collection[str] = ()) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of everything under ``folder`` but its entries named in ``skip``,
+    links not followed; ``folder`` itself (relative path "") only when it is a link (the agent
+    replaced a watched folder)."""
     try:
         top = folder.lstat()
     except OSError:
@@ -250,6 +254,8 @@ def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
         except OSError:
             continue
         for entry in entries:
+            if not rel and entry.name in skip:
+                continue
             sub = f"{rel}/{entry.name}" if rel else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -265,11 +271,15 @@ Snapshot = dict[str, Signature]
 
 def snapshot(watched: list[Watched]) -> Snapshot:
     """Every entry of the watched folders with its signature, by sandbox path."""
-    return {_join(w.sandbox, rel): _signature(info) for w in watched for rel, info in _walk(w.host)}
+    return {
+        _join(w.sandbox, rel): _signature(info)
+        for w in watched
+        for rel, info in _walk(w.host, w.skip)
+    }
 
 
 def _join(sandbox: str, rel: str) -> str:
-    return f"{sandbox}/{rel}" if rel else sandbox
+    return f"{sandbox.rstrip('/')}/{rel}" if rel else sandbox
 
 
 def changes(watched: list[Watched], before: Snapshot) -> list[Change]:
@@ -277,7 +287,7 @@ def changes(watched: list[Watched], before: Snapshot) -> list[Change]:
     existing file is ``modified``, its whiteout ``deleted``; new entries ``added``."""
     now: dict[str, tuple[Watched, str, os.stat_result]] = {}
     for w in watched:
-        for rel, info in _walk(w.host):
+        for rel, info in _walk(w.host, w.skip):
             now[_join(w.sandbox, rel)] = (w, rel, info)
     found: list[Change] = []
     for path, (w, rel, info) in sorted(now.items()):
