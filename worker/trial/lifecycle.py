@@ -71,6 +71,7 @@ from worker.trial.work_product import (
     Ground,
     builds_project,
     exclude_test_time_shadows,
+    input_dirs,
     installed_modules,
     module_paths,
     pycache_isolated,
@@ -518,6 +519,7 @@ class _TestsFacts:
     pycache_isolated: bool
     builds_project: bool
     installed_modules: frozenset[str]
+    input_dirs: tuple[str, ...]
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -540,6 +542,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             pycache_isolated=pycache_isolated(script, task.config.verifier.env),
             builds_project=builds_project(script),
             installed_modules=installed_modules(script),
+            input_dirs=input_dirs(script, task.config.verifier.env),
         )
     return _TESTS_FACTS[key]
 
@@ -558,6 +561,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=facts.installed_modules,
+        input_dirs=facts.input_dirs,
     )
 
 

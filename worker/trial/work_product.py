@@ -149,6 +149,8 @@ REASONS: Final = {
     "resolves or installs",
     "test-time-shadow": "a module of the agent's named like one the verifier's Python found once "
     "test.sh had installed its tools (a dependency of what it installs, say)",
+    "verifier-input": "a folder the verifier's own configuration names (a wheelhouse, a package "
+    "index, a cache its environment points at) holds what the image had",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "benign": "bytecode caches, shell histories and folders of the image changed only by "
@@ -180,6 +182,9 @@ class Ground:
     # Whether test.sh builds the project it starts in (``pip install .``, ``uv sync``): then
     # that project's own files there (pyproject.toml, setup.py, setup.cfg) are what it names.
     builds_project: bool = False
+    # Folders the verifier's configuration names ([verifier].env values, test.sh's
+    # --find-links and file:// indexes): what its installers read there is the image's.
+    input_dirs: tuple[str, ...] = ()
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
@@ -231,6 +236,38 @@ def ancestors(path: str) -> list[str]:
         path = posixpath.dirname(path)
         found.append(path)
     return found
+
+
+# An absolute path or a file:// URL in a value of the verifier's environment or after an
+# installer's index option in test.sh.
+_ABSOLUTE = re.compile(r"(?:file://)?(/[^\s:;,\"'=]+)")
+_INDEX_OPTION = re.compile(
+    r"(?:--find-links|--index-url|--extra-index-url|--index|--default-index|-f|-i)[=\s]+"
+    r"[\"']?(?:file://)?(/[^\s\"';&|]+)"
+    r"|\b(?:PIP|UV)_[A-Z_]*(?:FIND_LINKS|INDEX_URL|INDEX|CACHE_DIR|CONFIG_FILE)=[\"']?"
+    r"(?:file://)?(/[^\s\"';&|]+)"
+)
+_INSTALLER_KEY = re.compile(
+    r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|INDEX|FIND_LINKS|CACHE|CONFIG|"
+    r"REGISTRY|MIRROR"
+)
+_NOT_INPUT_DIRS: Final = ("/", "/tmp", "/root", "/home", "/usr", "/usr/local")
+
+
+def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, ...]:
+    """Folders the verifier's configuration names (:attr:`Ground.input_dirs`): every absolute
+    path in a ``[verifier].env`` value of an installer's setting (``PIP_*``, ``UV_*``, an
+    index, a cache, a configuration file), and test.sh's ``--find-links``/``--index-url
+    file://``/``PIP_FIND_LINKS=`` folders. Folders so wide that naming them says nothing (``/``,
+    ``/tmp``, a home, ``/usr``) are not taken; the other rules look after them."""
+    found: list[str] = []
+    for key, value in verifier_env.items():
+        if _INSTALLER_KEY.search(key.upper()):  # not PYTHONPATH: the agent's modules go there
+            found += [m.group(1) for m in _ABSOLUTE.finditer(value)]
+    for match in _INDEX_OPTION.finditer(test_script):
+        found.append(match.group(1) or match.group(2))
+    dirs = {posixpath.normpath("/" + d.lstrip("/")) for d in found}
+    return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
 
 
 def installed_modules(test_script: str) -> frozenset[str]:
@@ -349,6 +386,9 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             continue
         if ground.declared and under(path, ground.declared):
             result.applied.append(change)
+            continue
+        if ground.input_dirs and under(path, ground.input_dirs):
+            result.exclude(change, "verifier-input")
             continue
         rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows)
         environment = rule in ("system", "home-config", "toolchain")

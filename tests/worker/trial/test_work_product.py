@@ -12,6 +12,7 @@ from worker.trial.work_product import (
     builds_project,
     classify,
     exclude_test_time_shadows,
+    input_dirs,
     installed_modules,
     link_escapes,
     module_paths,
@@ -456,3 +457,26 @@ def test_an_image_folder_marked_only_by_its_entries_needs_no_regrade() -> None:
     assert [c.path for c in product.applied] == ["/root/sales.xlsx"]
     changed = classify([*changes, Change(f"{venv}/numpy/__init__.py", "modified")], ground)
     assert changed.needs_regrade
+
+
+def test_folders_the_verifiers_configuration_names_hold_what_the_image_had() -> None:
+    """A wheel beside the wheelhouse test.sh's environment names (a higher build tag wins the
+    install: red team) is the image's to give, as is anything under an index folder test.sh
+    names; PYTHONPATH is not such a setting (the agent's modules go there)."""
+    script = "pip install -f /srv/wheels pytest\nPIP_INDEX_URL=file:///srv/index pip install x\n"
+    env = {"PIP_FIND_LINKS": "/opt/wheels", "UV_INDEX": "file:///opt/idx", "PYTHONPATH": "/app"}
+    dirs = input_dirs(script, env)
+    assert dirs == ("/opt/idx", "/opt/wheels", "/srv/index", "/srv/wheels")
+    assert input_dirs("", {"UV_CACHE_DIR": "/tmp/x", "PIP_TARGET": "/"}) == ()
+    ground = Ground(workdir="/root", input_dirs=dirs)
+    rules = _rule(
+        ground,
+        Change("/opt/wheels/pytest-8.4.1-9-py3-none-any.whl", "added"),
+        Change("/srv/index/pytest/index.html", "modified"),
+        Change("/opt/answertool/answer.py", "modified"),
+        Change("/app/solution.py", "added"),
+    )
+    assert rules["/opt/wheels/pytest-8.4.1-9-py3-none-any.whl"] == "verifier-input"
+    assert rules["/srv/index/pytest/index.html"] == "verifier-input"
+    assert rules["/opt/answertool/answer.py"] is None
+    assert rules["/app/solution.py"] is None
