@@ -25,7 +25,7 @@ def test_a2a_participant_through_the_worker(tmp_path: Path) -> None:
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     [row] = rows
-    assert (row["task_id"], row["passed"], row["infra_failure_type"]) == (
+    assert (row["task_name"], row["passed"], row["infra_failure_type"]) == (
         "csv-sales-summary",
         True,
         None,

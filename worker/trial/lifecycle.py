@@ -410,13 +410,11 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
-        if (
-            reward
-            and state.fresh_only is None  # else graded on the image plus the work product already
-            and state.capture is not None
-            and state.capture.product.needs_regrade
-        ):
-            # Not part of the verifier's time (the row's time_used): the harness's own check.
+        if reward and state.fresh_only is None and state.capture is not None:
+            # Every pass, not only those that left something out: what the agent's sandbox
+            # still held besides its files (a process it took over, PID 1 on docker, that no
+            # kill reaches and that rewrote the answer or the reward under the verifier) is not
+            # in a fresh sandbox. Not part of the verifier's time (the row's time_used).
             with phases.phase("regrade"):
                 reward = await _regrade(plan, state, snapshot, reward)
         if agent_outcome.status == "timeout":

@@ -2,12 +2,12 @@
 
 At the verifier's start, once the agent's processes are dead and the tamper look passed
 (:meth:`~worker.sandbox.base.Sandbox.kill_upload_exec`'s ``after_gate``), :func:`capture` sorts
-the agent's changes (:mod:`worker.trial.work_product`) and, when anything that could matter was left
-out, writes the work product to a tar from outside the sandbox. The verifier then grades the
-agent's sandbox as before. Only when that gives a reward above 0 does :func:`regrade` start a
-fresh sandbox of the same image, apply the work product, and run the same hardened verifier
-there: the lower of the two rewards counts, and the difference is the evidence. A ``nop`` trial,
-or one whose changes are all work product, costs nothing more. docs/sandboxes.md, "Work product".
+the agent's changes (:mod:`worker.trial.work_product`) and writes the work product to a tar from
+outside the sandbox. The verifier then grades the
+agent's sandbox as before. When that gives a reward above 0 the trial starts a fresh sandbox of
+the same image, applies the work product, and runs the same hardened verifier there: the lower
+of the two rewards counts, and the difference is the evidence. A trial that does not pass (a
+``nop``) costs nothing more. docs/sandboxes.md, "Work product".
 """
 
 from __future__ import annotations

@@ -627,7 +627,9 @@ async def test_no_implicit_input_earns_a_reward(
 
     oracle, nop = trials.pop("oracle"), trials.pop("nop")
     assert oracle.row["passed"] and oracle.row["reward"] == 1.0, oracle.result
-    assert "regrade" not in oracle.verifier and "tampering" not in oracle.verifier, oracle.result
+    assert "tampering" not in oracle.verifier, oracle.result
+    # Every pass is graded again on the image plus its work product, and holds there.
+    assert oracle.verifier["regrade"]["reward"] == 1.0, oracle.result
     assert nop.row["score_eligible"] and nop.row["reward"] == 0.0, nop.result
 
     report = [f"{environment}/{shape} ({time.monotonic() - started:.0f} s):"]

@@ -398,4 +398,5 @@ async def test_a_verifier_the_agent_hangs_is_a_scored_fail_not_infrastructure(
     assert regrade["reward_in_agent_sandbox"] is None and regrade["reward"] == 0.0, regrade
     assert "ran past" in regrade["why"], regrade
     (row,) = honest[2]["rows"]
-    assert row["passed"] and "regrade" not in _result(tmp_path, honest[0], row)["verifier"]
+    regraded = _result(tmp_path, honest[0], row)["verifier"]["regrade"]
+    assert row["passed"] and regraded["reward_in_agent_sandbox"] == regraded["reward"] == 1.0
