@@ -218,6 +218,9 @@ class _TrialState:
     # timeout there): the image plus the work product alone decides.
     fresh_only: str | None = None
     regrade_source: str | None = None  # the reward file the regrade's reward came from
+    # The regrade's verifier ran past its time or wrote no reward (then, graded on the image
+    # plus the work product only, the task's verifier is at fault as much as the agent).
+    regrade_failure: FailureKind | None = None
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -407,6 +410,13 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
                 reward = await _regrade(plan, state, snapshot, None)
             if not reward and state.tampered is not None:
                 raise state.tampered
+            if state.regrade_failure is not None:
+                # It failed the same way on the image plus the work product: the task's
+                # verifier as much as the agent (a verifier that never writes a reward, one that
+                # hangs whatever it grades), not a fail to score.
+                raise _Failed(
+                    state.regrade_failure, f"{state.fresh_only}, and again on a fresh sandbox"
+                )
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
@@ -702,6 +712,11 @@ async def _verify(
     except RewardError as exc:
         if agent_outcome.status == "timeout":
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
+        if found is not None and found.archive is not None:
+            # Something the agent left may have emptied or broken the reward files (a process
+            # it took over, PID 1 on docker): the image plus the work product decides, scored.
+            state.fresh_only = f"no reward in the agent's sandbox ({exc})"
+            return None, None
         raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
     if reward.notes:
         state.verifier["reward_notes"] = list(reward.notes)
@@ -911,6 +926,7 @@ async def _regrade(
             if not result.timed_out and not verdict_seen(result.stdout):
                 notes.append(_SHELL_KILLED["reason"])
             elif result.timed_out:
+                state.regrade_failure = FailureKind.VERIFIER_TIMEOUT
                 notes.append(
                     f"tests/test.sh ran past {REGRADE_TIMEOUT_FACTOR:g}x its timeout on the image "
                     "plus the work product"
@@ -921,6 +937,7 @@ async def _regrade(
                     reward, state.regrade_source = again.value, again.source
                     notes += again.notes
                 except RewardError as exc:
+                    state.regrade_failure = FailureKind.VERIFIER_NO_REWARD
                     notes.append(f"no reward on the image plus the work product: {exc}")
                 if reward and first is None and found.candidates:
                     shadows = await _fresh_test_time_shadows(fresh, found)

@@ -16,6 +16,7 @@ from worker.sandbox.base import SandboxProcess
 STREAM_LIMIT = 64 * 1024 * 1024  # longest line an open_process reader accepts (ACP JSON lines)
 # How long bwrap may take to report the exit of a command it has already reaped.
 REPORT_GRACE_SEC = 15.0
+DYING_GRACE_SEC = 5.0  # for a bwrap that closed its status pipe without a report
 
 
 class Spawned:
@@ -142,6 +143,13 @@ class Spawned:
                 if self.child_pid is not None and not self._child_alive():
                     await self._reported_or_exited()
                     break
+        if not self._killed and self.exit_code is None and self._bwrap is not None:
+            # No report: bwrap itself may be dying. Its status pipe closes before the kernel
+            # marks it exited, so on a loaded host it still looks alive for a moment: let it
+            # finish dying before asking who ended it (a live bwrap that never reported is
+            # killed below after the grace).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), DYING_GRACE_SEC)
         exited_alone = not self._killed and self._bwrap is not None and not self._bwrap.alive()
         self.kill()
         code = await self.proc.wait()
