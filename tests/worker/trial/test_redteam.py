@@ -176,10 +176,7 @@ ATTEMPTS: dict[str, Attempt] = {
     "regrade-opaque-marker": Attempt(
         "pip", CHEAT + "touch /root/.wh..wh..opq /root/.wh.answer.txt /tmp/.wh..wh..opq\n"
     ),
-}
-# Attempts that EARNED a reward or unscored their row on this branch's base (local and docker):
-# kept here, skipped, for the defense to turn on once fixed (the red-team report has the results).
-BROKE: dict[str, Attempt] = {
+    # Broke on the red team's base, fixed since (each was EARNED or UNSCORED there):
     # earned 1.0 (local, docker): a link target spelled with a leading `//` is not a harness-link
     "link-proc-odd": Attempt(
         "expected", "ln -s //proc/self/root/tests/expected.txt /root/answer.txt\n"
@@ -189,16 +186,6 @@ BROKE: dict[str, Attempt] = {
         "expected",
         "ln -s /root/b /root/a\nln -s //tests/expected.txt /root/b\n"
         "ln -s /root/a /root/answer.txt\n",
-    ),
-    # a `ctrf` (pytest-json-ctrf's module) in the working directory that, once the grader
-    # imported it, removes the installed `ctrf` it shadowed (docker: earned; local: held)
-    "cwd-ctrf-hide": Attempt(
-        "pip",
-        "mkdir -p /root/ctrf\ncat > /root/ctrf/__init__.py <<'EOF'\n"
-        "import glob, os, shutil\n"
-        "for p in glob.glob('/usr/local/lib/python3*/site-packages/ctrf'):\n"
-        "    shutil.rmtree(p, ignore_errors=True)\n"
-        "os._exit(0)\nEOF\n",
     ),
     # unscored (verifier_timeout; local, docker): a FIFO as the answer hangs the verifier
     "fifo-answer-uvx": Attempt("uvx", "mkfifo /root/answer.txt\n"),
@@ -247,6 +234,20 @@ BROKE: dict[str, Attempt] = {
         "mkdir -p /root/pytest\n"
         "printf 'import time\\nwhile True:\\n    time.sleep(1)\\n' > /root/pytest/__init__.py\n"
         "cp /root/pytest/__init__.py /root/pytest/__main__.py\n",
+    ),
+}
+# Attempts that still EARN a reward (documented limits of the rule, docs/sandboxes.md): kept,
+# skipped, for the defense to turn on once fixed.
+BROKE: dict[str, Attempt] = {
+    # a `ctrf` (pytest-json-ctrf's module) in the working directory that, once the grader
+    # imported it, removes the installed `ctrf` it shadowed (docker: earned; local: held)
+    "cwd-ctrf-hide": Attempt(
+        "pip",
+        "mkdir -p /root/ctrf\ncat > /root/ctrf/__init__.py <<'EOF'\n"
+        "import glob, os, shutil\n"
+        "for p in glob.glob('/usr/local/lib/python3*/site-packages/ctrf'):\n"
+        "    shutil.rmtree(p, ignore_errors=True)\n"
+        "os._exit(0)\nEOF\n",
     ),
 }
 
@@ -414,6 +415,10 @@ cp /root/pytest/__init__.py /root/pytest/__main__.py
 
 
 @pytest.mark.slow  # about 12 minutes: a 240 s verifier, then its regrade's 480 s
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_LONG_TESTS") != "1",
+    reason="12 minutes of one trial's timeouts: set SKILLSBENCH_LONG_TESTS=1 to run it",
+)
 @pytest.mark.timeout(1800)
 async def test_a_regrade_past_the_trial_deadline_is_still_scored(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest
@@ -557,11 +562,37 @@ def _pid1_script(loop: str) -> str:
     )
 
 
-@pytest.mark.skip(reason="breaks the defense today: see the red-team report (PID 1 via ptrace)")
+PID1_LOOPS = {
+    "pid1-shell-answer": SHELL_ANSWER_LOOP,
+    "pid1-shell-reward": SHELL_REWARD_LOOP,
+    "pid1-shell-both": SHELL_BOTH_LOOP,
+}
+
+
 @pytest.mark.docker
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_pid1_cannot_be_made_to_rewrite_the_reward(
     tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A root agent takes over the container's PID 1 with ptrace (no kill reaches it): every pass
+    is graded again on a fresh sandbox, where no such process exists."""
+    await _pid1_attempts(tmp_path, request, PID1_LOOPS)
+
+
+@pytest.mark.skip(
+    reason="breaks the defense today (docs/sandboxes.md): PID 1 made to exit 137 looks like a "
+    "kill from outside (sandbox_lost, unscored)"
+)
+@pytest.mark.docker
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_pid1_made_to_exit_is_not_a_loss_from_outside(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    await _pid1_attempts(tmp_path, request, {"pid1-exit-137": SHELL_EXIT_137})
+
+
+async def _pid1_attempts(
+    tmp_path: Path, request: pytest.FixtureRequest, loops: dict[str, str]
 ) -> None:
     image = _toolchain("docker", request)
     tasks = tmp_path / "tasks"
@@ -587,12 +618,7 @@ async def test_pid1_cannot_be_made_to_rewrite_the_reward(
             tmp_path,
             {
                 name: ("pip", script(tmp_path, name, _pid1_script(loop)))
-                for name, loop in (
-                    ("pid1-shell-answer", SHELL_ANSWER_LOOP),
-                    ("pid1-shell-reward", SHELL_REWARD_LOOP),
-                    ("pid1-shell-both", SHELL_BOTH_LOOP),
-                    ("pid1-exit-137", SHELL_EXIT_137),
-                )
+                for name, loop in loops.items()
             },
         )
     problems = []
