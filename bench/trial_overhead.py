@@ -4,9 +4,10 @@ With the ``nop`` agent and a trivial verifier, runs N trials through the worker 
 (in-process) and, in the same run, N bare sandbox cycles (start, one exec, stop). Prints the
 median of each, their ratio (target: <= 2.0 local, <= 1.5 docker), and trials per second at
 concurrency 1 and 2. ``--agent oracle`` measures a passing trial instead (its solution writes
-the answer), and with ``--regrade`` one whose solution also leaves a file in HOME's ``.cache``,
-which is not work product: the pass is graded again on a fresh sandbox (worker/trial/regrade.py),
-so the difference of the two is the regrade's cost.
+the answer): every pass is graded again on a fresh sandbox of the image plus its work product
+(worker/trial/regrade.py), so the difference of ``oracle`` and ``nop`` is mostly the regrade's
+cost. ``--regrade`` makes the solution also leave a file in HOME's ``.cache``, which is not work
+product (a pass that the regrade could change).
 
     uv run --frozen python bench/trial_overhead.py --environment local|docker [--trials 20] [--smoke]
         [--agent nop|oracle] [--regrade]
