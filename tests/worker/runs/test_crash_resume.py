@@ -157,7 +157,7 @@ def test_sigkill_and_restart_loses_and_duplicates_nothing(
     assert process_cmdlines_containing(f"sleep {marker}") == []
     if environment == "docker":  # the restart reaped what the killed worker left behind
         client = docker.from_env()
-        left = client.containers.list(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
+        left = client.api.containers(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
         client.close()
         assert left == []
 

@@ -109,7 +109,9 @@ async def test_oracle_passes_and_leaves_a_complete_trial_folder(
         result = json.loads((folder / "result.json").read_text())
         assert result["reward"] == 1.0 and result["failure"] is None
         timing = json.loads((folder / "timing.json").read_text())
-        assert {"environment_setup", "agent_execution", "verifier", "teardown"} <= set(timing)
+        # A pass is graded again on a fresh sandbox: the regrade stops the agent's sandbox and
+        # its own (its time is the regrade's, not a teardown's).
+        assert {"environment_setup", "agent_execution", "verifier", "regrade"} <= set(timing)
         assert row["time_used"] == pytest.approx(
             timing["agent_execution"] + timing["verifier"], abs=0.01
         )

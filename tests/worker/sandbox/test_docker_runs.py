@@ -101,7 +101,7 @@ async def test_cancel_leaves_no_container(
     assert time.monotonic() - started < 15
     assert status["status"] == "cancelled"
     assert status["rows"][0]["infra_failure_type"] == "worker_cancelled"
-    assert docker_client.containers.list(all=True, filters=label) == []
+    assert docker_client.api.containers(all=True, filters=label) == []
 
 
 async def test_a_failing_build_is_tried_once_per_run_and_says_why_in_plain_text(

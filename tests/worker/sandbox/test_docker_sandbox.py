@@ -52,7 +52,7 @@ async def test_container_has_limits_labels_and_no_network(
         assert host["Memory"] == 512 * 1024 * 1024
         assert host["NetworkMode"] == "none"
         container_id = sb._container_id
-    assert not client.containers.list(all=True, filters={"id": container_id})
+    assert not client.api.containers(all=True, filters={"id": container_id})
 
 
 async def test_skills_conditions_build_distinct_images(
@@ -137,7 +137,7 @@ async def test_reaper_removes_what_a_crashed_run_left(
         assert report.containers == [left._container_id]
         # Its image is the task's content-tagged cache, which any later run may use: kept.
         assert left.image is not None and client.images.get(left.image).labels[LABEL_BUILT]
-        assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={crashed}"})
+        assert not client.api.containers(all=True, filters={"label": f"{LABEL_RUN}={crashed}"})
         assert (await kept.exec("echo alive")).stdout == "alive\n"
     finally:
         await kept.stop()
@@ -226,7 +226,7 @@ async def test_a_restart_removes_every_container_of_its_run_and_nothing_else(
         for sb in sandboxes:
             await sb.start()  # never stopped: the worker "crashed"
         assert remove_containers(client, resumed, None, None) == 2
-        assert not client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={resumed}"})
+        assert not client.api.containers(all=True, filters={"label": f"{LABEL_RUN}={resumed}"})
         assert (await sandboxes[2].exec("echo alive")).stdout == "alive\n"
     finally:
         for sb in sandboxes:
@@ -349,7 +349,9 @@ async def test_a_build_timeout_stops_the_build(
         watcher.cancel()
     assert seen, "the build never reached its RUN step"
     await _wait_until(lambda: not building(client, marker), timeout=30)
-    assert not client.containers.list(all=True, filters={"id": seen[0]})  # removed too
+    assert not client.api.containers(
+        all=True, filters={"id": seen[0]}
+    )  # removed too (api: no 404 race)
 
 
 async def test_a_cancelled_build_stops(client: Any, make_task: MakeTask, tmp_path: Path) -> None:
