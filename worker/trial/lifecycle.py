@@ -850,6 +850,14 @@ async def _test_time_shadows(state: _TrialState) -> None:
     assert found is not None
     if sandbox is None or state.stopped:
         return
+    if await _exclude_shadows(sandbox, found):
+        state.verifier["work_product"] = found.evidence()
+
+
+async def _exclude_shadows(sandbox: Sandbox, found: Capture) -> list[str]:
+    """List what the verifier's Python could import in ``sandbox`` right after its verifier ran,
+    and move the work product's modules that now shadow one of those out of it; the entries
+    moved."""
     try:
         result = await sandbox.exec(
             ["/bin/sh", "-c", TEST_TIME_MODULES_SCRIPT], user="0:0", timeout_sec=300
@@ -858,9 +866,7 @@ async def _test_time_shadows(state: _TrialState) -> None:
         raise _Failed(
             FailureKind.VERIFIER_INFRA, f"listing the verifier's modules: {exc}"
         ) from None
-    hit = exclude_test_time_shadows(found.product, found.candidates, result.stdout.splitlines())
-    if hit:
-        state.verifier["work_product"] = found.evidence()
+    return exclude_test_time_shadows(found.product, found.candidates, result.stdout.splitlines())
 
 
 async def _regrade(
@@ -939,11 +945,19 @@ async def _regrade(
                 except RewardError as exc:
                     state.regrade_failure = FailureKind.VERIFIER_NO_REWARD
                     notes.append(f"no reward on the image plus the work product: {exc}")
-                if reward and first is None and found.candidates:
-                    shadows = await _fresh_test_time_shadows(fresh, found)
-                    if shadows:
-                        notes += shadows
-                        reward = 0.0
+                # No agent's sandbox was graded to look in: the fresh one is looked at. A hit
+                # leaves nothing to grade the pass on (the work product is gone): no pass.
+                if (
+                    reward
+                    and first is None
+                    and found.candidates
+                    and (hit := await _exclude_shadows(fresh, found))
+                ):
+                    notes.append(
+                        "the work product's modules shadow what tests/test.sh installed: "
+                        + ", ".join(sorted(hit)[:10])
+                    )
+                    reward = 0.0
     except SandboxError as exc:
         raise _Failed(FailureKind.VERIFIER_INFRA, f"regrade: {exc}") from None
     finally:
@@ -958,25 +972,6 @@ async def _regrade(
 # "already satisfied" test runner): its test.sh may need longer to install them again. A
 # verifier that still runs past this counts 0 there (the work product's doing, never unscored).
 REGRADE_TIMEOUT_FACTOR: Final = 2.0
-_SHADOW_NOTE: Final = "the work product's modules shadow what tests/test.sh installed"
-
-
-async def _fresh_test_time_shadows(fresh: Sandbox, found: Capture) -> list[str]:
-    """The test-time shadow rule where no agent's sandbox was graded: listed in the fresh
-    sandbox right after its verifier. A hit leaves nothing to grade the pass on (the work
-    product is gone), so it gives no pass, and the note says which modules."""
-    try:
-        result = await fresh.exec(
-            ["/bin/sh", "-c", TEST_TIME_MODULES_SCRIPT], user="0:0", timeout_sec=300
-        )
-    except SandboxError as exc:
-        raise _Failed(
-            FailureKind.VERIFIER_INFRA, f"listing the verifier's modules: {exc}"
-        ) from None
-    hit = exclude_test_time_shadows(found.product, found.candidates, result.stdout.splitlines())
-    if not hit:
-        return []
-    return [f"{_SHADOW_NOTE}: {', '.join(sorted(hit)[:10])}"]
 
 
 async def _limits_hit(sandbox: Sandbox, state: _TrialState) -> SandboxLimitExceeded | None:
