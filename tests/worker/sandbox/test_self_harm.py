@@ -93,6 +93,7 @@ async def test_docker_tells_who_ended_a_container(
     from worker.sandbox._docker.containers import container_end
 
     image = ensure_test_image(docker_client, "busybox")
+    ensure_test_image(docker_client, "python")  # make_task()'s FROM
     sandbox = sandbox_class("docker")(make_spec(make_task(), tmp_path / "state", "docker"))
     async with sandbox:
         container_id = sandbox._container_id  # type: ignore[attr-defined]
@@ -113,6 +114,33 @@ async def test_docker_tells_who_ended_a_container(
             assert container_end(docker_client, container.id) is end, container.attrs["State"]
         finally:
             container.remove(force=True)
+
+
+@pytest.mark.docker
+async def test_docker_init_is_out_of_reach_of_root_and_of_its_own_uid(
+    docker_client: Any, make_task: MakeTask, tmp_path: Path
+) -> None:
+    """Its memory, environment and executable are what ptrace guards: refused to root (no
+    CAP_SYS_PTRACE, another uid) and to a process of the init's uid (not dumpable), while the
+    agent's own processes stay open to it."""
+    from tests.support.docker_images import ensure_test_image
+    from worker.sandbox._docker.sandbox import INIT_USER
+
+    ensure_test_image(docker_client, "python")  # make_task()'s FROM
+    sandbox = sandbox_class("docker")(make_spec(make_task(), tmp_path / "state", "docker"))
+    probe = (
+        "for f in /proc/$1/mem /proc/$1/task/$1/mem /proc/$1/environ; do"
+        " if (exec 3<$f) 2>/dev/null; then echo open $f; fi; done;"
+        " readlink /proc/$1/exe || echo no-exe"
+    )
+    async with sandbox:
+        for user in ("0:0", INIT_USER, None):
+            result = await sandbox.exec(["sh", "-c", probe, "sh", "1"], user=user, timeout_sec=60)
+            assert result.stdout == "no-exe\n", (user, result)
+        own = await sandbox.exec(["sh", "-c", "set -- $$; " + probe], timeout_sec=60)
+        assert own.stdout.count("open /proc/") == 3 and "no-exe" not in own.stdout, own
+        who = await sandbox.exec("id -u", timeout_sec=60)
+        assert who.stdout.strip() == "0", who  # the image's USER (none: root), not the init's
 
 
 @pytest.mark.docker

@@ -492,7 +492,13 @@ def call(req, addr=None, data=None):
     if r == -1 and ctypes.get_errno():
         raise OSError(ctypes.get_errno(), f"ptrace {req}")
     return r
-call(16)
+try:
+    call(16)  # PTRACE_ATTACH as root
+except OSError as exc:  # then as the init's own uid and gid
+    print("as root:", exc, flush=True)
+    ids = {l.split(":")[0]: int(l.split()[1]) for l in open("/proc/1/status") if l[:4] in ("Uid:", "Gid:")}
+    os.setgroups([]); os.setgid(ids["Gid"]); os.setuid(ids["Uid"])
+    call(16)
 os.waitpid(1, 0x40000000)
 regs = Regs()
 call(12, None, ctypes.byref(regs))
@@ -574,20 +580,19 @@ PID1_LOOPS = {
 async def test_pid1_cannot_be_made_to_rewrite_the_reward(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """A root agent takes over the container's PID 1 with ptrace (no kill reaches it): every pass
-    is graded again on a fresh sandbox, where no such process exists."""
+    """A root agent tries to take over the container's PID 1 with ptrace (no kill reaches it), as
+    root and then as the init's uid: refused, the init is not root's and not dumpable. Were it
+    taken, every pass is graded again on a fresh sandbox, where no such process exists."""
     await _pid1_attempts(tmp_path, request, PID1_LOOPS)
 
 
-@pytest.mark.skip(
-    reason="breaks the defense today (docs/sandboxes.md): PID 1 made to exit 137 looks like a "
-    "kill from outside (sandbox_lost, unscored)"
-)
 @pytest.mark.docker
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_pid1_made_to_exit_is_not_a_loss_from_outside(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    """An init made to exit 137 would look like a kill from outside (sandbox_lost, unscored):
+    the attempt must fail and the row stay scored."""
     await _pid1_attempts(tmp_path, request, {"pid1-exit-137": SHELL_EXIT_137})
 
 

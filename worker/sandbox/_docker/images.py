@@ -228,9 +228,10 @@ def ensure_prebuilt(client: Any, ref: str) -> str:
     return ref
 
 
-def image_workdir(client: Any, image: str) -> str | None:
+def image_defaults(client: Any, image: str) -> tuple[str | None, str | None]:
+    """The image's ``WORKDIR`` and ``USER`` (None where it sets none)."""
     config = client.images.get(image).attrs.get("Config") or {}
-    return config.get("WorkingDir") or None
+    return config.get("WorkingDir") or None, config.get("User") or None
 
 
 def build_image(

@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from task_sets.task import Task
 from worker.core.capped import CopyBudget
-from worker.sandbox._docker import changes, containers, exec_stream, images, layer, transfer
+from worker.sandbox._docker import (
+    changes,
+    containers,
+    exec_stream,
+    images,
+    init_shell,
+    layer,
+    transfer,
+)
 from worker.sandbox._docker.client import (
     LABEL_BUILT,
     LABEL_MANAGED,
@@ -106,6 +114,22 @@ BUILD_STOP_SEC = 60.0
 # A container killed from outside ends its execs (exit 137) a moment before the engine marks it
 # stopped: after an exec that ended by a signal, ended() looks again for this long.
 END_SETTLE_SEC = 5.0
+# The init's user: any uid but root's (init_shell.py says why).
+INIT_USER = "65534:65534"
+
+
+def _create_and_start(client: Any, image: str, kwargs: dict[str, Any]) -> Any:
+    """Create the container, plant its init's shell, start it (blocking); on a failure, remove
+    what was made."""
+    container = client.containers.create(image, **kwargs)
+    try:
+        init_shell.plant_init_shell(client, container.id)
+        container.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            container.remove(force=True, v=True)
+        raise
+    return container
 
 
 def _counters(text: str) -> dict[str, int] | None:
@@ -203,6 +227,7 @@ class DockerSandbox(Sandbox):
         self._container_id: str | None = None
         self.config: DockerConfig = spec.config  # type: ignore[assignment]
         self._workdir = self.config.workdir or DEFAULT_WORKDIR
+        self._exec_user = ROOT_USER  # the image's USER, once started
         self._sessions: set[Session] = set()
         self._has_tar = False  # the image has tar: kill_upload_exec can be one exec
         self._started = False
@@ -233,14 +258,19 @@ class DockerSandbox(Sandbox):
         prepared = self._prepared.pop(self.spec.trial_id, None)
         self.image = prepared or await self._image(self.spec)
         env_config = self.config
-        image_workdir = await asyncio.to_thread(images.image_workdir, client, self.image)
+        image_workdir, image_user = await asyncio.to_thread(
+            images.image_defaults, client, self.image
+        )
         self._workdir = env_config.workdir or image_workdir or DEFAULT_WORKDIR
+        self._exec_user = image_user or ROOT_USER
         environment = {**env_config.env, **self.spec.env}
         kwargs: dict[str, Any] = {
-            "detach": True,
-            "entrypoint": ["/bin/sh", "-c", _init(), "skillsbench-init"],
+            "entrypoint": [init_shell.INIT_SHELL, "-c", _init(), "skillsbench-init"],
             "command": [],
             "stdin_open": True,  # the init's fallback blocks reading it (see init.sh)
+            # Not root's, and not dumpable: no agent can ptrace the init, nor read or write its
+            # memory, to make it exit as if killed from outside (init_shell.py).
+            "user": INIT_USER,
             "labels": self.labels,
             "environment": environment,
             "nano_cpus": int(env_config.cpus * 1e9),
@@ -254,7 +284,7 @@ class DockerSandbox(Sandbox):
             raise SandboxError("sandbox stopped while starting")
         try:
             creating = asyncio.ensure_future(
-                asyncio.to_thread(client.containers.run, self.image, **kwargs)
+                asyncio.to_thread(_create_and_start, client, self.image, kwargs)
             )
             try:
                 container = await asyncio.shield(creating)
@@ -651,7 +681,12 @@ class DockerSandbox(Sandbox):
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             session = await exec_stream.open_session(
-                container, argv, env=env, workdir=cwd or self._workdir, user=user, stdin=stdin
+                container,
+                argv,
+                env=env,
+                workdir=cwd or self._workdir,
+                user=user or self._exec_user,  # the image's USER, not the init's
+                stdin=stdin,
             )
         except exec_stream.CancelledDuringStart as started:
             await exec_stream.finish(self._kill_group(started.session))
