@@ -77,8 +77,9 @@ class CollectHook(_Section):
 
 class Artifact(_Section):
     """Harbor's artifact entry (``artifacts = ["/app/out", {source = ..., destination = ...}]``):
-    a path of the agent's sandbox copied to the trial folder's ``artifacts/<destination or
-    source>`` and, for a separate verifier, to the same ``source`` path of its sandbox."""
+    a path of the agent's sandbox (relative: to its working folder) copied to the trial folder's
+    ``artifacts/<destination or source>`` and, for a separate verifier, to the same ``source``
+    path of its sandbox."""
 
     source: str
     destination: str | None = None
@@ -88,8 +89,8 @@ class Artifact(_Section):
     @field_validator("source")
     @classmethod
     def _source(cls, source: str) -> str:
-        if not source.startswith("/") or ".." in PurePosixPath(source).parts:
-            raise ValueError(f"artifact source {source!r} must be an absolute path without '..'")
+        if not source.strip() or ".." in PurePosixPath(source).parts:
+            raise ValueError(f"artifact source {source!r} must be a path without '..'")
         return source
 
     @field_validator("destination")
@@ -202,13 +203,21 @@ class TaskConfig(BaseModel):
     verifier: VerifierSection = Field(default_factory=VerifierSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
     solution: SolutionSection = Field(default_factory=SolutionSection)
-    artifacts: list[str | Artifact] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=list)
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _artifact_strings(cls, value: Any) -> Any:
+        # Harbor's string form is the entry's source.
+        if isinstance(value, list):
+            return [{"source": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @property
     def artifact_entries(self) -> list[Artifact]:
         """The declared artifacts, Harbor's convention folder (``/logs/artifacts``) first unless
         an entry names it."""
-        entries = [Artifact(source=a) if isinstance(a, str) else a for a in self.artifacts]
+        entries = list(self.artifacts)
         if not any(e.source.rstrip("/") == ARTIFACTS_CONVENTION for e in entries):
             entries.insert(0, Artifact(source=ARTIFACTS_CONVENTION))
         return entries

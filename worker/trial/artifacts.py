@@ -81,8 +81,9 @@ async def collect(
     found = Collected()
     budget = CopyBudget(max_bytes, max_bytes, ARTIFACT_ENTRIES)
     for artifact in entries:
+        source = posixpath.join(sandbox.workdir, artifact.source)
         probe = await sandbox.exec(
-            ["/bin/sh", "-c", 'test -e "$1" && ! test -L "$1"', "sh", artifact.source],
+            ["/bin/sh", "-c", 'test -e "$1" && ! test -L "$1"', "sh", source],
             user=ROOT_USER,
             env=ROOT_ENV,
             timeout_sec=60,
@@ -91,7 +92,7 @@ async def collect(
             continue  # absent (Harbor skips it too) or a link, never followed
         target = host_path(artifacts_dir, artifact)
         try:
-            await sandbox.download(artifact.source, target, budget=budget)
+            await sandbox.download(source, target, budget=budget)
         except SandboxError as exc:
             found.notes.append(f"{artifact.source}: not collected: {exc}")
             continue
@@ -122,7 +123,7 @@ async def lay(sandbox: Sandbox, found: Collected) -> list[str]:
     folder there emptied first, as Harbor does); what could not be laid, as notes."""
     notes: list[str] = []
     for artifact, path in found.paths:
-        source = posixpath.normpath(artifact.source)
+        source = posixpath.normpath(posixpath.join(sandbox.workdir, artifact.source))
         if path.is_dir():
             prepare = 'rm -rf -- "$1" && mkdir -p -- "$1"'
         else:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import PASS_TEST, make_task
 from tests.support.docker_images import ensure_test_image
 from worker.api import RunRequest, RunTask
 from worker.core.failures import RetryPolicy
@@ -232,3 +233,59 @@ def test_steps_and_separate_models_as_harbor_writes_them(tmp_path: Path) -> None
     )
     with pytest.raises(ValueError, match=r"separate verifier.s sandbox .* needs the docker"):
         local.from_task(load_task(folder))
+
+
+def separate_fresh_task(tasks: Path) -> None:
+    """A separate verifier with no tests/Dockerfile: Harbor grades in a fresh copy of the task's
+    own environment, given only the declared artifact."""
+    folder = make_task(
+        tasks,
+        "separate-fresh",
+        verifier_toml='environment_mode = "separate"',
+        solve_sh="#!/bin/sh\necho 42 > /root/answer.txt\necho 42 > /root/stray.txt\n",
+        test_sh="#!/bin/sh\n[ -e /root/stray.txt ] && exit 1\n" + PASS_TEST.split("\n", 1)[1],
+    )
+    toml = folder / "task.toml"
+    toml.write_text('artifacts = ["/root/answer.txt"]\n' + toml.read_text())
+
+
+@pytest.mark.parametrize("environment", ["local", "docker"])
+async def test_separate_verifier_on_a_fresh_copy_of_the_environment(
+    tmp_path: Path, environment: str, request: pytest.FixtureRequest
+) -> None:
+    if environment == "docker":  # also tags python:3.11-slim (no registry here)
+        ensure_test_image(request.getfixturevalue("docker_client"), "python")
+    elif os.geteuid() != 0:
+        pytest.skip("local: the trial tests' sandbox needs the root worker here")
+    tasks = tmp_path / "tasks"
+    separate_fresh_task(tasks)
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks,
+            environment=environment,
+            concurrency=2,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    await engine.start(resume=False)
+
+    async def one(agent: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        run_request = RunRequest(
+            config={"condition": "with_skills"},
+            task_set="separate-fresh",
+            task_set_digest="sha256:" + "0" * 64,
+            tasks=[RunTask(task_id="separate-fresh")],
+            agent=agent,
+        )
+        run = await engine.wait((await engine.submit(run_request)).run_id)
+        (row,) = run.rows()
+        folder = jobs / "runs" / run.run_id / "trials" / row["trial_id"]
+        return row, json.loads((folder / "result.json").read_text())
+
+    (oracle, oracle_result), (nop, nop_result) = await asyncio.gather(one("oracle"), one("nop"))
+    assert oracle["reward"] == 1.0 and oracle["score_eligible"], oracle_result
+    assert nop["reward"] == 0.0 and nop["score_eligible"], nop_result
+    assert oracle_result["verifier"]["separate"]["artifacts"][-1] == "/root/answer.txt"
