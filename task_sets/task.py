@@ -9,9 +9,10 @@ BenchFlow's native ``[sandbox]``/``[oracle]`` and ``schema_version`` names map o
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -22,6 +23,17 @@ DEFAULT_SKILLS_DIR = "/skills"
 SUPPORTED_MAJOR_VERSIONS = (0, 1)
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
+MAIN_SERVICE = "main"  # Harbor's name of the agent's container among compose services
+ARTIFACTS_CONVENTION = "/logs/artifacts"  # Harbor's folder that is always an artifact
+
+
+def _main_service(service: str, what: str) -> str:
+    if service != MAIN_SERVICE:
+        raise ValueError(
+            f"{what} of compose service {service!r}: only the agent's sandbox ({MAIN_SERVICE!r}) "
+            "is supported (this harness runs no docker-compose services)"
+        )
+    return service
 
 
 class TaskError(ValueError):
@@ -48,6 +60,55 @@ class AgentSection(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
+class CollectHook(_Section):
+    """Harbor's ``[[verifier.collect]]``: a command run in the agent's sandbox once the agent is
+    done, before the artifacts are taken (it snapshots state into files the verifier reads)."""
+
+    command: str
+    service: str = MAIN_SERVICE
+    timeout_sec: float = Field(default=60.0, gt=0)
+    user: str | int | None = None
+
+    @field_validator("service")
+    @classmethod
+    def _main_only(cls, service: str) -> str:
+        return _main_service(service, "a collect hook")
+
+
+class Artifact(_Section):
+    """Harbor's artifact entry (``artifacts = ["/app/out", {source = ..., destination = ...}]``):
+    a path of the agent's sandbox (relative: to its working folder) copied to the trial folder's
+    ``artifacts/<destination or source>`` and, for a separate verifier, to the same ``source``
+    path of its sandbox."""
+
+    source: str
+    destination: str | None = None
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, source: str) -> str:
+        if not source.strip() or ".." in PurePosixPath(source).parts:
+            raise ValueError(f"artifact source {source!r} must be a path without '..'")
+        return source
+
+    @field_validator("destination")
+    @classmethod
+    def _destination(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        path = PurePosixPath(value)
+        if path.is_absolute() or ".." in path.parts or "\\" in value:
+            raise ValueError(f"artifact destination {value!r} must be a relative path")
+        return value
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, service: str | None) -> str | None:
+        return None if service is None else _main_service(service, "an artifact")
+
+
 class VerifierSection(_Section):
     type: str = "test-script"
     timeout_sec: float = Field(default=600.0, gt=0)
@@ -57,6 +118,27 @@ class VerifierSection(_Section):
     # says they come from the image (docs/sandboxes.md, "Work product"): a task whose answer is
     # an installed package, say.
     work_product: list[str] = Field(default_factory=list)
+    # Harbor's separate verifier (docs/task-sets.md, "Separate verifier"): unset means
+    # "separate" when [verifier.environment] is given, else "shared".
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: EnvironmentSection | None = None
+    collect: list[CollectHook] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mode_and_environment(self) -> VerifierSection:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' conflicts with [verifier.environment]; omit the "
+                "environment or set environment_mode = 'separate'"
+            )
+        return self
+
+    @property
+    def separate(self) -> bool:
+        """Whether the verifier runs in a sandbox of its own (Harbor's resolution)."""
+        if self.environment_mode is not None:
+            return self.environment_mode == "separate"
+        return self.environment is not None
 
     @field_validator("work_product")
     @classmethod
@@ -121,6 +203,24 @@ class TaskConfig(BaseModel):
     verifier: VerifierSection = Field(default_factory=VerifierSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
     solution: SolutionSection = Field(default_factory=SolutionSection)
+    artifacts: list[Artifact] = Field(default_factory=list)
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _artifact_strings(cls, value: Any) -> Any:
+        # Harbor's string form is the entry's source.
+        if isinstance(value, list):
+            return [{"source": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @property
+    def artifact_entries(self) -> list[Artifact]:
+        """The declared artifacts, Harbor's convention folder (``/logs/artifacts``) first unless
+        an entry names it."""
+        entries = list(self.artifacts)
+        if not any(e.source.rstrip("/") == ARTIFACTS_CONVENTION for e in entries):
+            entries.insert(0, Artifact(source=ARTIFACTS_CONVENTION))
+        return entries
 
     @model_validator(mode="before")
     @classmethod
@@ -176,10 +276,44 @@ class Task:
     # What Harbor and SkillsBench load without a word but a reader should know (a skills
     # subfolder that is no skill); ``task-set build`` and ``check`` print them.
     warnings: tuple[str, ...] = ()
+    # The build context when it is not environment/ (a separate verifier's tests/Dockerfile).
+    environment_folder: Path | None = None
 
     @property
     def environment_dir(self) -> Path:
-        return self.path / "environment"
+        return self.environment_folder or self.path / "environment"
+
+    @property
+    def docker_image(self) -> str | None:
+        """The prebuilt image the sandbox runs (Harbor's ``[environment].docker_image``)."""
+        return self.config.environment.docker_image
+
+    def separate_verifier(self) -> Task | None:
+        """The task as its separate verifier's sandbox sees it, or None for a shared verifier.
+
+        Harbor's precedence (``resolve_verifier_environment_definition``): the image of
+        ``[verifier.environment].docker_image``, else ``tests/Dockerfile`` built from tests/,
+        else a fresh copy of the task's own environment (``environment/`` or its
+        ``docker_image``). Resources and env come from ``[verifier.environment]`` when given,
+        else from ``[environment]``."""
+        verifier = self.config.verifier
+        if not verifier.separate:
+            return None
+        own = verifier.environment
+        environment = (own or self.config.environment).model_copy(deep=True)
+        folder: Path | None = None
+        if own is not None and own.docker_image:
+            environment.docker_image = own.docker_image
+        elif (self.tests_dir / "Dockerfile").is_file():
+            environment.docker_image, folder = None, self.tests_dir
+        else:
+            environment.docker_image = self.config.environment.docker_image
+        # The view's own verifier is shared: it is the verifier's sandbox.
+        shared = verifier.model_copy(update={"environment_mode": "shared", "environment": None})
+        config = self.config.model_copy(update={"environment": environment, "verifier": shared})
+        return dataclasses.replace(
+            self, task_id=f"{self.task_id}-verifier", config=config, environment_folder=folder
+        )
 
     @property
     def dockerfile(self) -> Path:
@@ -218,6 +352,8 @@ class Task:
 
 
 REQUIRED_PARTS = ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh")
+# Harbor's [environment].docker_image makes environment/Dockerfile optional.
+IMAGE_OPTIONAL_PARTS = ("environment/Dockerfile",)
 SKILL_FILE = "SKILL.md"
 
 
@@ -226,7 +362,12 @@ def load_task(path: str | Path) -> Task:
     folder = Path(path)
     if not folder.is_dir():
         raise TaskError(f"{folder}: not a task folder (no such directory)")
-    missing = [part for part in REQUIRED_PARTS if not (folder / part).is_file()]
+    raw = _read_toml(folder)
+    _refuse_steps(folder, raw)
+    optional = IMAGE_OPTIONAL_PARTS if _declares_image(raw) else ()
+    missing = [
+        part for part in REQUIRED_PARTS if part not in optional and not (folder / part).is_file()
+    ]
     if missing:
         hint = ""
         if (folder / "task.md").is_file():
@@ -244,10 +385,6 @@ def load_task(path: str | Path) -> Task:
                     "skills, but it is not a skill"
                 )
     try:
-        raw = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TaskError(f"{folder}: task.toml is not valid TOML: {exc}") from None
-    try:
         config = TaskConfig.model_validate(raw)
     except ValidationError as exc:
         raise TaskError(f"{folder}: task.toml: {_describe(exc)}") from None
@@ -260,6 +397,36 @@ def load_task(path: str | Path) -> Task:
         config=config,
         instruction=instruction,
         warnings=tuple(warnings),
+    )
+
+
+def _read_toml(folder: Path) -> dict[str, Any]:
+    """task.toml's table ({} when there is none: the missing parts are reported then)."""
+    try:
+        return tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{folder}: task.toml is not valid TOML: {exc}") from None
+
+
+def _declares_image(raw: dict[str, Any]) -> bool:
+    section = raw.get("environment", raw.get("sandbox"))
+    return isinstance(section, dict) and bool(section.get("docker_image") or section.get("image"))
+
+
+def _refuse_steps(folder: Path, raw: dict[str, Any]) -> None:
+    """Harbor's multi-step tasks (``[[steps]]``, each with ``steps/<name>/instruction.md``,
+    ``tests/`` and ``solution/``, run in turn in one sandbox) are refused by name."""
+    steps = raw.get("steps")
+    if not steps:
+        return
+    names = [str(s.get("name", "?")) if isinstance(s, dict) else "?" for s in steps]
+    raise TaskError(
+        f"{folder}: a multi-step task ([[steps]]: {', '.join(names)}) is not supported: this "
+        "harness runs one instruction, one agent run and one verifier per trial; it has no "
+        "runner for steps/<name>/instruction.md, tests/ and solution/ in turn, nor for the "
+        "per-step rewards (multi_step_reward_strategy)"
     )
 
 

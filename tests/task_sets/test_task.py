@@ -208,3 +208,71 @@ def test_discover_tasks_lists_direct_children_only(tmp_path: Path) -> None:
 def test_discover_tasks_needs_a_folder(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="tasks folder does not exist"):
         discover_tasks(tmp_path / "missing")
+
+
+# Harbor 0.25's task.toml features (harbor/models/task/config.py, verifier_mode.py).
+
+
+def test_multi_step_task_is_refused_by_name(tmp_path: Path) -> None:
+    toml = MINIMAL_TOML + '\n[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    folder = make_task(tmp_path, toml=toml)
+    (folder / "instruction.md").unlink()  # Harbor's steps have steps/<name>/instruction.md
+    message = error_of(folder)
+    assert "multi-step task ([[steps]]: one, two) is not supported" in message
+    assert "missing instruction.md" not in message
+
+
+def test_docker_image_makes_the_dockerfile_optional(tmp_path: Path) -> None:
+    folder = make_task(tmp_path, toml=MINIMAL_TOML + '\n[environment]\ndocker_image = "x/y:1"\n')
+    (folder / "environment" / "Dockerfile").unlink()
+    assert load_task(folder).docker_image == "x/y:1"
+
+
+def test_verifier_mode_resolves_as_harbor_does(tmp_path: Path) -> None:
+    shared = load_task(make_task(tmp_path, "shared"))
+    assert shared.separate_verifier() is None
+    assert [a.source for a in shared.config.artifact_entries] == ["/logs/artifacts"]
+    # [verifier.environment] alone means separate; its image wins over tests/Dockerfile.
+    toml = MINIMAL_TOML.replace(
+        "[verifier]", '[verifier.environment]\ndocker_image = "v/img:1"\ncpus = 2\n[verifier]'
+    )
+    folder = make_task(tmp_path, "own-image", toml=toml)
+    (folder / "tests" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    verifier = load_task(folder).separate_verifier()
+    assert verifier is not None and verifier.docker_image == "v/img:1"
+    assert verifier.config.environment.cpus == 2 and verifier.separate_verifier() is None
+    # Without an image of its own: tests/Dockerfile, else a fresh copy of the task's own.
+    toml = MINIMAL_TOML + '\n[environment]\ndocker_image = "task/img:1"\n'
+    toml = toml.replace("[verifier]", '[verifier]\nenvironment_mode = "separate"')
+    folder = make_task(tmp_path, "built", toml=toml)
+    (folder / "tests" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    verifier = load_task(folder).separate_verifier()
+    assert verifier is not None and verifier.environment_dir == folder / "tests"
+    assert verifier.docker_image is None
+    (folder / "tests" / "Dockerfile").unlink()
+    verifier = load_task(folder).separate_verifier()
+    assert verifier is not None and verifier.environment_dir == folder / "environment"
+    assert verifier.docker_image == "task/img:1"
+
+
+@pytest.mark.parametrize(
+    ("top", "verifier", "tail", "wanted"),
+    [
+        (
+            "",
+            'environment_mode = "shared"',
+            "[verifier.environment]\ncpus = 1",
+            "conflicts with [verifier.environment]",
+        ),
+        ("", "", '[[verifier.collect]]\ncommand = "true"\nservice = "db"', "compose service 'db'"),
+        ('artifacts = [{source = "/x", service = "db"}]', "", "", "compose service 'db'"),
+        ('artifacts = ["../up"]', "", "", "must be a path without '..'"),
+        ('artifacts = [{source = "/x", destination = "/abs"}]', "", "", "must be a relative path"),
+    ],
+)
+def test_harbor_verifier_fields_are_checked(
+    tmp_path: Path, top: str, verifier: str, tail: str, wanted: str
+) -> None:
+    toml = MINIMAL_TOML.replace("[verifier]\n", f"[verifier]\n{verifier}\n")
+    folder = make_task(tmp_path, toml=f"{top}\n{toml}\n{tail}\n")
+    assert wanted in error_of(folder)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,8 +154,25 @@ class SandboxConfig:
         cls, task: Task, *, with_skills: bool = True, prebuilt: PrebuiltImages | None = None
     ) -> Self:
         """The config of ``task``; ValueError when the deployment forbids running it here
-        (``prebuilt`` requires an image the task lacks: backends that run images check)."""
+        (``prebuilt`` requires an image the task lacks: backends that run images check). A
+        task with a separate verifier is refused here too when its verifier's sandbox cannot run
+        on this backend."""
+        if (verifier := task.separate_verifier()) is not None:
+            try:
+                cls.verifier_config(verifier, prebuilt)
+            except ValueError as exc:
+                raise ValueError(
+                    f"the separate verifier's sandbox ([verifier].environment_mode = "
+                    f"'separate'): {exc}"
+                ) from None
         return cls(**cls.task_fields(task, with_skills=with_skills, prebuilt=prebuilt))
+
+    @classmethod
+    def verifier_config(cls, verifier: Task, prebuilt: PrebuiltImages | None) -> Self:
+        """The config of a separate verifier's sandbox (``Task.separate_verifier``): no skills,
+        no deployment image of its own (the prebuilt map names the agents' images)."""
+        lenient = dataclasses.replace(prebuilt, images={}, required=False) if prebuilt else None
+        return cls(**cls.task_fields(verifier, with_skills=False, prebuilt=lenient))
 
     @classmethod
     def task_fields(

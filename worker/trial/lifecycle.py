@@ -44,8 +44,9 @@ from worker.sandbox.base import (
     sandbox_class,
 )
 from worker.sandbox.failures import FirstStarts, failure_kind_of
-from worker.sandbox.resources import ResourceSettings, fit
+from worker.sandbox.resources import HostCapacity, ResourceSettings, fit
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+from worker.trial.artifacts import collect, lay, run_collect_hooks
 from worker.trial.regrade import (
     IMAGE_MODULES_SCRIPT,
     TEST_TIME_MODULES_SCRIPT,
@@ -79,7 +80,13 @@ from worker.trial.work_product import (
 )
 from worker.trial_record import harbor
 from worker.trial_record.benchflow import benchflow_fields
-from worker.trial_record.paths import CONFIG_FILE, RESULT_FILE, TIMING_FILE, VERIFIER_STDOUT_FILE
+from worker.trial_record.paths import (
+    ARTIFACTS_DIR,
+    CONFIG_FILE,
+    RESULT_FILE,
+    TIMING_FILE,
+    VERIFIER_STDOUT_FILE,
+)
 from worker.trial_record.public_row import build_row
 from worker.trial_record.result import TrialResult
 from worker.trial_record.trajectory import TrajectoryRecorder, utc_now
@@ -122,15 +129,18 @@ class TrialPlan:
     def deadline_sec(self) -> float:
         """Hard wall-clock budget of the whole trial (beyond it: worker_timeout)."""
         cfg = self.task.config
+        separate = self.task.separate_verifier()
         return (
             cfg.agent.timeout_sec
             + AGENT_GRACE_SEC
             + cfg.verifier.timeout_sec
             + cfg.environment.build_timeout_sec
             + SETUP_BUDGET_SEC
-            # a pass graded again on a fresh sandbox (worker/trial/regrade.py)
+            # a pass graded again on a fresh sandbox (worker/trial/regrade.py), or a separate
+            # verifier's own sandbox (its image may need a build)
             + cfg.verifier.timeout_sec
             + REGRADE_SETUP_SEC
+            + (separate.config.environment.build_timeout_sec if separate is not None else 0.0)
         )
 
 
@@ -221,6 +231,9 @@ class _TrialState:
     # The regrade's verifier ran past its time or wrote no reward (then, graded on the image
     # plus the work product only, the task's verifier is at fault as much as the agent).
     regrade_failure: FailureKind | None = None
+    # A separate verifier's sandbox: what differs from the agent's spec (its config, network,
+    # env), for regrade.fresh_sandbox (worker/trial/artifacts.py).
+    separate_spec: dict[str, Any] | None = None
 
 
 async def run_trial(plan: TrialPlan) -> TrialOutcome:
@@ -358,6 +371,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             pids_limit=fitted.pids_limit,
         )
         state.spec = spec
+        if (verifier_task := task.separate_verifier()) is not None:
+            state.separate_spec = _separate_spec(plan, backend, verifier_task, capacity)
         with phases.phase("environment_setup"):
             try:
 
@@ -397,14 +412,14 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
                 # the private record shows how far the participant got before it failed.
                 with phases.phase("verifier"):
                     try:
-                        reward, reward_source = await _verify(
+                        reward, reward_source = await _grade(
                             plan, sandbox, snapshot, state, agent_outcome
                         )
                     except _Failed as exc:
                         state.verifier["error_after_participant_failure"] = str(exc)
             raise _Failed(agent_outcome.failure, agent_outcome.message or "agent failed")
         with phases.phase("verifier"):
-            reward, reward_source = await _verify(plan, sandbox, snapshot, state, agent_outcome)
+            reward, reward_source = await _grade(plan, sandbox, snapshot, state, agent_outcome)
         if state.fresh_only is not None:
             with phases.phase("regrade"):
                 reward = await _regrade(plan, state, snapshot, None)
@@ -647,6 +662,135 @@ async def _run_agent(
     return outcome
 
 
+def _verifier_env(task: Task) -> dict[str, str]:
+    # Python reads and writes its bytecode caches under a fresh folder the agent cannot have
+    # seen, not in the __pycache__ folders where it could plant a compiled module.
+    return {
+        "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
+        **task.config.verifier.env,
+    }
+
+
+async def _grade(
+    plan: TrialPlan,
+    sandbox: Sandbox,
+    snapshot: str,
+    state: _TrialState,
+    agent_outcome: AgentOutcome,
+) -> tuple[float | None, str | None]:
+    """The verifier in the agent's sandbox, or in a sandbox of its own (Harbor's separate
+    verifier: ``state.separate_spec``)."""
+    if state.separate_spec is not None:
+        return await _verify_separately(plan, sandbox, state, agent_outcome)
+    return await _verify(plan, sandbox, snapshot, state, agent_outcome)
+
+
+def _separate_spec(
+    plan: TrialPlan, backend: type[Sandbox], verifier_task: Task, capacity: HostCapacity
+) -> dict[str, Any]:
+    """The separate verifier's sandbox as changes to the agent's spec: its image (or build
+    context), resources, network and env; nothing placed in it but the artifacts."""
+    try:
+        config = backend.config_type.verifier_config(verifier_task, plan.prebuilt)
+    except ValueError as exc:  # from_task refused it already; here for a backend that did not
+        raise _Failed(FailureKind.SANDBOX_UNSUPPORTED, str(exc)) from None
+    fitted = fit(config.cpus, config.memory_mb, plan.resources, capacity)
+    environment = verifier_task.config.environment
+    return {
+        "config": dataclasses.replace(config, cpus=fitted.cpus, memory_mb=fitted.memory_mb),
+        "internet": environment.internet,
+        "env": dict(environment.env),
+        "pids_limit": fitted.pids_limit,
+        "files": {},
+    }
+
+
+async def _verify_separately(
+    plan: TrialPlan, sandbox: Sandbox, state: _TrialState, agent_outcome: AgentOutcome
+) -> tuple[float | None, str | None]:
+    """Harbor's separate verifier, on the regrade's machinery: the collect hooks and the
+    artifacts taken from the agent's sandbox (worker/trial/artifacts.py), which is then
+    stopped; a fresh sandbox of the verifier's image (regrade.fresh_sandbox) with the artifacts
+    laid at their paths; the same hardened verifier there. No regrade follows: nothing of the
+    agent's sandbox but its artifacts reaches this one."""
+    task = plan.task
+    doc: dict[str, Any] = {"mode": "separate"}
+    state.verifier["separate"] = doc
+    try:
+        if task.config.verifier.collect:
+            doc["collect"] = await run_collect_hooks(sandbox, task.config.verifier.collect)
+        await kill_agent_processes(sandbox)
+        if exceeded := await _limits_hit(sandbox, state):
+            raise _Failed(FailureKind(exceeded.kind), str(exceeded))
+        found = await collect(
+            sandbox,
+            task.config.artifact_entries,
+            plan.trial_dir / ARTIFACTS_DIR,
+            plan.caps.sandbox_bytes,
+        )
+        caps = plan.caps
+        state.logs_budget = CopyBudget(caps.log_file_bytes, caps.logs_bytes, caps.logs_files)
+        with contextlib.suppress(Exception):
+            await sandbox.download(
+                AGENT_LOGS_DIR, plan.trial_dir / "agent" / "logs", budget=state.logs_budget
+            )
+    except SandboxError as exc:
+        kind = await _sandbox_failure(sandbox, FailureKind.VERIFIER_INFRA)
+        raise _Failed(kind, f"taking the artifacts from the agent's sandbox: {exc}") from None
+    doc["artifacts"] = [artifact.source for artifact, _ in found.paths]
+    await _stop(sandbox, state)
+    assert state.spec is not None and state.separate_spec is not None
+    try:
+        fresh = await fresh_sandbox(
+            sandbox_class(plan.environment),
+            state.spec,
+            plan.trial_dir,
+            role="separate-verifier",
+            **state.separate_spec,
+        )
+    except SandboxError as exc:
+        kind = failure_kind_of(exc)
+        if kind is FailureKind.SANDBOX_START:
+            kind = FailureKind.VERIFIER_INFRA
+        raise _Failed(kind, f"the separate verifier's sandbox: {exc}") from None
+    state.sandbox, state.stopped = fresh, False  # an abort stops this one now
+    verifier_env = state.verifier_env = _verifier_env(task)
+    host_dir = plan.trial_dir / "verifier"
+    try:
+        try:
+            # What hardening keeps: the verifier image's own files, before any artifact.
+            snapshot = await snapshot_plantables(fresh, None)
+            notes = await lay(fresh, found)
+            await fresh.trust_current_changes()  # the artifacts are laid by the harness
+        except SandboxError as exc:
+            raise _Failed(FailureKind.VERIFIER_INFRA, f"laying the artifacts: {exc}") from None
+        if notes or found.notes:
+            doc["notes"] = [*found.notes, *notes]
+        result = await _run_verifier(plan, fresh, snapshot, state, verifier_env, host_dir)
+    finally:
+        await _stop(fresh, state)
+    state.verifier.update(_exec_evidence(result))
+    if result.timed_out:
+        raise _Failed(
+            FailureKind.VERIFIER_TIMEOUT,
+            f"tests/test.sh ran past [verifier].timeout_sec={task.config.verifier.timeout_sec:.0f} "
+            "in the separate verifier's sandbox",
+        )
+    if not verdict_seen(result.stdout):
+        state.verifier["tampering"] = [_SHELL_KILLED]
+        state.verifier["n_tampered_paths"] = 1
+        raise _Failed(FailureKind.VERIFIER_TAMPERED, _SHELL_KILLED["reason"])
+    try:
+        reward = read_reward(host_dir, found.reward_names())
+    except RewardError as exc:
+        if agent_outcome.status == "timeout":
+            return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
+        raise _Failed(FailureKind.VERIFIER_NO_REWARD, str(exc)) from None
+    if reward.notes:
+        state.verifier["reward_notes"] = list(reward.notes)
+    return reward.value, reward.source
+
+
 async def _verify(
     plan: TrialPlan,
     sandbox: Sandbox,
@@ -655,13 +799,7 @@ async def _verify(
     agent_outcome: AgentOutcome,
 ) -> tuple[float | None, str | None]:
     task = plan.task
-    # Python reads and writes its bytecode caches under a fresh folder the agent cannot have
-    # seen, not in the __pycache__ folders where it could plant a compiled module.
-    verifier_env = {
-        "PYTHONPYCACHEPREFIX": f"/tmp/skillsbench-pycache-{secrets.token_hex(8)}",
-        **task.config.verifier.env,
-    }
-    state.verifier_env = verifier_env
+    verifier_env = state.verifier_env = _verifier_env(task)
     ground = _ground(plan, sandbox, state)
     archive = plan.trial_dir / "regrade" / "work-product.tar"
 

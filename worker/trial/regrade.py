@@ -160,15 +160,23 @@ class Regrade:
     verifier: dict[str, Any] = field(default_factory=dict)
 
 
-async def fresh_sandbox(backend: type[Sandbox], spec: SandboxSpec, trial_dir: Path) -> Sandbox:
+async def fresh_sandbox(
+    backend: type[Sandbox],
+    spec: SandboxSpec,
+    trial_dir: Path,
+    *,
+    role: str = "regrade",
+    **changes: Any,
+) -> Sandbox:
     """A new sandbox of the trial's image, its own state folder, nothing placed but the
-    instruction."""
-    fresh = dataclasses.replace(
-        spec,
-        trial_id=f"{spec.trial_id}-regrade",
-        state_dir=trial_dir / "regrade" / "sandbox",
-        files={k: v for k, v in spec.files.items() if k == INSTRUCTION_PATH},
-    )
+    instruction. ``role`` names it (``regrade``; ``separate-verifier``, whose ``changes`` to
+    the spec give it the verifier's own image and settings: worker/trial/artifacts.py)."""
+    fields: dict[str, Any] = {
+        "trial_id": f"{spec.trial_id}-{role}",
+        "state_dir": trial_dir / role / "sandbox",
+        "files": {k: v for k, v in spec.files.items() if k == INSTRUCTION_PATH},
+    }
+    fresh = dataclasses.replace(spec, **{**fields, **changes})
     await backend.task_init(fresh)
     sandbox = backend(fresh)
     try:

@@ -23,4 +23,6 @@ A2A_TRAJECTORY_FILE: Final = f"{TRAJECTORY_DIR}/a2a_trajectory.jsonl"
 LLM_TRAJECTORY_FILE: Final = f"{TRAJECTORY_DIR}/llm_trajectory.jsonl"
 
 VERIFIER_DIR: Final = "verifier"  # the sandbox's /logs/verifier
+# Harbor's artifacts (/logs/artifacts and task.toml's artifacts), at <destination or source>.
+ARTIFACTS_DIR: Final = "artifacts"
 VERIFIER_STDOUT_FILE: Final = f"{VERIFIER_DIR}/test-stdout.txt"

@@ -131,6 +131,12 @@ class BubblewrapConfig(SandboxConfig):
         cls, task: Task, *, with_skills: bool, prebuilt: PrebuiltImages | None
     ) -> dict[str, Any]:
         fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
+        if task.docker_image:
+            raise ValueError(
+                f"task {task.task_id} needs the docker environment: it runs the prebuilt image "
+                f"{task.docker_image} ([environment].docker_image); the local sandbox only "
+                "emulates environment/Dockerfile"
+            )
         refusal = local_refusal(task.task_id, task.dockerfile, task.tests_dir / "test.sh")
         if refusal is not None:  # refused before anything runs, not failed in place
             raise ValueError(refusal)

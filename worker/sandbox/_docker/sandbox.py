@@ -183,6 +183,9 @@ class DockerConfig(SandboxConfig):
 
     image: str | None = None
     base_map: tuple[tuple[str, str], ...] = ()
+    # The task's own prebuilt image (Harbor's [environment].docker_image, through the base map):
+    # run as it is, no build; ``image`` (the deployment's) wins over it.
+    task_image: str | None = None
 
     @classmethod
     def task_fields(
@@ -191,7 +194,10 @@ class DockerConfig(SandboxConfig):
         fields = super().task_fields(task, with_skills=with_skills, prebuilt=prebuilt)
         image = prebuilt.image_for(task.task_id) if prebuilt is not None else None
         bases = tuple(sorted(prebuilt.bases.items())) if prebuilt is not None else ()
-        return {**fields, "image": image, "base_map": bases}
+        task_image = task.docker_image
+        if task_image is not None:
+            task_image = dict(bases).get(task_image, task_image)
+        return {**fields, "image": image, "base_map": bases, "task_image": task_image}
 
 
 async def _stop_build(build: asyncio.Future[None], stop: images.BuildStop) -> None:
@@ -304,11 +310,8 @@ class DockerSandbox(Sandbox):
         logs = " ".join([AGENT_LOGS_DIR, VERIFIER_LOGS_DIR, ARTIFACTS_DIR])
         # One exec sets up the folders and (with tar in the image) unpacks spec.files from its
         # stdin: no put_archive round trip per file.
-        files = (
-            await asyncio.to_thread(transfer.files_archive, self.spec.files)
-            if self.spec.files
-            else None
-        )
+        wanted = {**self.spec.files, **self._skills_files()}
+        files = await asyncio.to_thread(transfer.files_archive, wanted) if wanted else None
         unpack = " && tar -xf - -C /" if files else ""
         ready = await self.exec(
             f"mkdir -p {dirs} && chmod 777 {logs} && "
@@ -323,6 +326,17 @@ class DockerSandbox(Sandbox):
         self._has_tar = "tar" in ready.stdout.split()
         if files and not self._has_tar:
             await self._upload_spec_files()
+            for target, source in self._skills_files().items():
+                await self.upload(source, target)
+
+    def _skills_files(self) -> dict[str, Path]:
+        """The task's skills, placed at start when its own prebuilt image runs (a built image
+        has them copied in by the build)."""
+        config = self.config
+        skills = config.environment_dir / "skills"
+        if config.image or not config.task_image or not config.with_skills or not skills.is_dir():
+            return {}
+        return {config.skills_dir: skills}
 
     @classmethod
     async def _image(cls, spec: SandboxSpec) -> str:
@@ -331,8 +345,10 @@ class DockerSandbox(Sandbox):
         config = spec.config
         assert isinstance(config, DockerConfig)
         client = await asyncio.to_thread(docker_client)
-        if config.image:
-            return await asyncio.to_thread(images.ensure_prebuilt, client, config.image)
+        if config.image or config.task_image:
+            ref = config.image or config.task_image
+            assert ref is not None
+            return await asyncio.to_thread(images.ensure_prebuilt, client, ref)
         try:
             tag = await asyncio.to_thread(
                 images.local_build_tag,
@@ -380,7 +396,7 @@ class DockerSandbox(Sandbox):
         wanted = [
             (c.task_id, c.environment_dir, c.with_skills, c.skills_dir, dict(c.base_map))
             for c in configs
-            if isinstance(c, DockerConfig) and not c.image
+            if isinstance(c, DockerConfig) and not c.image and not c.task_image
         ]
         return images.unbuilt_tasks(docker_client(), wanted) if wanted else []
 
