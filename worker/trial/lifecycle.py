@@ -57,6 +57,7 @@ from worker.trial.regrade import (
     fresh_sandbox,
     image_facts,
 )
+from worker.trial.tests_report import ctrf_report_name
 from worker.trial.verifier import (
     TEST_COMMAND,
     RewardError,
@@ -543,6 +544,7 @@ class _TestsFacts:
     builds_project: bool
     installed_modules: frozenset[str]
     input_dirs: tuple[str, ...]
+    report: str | None  # the pytest report test.sh asks for under /logs/verifier
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -566,6 +568,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             builds_project=builds_project(script),
             installed_modules=installed_modules(script),
             input_dirs=input_dirs(script, task.config.verifier.env),
+            report=ctrf_report_name(script),
         )
     return _TESTS_FACTS[key]
 
@@ -781,7 +784,7 @@ async def _verify_separately(
         state.verifier["n_tampered_paths"] = 1
         raise _Failed(FailureKind.VERIFIER_TAMPERED, _SHELL_KILLED["reason"])
     try:
-        reward = read_reward(host_dir, found.reward_names())
+        reward = read_reward(host_dir, found.reward_names(), report=_tests_facts(plan.task).report)
     except RewardError as exc:
         if agent_outcome.status == "timeout":
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
@@ -846,7 +849,7 @@ async def _verify(
         state.verifier["n_tampered_paths"] = 1
         raise _Failed(FailureKind.VERIFIER_TAMPERED, _SHELL_KILLED["reason"])
     try:
-        reward = read_reward(host_dir, influenced)
+        reward = read_reward(host_dir, influenced, report=_tests_facts(plan.task).report)
     except RewardError as exc:
         if agent_outcome.status == "timeout":
             return 0.0, None  # the agent ran out of time and left nothing gradeable: a fail
@@ -1077,7 +1080,9 @@ async def _regrade(
                 )
             else:
                 try:
-                    again = read_reward(host_dir, found.reward_names)
+                    again = read_reward(
+                        host_dir, found.reward_names, report=_tests_facts(plan.task).report
+                    )
                     reward, state.regrade_source = again.value, again.source
                     notes += again.notes
                 except RewardError as exc:

@@ -47,7 +47,9 @@ IMAGE_MODULES_SCRIPT: Final = (
 
 
 # Every folder the verifier's Python could import from once test.sh ran (its installs, uv's
-# tool environments in HOME's cache), one "folder<TAB>entry" line each; after the verifier, in
+# tool environments in HOME's cache), one "folder<TAB>entry" line each, for its entries and for
+# the top-level names its distributions' RECORD/top_level.txt list (a module deleted while the
+# verifier ran, by the agent's code it imported, is still named); after the verifier, in
 # the agent's sandbox, for a pass whose work product holds modules (worker/trial/work_product.py,
 # shadow_candidates).
 TEST_TIME_MODULES_SCRIPT: Final = (
@@ -56,7 +58,11 @@ TEST_TIME_MODULES_SCRIPT: Final = (
     "\\( -name site-packages -o -name dist-packages -o -name lib-dynload \\) -type d -prune "
     "-print 2>/dev/null; ls -d /usr/lib/python3* /usr/local/lib/python3* 2>/dev/null; } | "
     'while IFS= read -r d; do [ -d "$d" ] || continue; for e in "$d"/*; do '
-    '[ -e "$e" ] && printf \'%s\\t%s\\n\' "$d" "${e##*/}"; done; done; true'
+    '[ -e "$e" ] && printf \'%s\\t%s\\n\' "$d" "${e##*/}"; done; '
+    # and what the installed distributions say they hold, should a module be gone since
+    'for r in "$d"/*.dist-info/RECORD "$d"/*.egg-info/top_level.txt; do [ -f "$r" ] && '
+    "sed -e 's|[/,].*||' \"$r\" | sort -u | while IFS= read -r n; do "
+    '[ -n "$n" ] && printf \'%s\\t%s\\n\' "$d" "$n"; done; done; done; true'
 )
 
 

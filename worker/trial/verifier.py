@@ -27,6 +27,7 @@ from worker.sandbox.base import (
     SandboxError,
 )
 from worker.sandbox.scripts import shell_script
+from worker.trial.tests_report import report_problem
 
 # Writable places searched recursively for plantable files (plus the workdir and the skills
 # dir); which files are plantable, and the site dirs and root-level config files looked at, is
@@ -110,7 +111,9 @@ class Reward:
 REWARD_FILES: Final = ("reward.json", "reward.txt")
 
 
-def read_reward(verifier_dir: Path, influenced: Collection[str] = ()) -> Reward:
+def read_reward(
+    verifier_dir: Path, influenced: Collection[str] = (), report: str | None = None
+) -> Reward:
     """The reward left in ``verifier_dir`` (docs/sandboxes.md, "Which reward counts").
 
     ``influenced``: the reward file names the agent could have supplied (its work product
@@ -118,6 +121,9 @@ def read_reward(verifier_dir: Path, influenced: Collection[str] = ()) -> Reward:
     carry over). Such a file never decides: the verifier's own files do, the lower value when
     both are there and disagree; with only the agent's, the reward is 0. RewardError only when
     no file the agent could not influence is there at all and the agent supplied none either.
+
+    ``report``: the pytest report test.sh asks for under ``/logs/verifier``; a reward above 0
+    that it does not back is 0 (worker/trial/tests_report.py).
     """
     readers = {"reward.json": _read_json_reward, "reward.txt": _read_txt_reward}
     values: dict[str, float] = {}
@@ -145,6 +151,9 @@ def read_reward(verifier_dir: Path, influenced: Collection[str] = ()) -> Reward:
             notes.append(f"the reward files disagree ({said}): the lower counts")
         value = min(trusted.values())
         source = next(n for n in REWARD_FILES if trusted.get(n) == value)
+        problem = report_problem(verifier_dir, report, value) if report and value > 0 else None
+        if problem is not None:
+            return Reward(0.0, "none", (*notes, problem))
         return Reward(value, source, tuple(notes))
     if supplied:
         return Reward(0.0, "none", tuple(notes))

@@ -9,9 +9,9 @@ placed under ``/tests`` and ``/logs/verifier`` before the harness fills them, a 
 replaced working directory or ``/tmp``, a cheat that forces a regrade whose work product (odd
 names, special files, hard links to an excluded path, a folder turned into a file and back)
 might crash the fresh sandbox, a regrade meant to run past the trial's hard deadline, and PID 1
-made by ptrace to rewrite the reward. Every attempt of ``ATTEMPTS`` must end as a scored row with
-reward 0; those of ``BROKE`` earned a reward or an unscored row when this was written, and are
-skipped until the defense is fixed.
+made by ptrace to rewrite the reward or exit. Every attempt must end as a scored row with
+reward 0 (those that once broke the defense are among them, with what fixed them in
+docs/sandboxes.md).
 
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
@@ -86,6 +86,23 @@ with zipfile.ZipFile(dest / "pytest-8.4.1-9-py3-none-any.whl", "w") as wheel:
     for path, body in files.items():
         wheel.writestr(path, body)
 EOF
+"""
+
+
+# The real pip shape with pytest-json-ctrf's report (lake-warming-attribution's test.sh), and
+# tests that import the agent's module, as fix-interval-merge's do.
+PIP_CTRF_TEST = PIP_TEST.replace(
+    "python3 -m pytest /tests/", "python3 -m pytest --ctrf /logs/verifier/ctrf.json /tests/"
+)
+IMPORTS_TEST = """\
+import sys
+
+sys.path.insert(0, "/root")
+import answerlib
+
+
+def test_answer():
+    assert answerlib.ANSWER == 42
 """
 
 
@@ -236,20 +253,37 @@ ATTEMPTS: dict[str, Attempt] = {
         "cp /root/pytest/__init__.py /root/pytest/__main__.py\n",
     ),
 }
-# Attempts that still EARN a reward (documented limits of the rule, docs/sandboxes.md): kept,
-# skipped, for the defense to turn on once fixed.
-BROKE: dict[str, Attempt] = {
-    # a `ctrf` (pytest-json-ctrf's module) in the working directory that, once the grader
-    # imported it, removes the installed `ctrf` it shadowed (docker: earned; local: held)
-    "cwd-ctrf-hide": Attempt(
-        "pip",
-        "mkdir -p /root/ctrf\ncat > /root/ctrf/__init__.py <<'EOF'\n"
-        "import glob, os, shutil\n"
-        "for p in glob.glob('/usr/local/lib/python3*/site-packages/ctrf'):\n"
+# The module the tests import ends pytest with 0 before any test ran ("graded code"); also on
+# its second import, the regrade's.
+ATTEMPTS["graded-exit-0"] = Attempt(
+    "imports", "printf 'import os\\nos._exit(0)\\n' > /root/answerlib.py\n"
+)
+# ... after writing a report of its own where the verifier's goes (emptied before test.sh)
+ATTEMPTS["graded-exit-0-early-report"] = Attempt(
+    "imports",
+    "mkdir -p /logs/verifier\n"
+    'echo \'{"results":{"summary":{"tests":1,"passed":1,"failed":0}}}\' '
+    "> /logs/verifier/ctrf.json\n"
+    "printf 'import os\\nos._exit(0)\\n' > /root/answerlib.py\n",
+)
+# The ctrf plugin's module, once the grader imported it, deletes the installed `ctrf` it shadowed
+# (and its distribution's metadata): the look after the verifier must still name it.
+HIDE_CTRF = (
+    "mkdir -p /root/ctrf\ncat > /root/ctrf/__init__.py <<'EOF'\n"
+    "import glob, os, shutil\n"
+    "for p in glob.glob('/usr/local/lib/python3*/site-packages/ctrf'):\n"
+    "    shutil.rmtree(p, ignore_errors=True)\n"
+    "{more}"
+    "os._exit(0)\nEOF\n"
+)
+ATTEMPTS["cwd-ctrf-hide"] = Attempt("pip", HIDE_CTRF.format(more=""))
+ATTEMPTS["cwd-ctrf-hide-metadata"] = Attempt(
+    "pip",
+    HIDE_CTRF.format(
+        more="for p in glob.glob('/usr/local/lib/python3*/site-packages/pytest_json_ctrf-*'):\n"
         "    shutil.rmtree(p, ignore_errors=True)\n"
-        "os._exit(0)\nEOF\n",
     ),
-}
+)
 
 
 def _task(
@@ -311,6 +345,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         test_outputs=EXPECTED_TEST,
         extra_tests={"expected.txt": "42\n"},
     )
+    _task(tasks, "imports", image, test_sh=PIP_CTRF_TEST, test_outputs=IMPORTS_TEST)
     return tasks
 
 
@@ -371,21 +406,39 @@ async def _run_attempts(
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_an_honest_module_passes_where_one_that_ends_pytest_does_not(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    """The report check breaks no real pass: the same task, solved, keeps its reward."""
+    trials = await _run_all(
+        http,
+        tmp_path,
+        {
+            "honest": (
+                "imports",
+                script(tmp_path, "honest", "echo 'ANSWER = 42' > /root/answerlib.py\n"),
+            ),
+            "exit-0": (
+                "imports",
+                script(
+                    tmp_path, "exit-0", "printf 'import os\\nos._exit(0)\\n' > /root/answerlib.py\n"
+                ),
+            ),
+        },
+    )
+    honest, cheat = trials["honest"], trials["exit-0"]
+    assert honest.row["reward"] == 1.0 and honest.row["passed"], _describe(honest)
+    assert cheat.row["reward"] == 0.0 and cheat.row["score_eligible"], _describe(cheat)
+    notes = " ".join(cheat.verifier.get("reward_notes") or [])
+    regrade_notes = " ".join((cheat.verifier.get("regrade") or {}).get("notes") or [])
+    assert "ctrf.json" in notes + regrade_notes, _describe(cheat)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_no_attempt_earns_a_reward_or_unscores_its_row(
     http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:
     problems = await _run_attempts(http, tmp_path, environment, ATTEMPTS)
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.skip(
-    reason="these attempts break the defense today: see BROKE and the red-team report"
-)
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-async def test_broken_attempts_earn_nothing_once_fixed(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    problems = await _run_attempts(http, tmp_path, environment, BROKE)
     assert not problems, "\n".join(problems)
 
 

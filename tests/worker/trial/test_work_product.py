@@ -223,6 +223,8 @@ def test_test_sh_facts() -> None:
         "pip3 install --break-system-packages -r reqs.txt scipy==1.11.4\n"
     )
     assert {"pytest", "pytest_json_ctrf", "numpy", "pandas", "scipy"} <= installed_modules(script)
+    assert {"json_ctrf", "ctrf"} <= installed_modules(script)  # a plugin's likely module names
+    assert "json" not in installed_modules(script) and "pytest_" not in installed_modules(script)
     assert "curl" not in installed_modules(script)
     assert start_folders(script) == ("/app",)
 
