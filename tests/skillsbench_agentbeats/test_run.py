@@ -277,7 +277,9 @@ def test_an_interrupted_run_cleans_up_and_resume_finishes_it(
     env = {**os.environ, "SKILLSBENCH_RUN_HEARTBEAT_SEC": "1"}
     args = ["--tasks-dir", str(tasks_dir), "--jobs-dir", str(jobs)]
     log = tmp_path / "stderr.txt"
-    heartbeat = re.compile(r"\[1/3\] \d+s elapsed, ~\S+ left: running answer-4[23]#0 \(\d+s\)")
+    heartbeat = re.compile(
+        r"\[1/3\] \d+s elapsed, ~\S+ left: running answer-4[23]#0 \(agent running, \d+s\)"
+    )
     with log.open("w") as stderr:
         proc = subprocess.Popen(
             [sys.executable, "-m", "skillsbench_agentbeats", "run", *args, "--task-id", "quick",
