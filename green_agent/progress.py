@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from green_agent.adapters.base import WorkerHealth
+from worker.api import TrialPhase
 
 
 def plain_text(text: str) -> str:
@@ -62,8 +64,40 @@ def heartbeat(
         return plain_text(text)
     if not started:
         return plain_text(f"Waiting for the worker to accept the run ({elapsed:.0f} s).")
-    running = "" if health.running is None else f", {health.running} running"
+    if health.phases:  # what each trial does (its count alone could be older than them)
+        return plain_text(
+            f"Still running: {finished} of {total} trial(s) finished after {elapsed:.0f} s; "
+            f"now {doing(health.phases)}."
+        )
+    running = "" if health.running is None else f", {health.running} running"  # an older worker
     return plain_text(
         f"Still running: {finished} of {total} trial(s) finished{running} after {elapsed:.0f} s "
         "(a running trial is the participant at work in its sandbox, then the verifier)."
     )
+
+
+PHASES_SHOWN = 3  # trials named in one heartbeat (then "and N more")
+
+
+def doing(phases: Mapping[str, TrialPhase], now: datetime | None = None) -> str:
+    """What the trials do, longest in their phase first: ``t#0 verifying for 12 s, ...``."""
+    now = now or datetime.now(UTC)
+    lasted = sorted(
+        ((key, told.phase.replace("_", " "), _seconds_since(told.since, now))
+         for key, told in phases.items()),
+        key=lambda item: -item[2],
+    )  # fmt: skip
+    named = [f"{key} {phase} for {secs:.0f} s" for key, phase, secs in lasted[:PHASES_SHOWN]]
+    more = len(lasted) - PHASES_SHOWN
+    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+
+def _seconds_since(since: str, now: datetime) -> float:
+    """Seconds from the worker's ``since`` to ``now`` (0 when unreadable or ahead of our clock)."""
+    try:
+        then = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return max(0.0, (now - then).total_seconds())

@@ -27,10 +27,12 @@ def heartbeat_sec() -> float:
 
 @dataclass
 class Activity:
-    """What the run does right now: trials running (key, seconds so far), trials waiting to be
-    tried again (key, why), and how long the jobs folder has been full (the run paused)."""
+    """What the run does right now: trials running (key, seconds so far) and what each does
+    (key -> phase, where the engine says), trials waiting to be tried again (key, why), and how
+    long the jobs folder has been full (the run paused)."""
 
     running: list[tuple[str, float]] = field(default_factory=list)
+    phases: dict[str, str] = field(default_factory=dict)
     retrying: list[tuple[str, str]] = field(default_factory=list)
     paused_sec: float | None = None
 
@@ -43,7 +45,8 @@ class Activity:
             )
         if self.running:
             named = ", ".join(
-                f"{key} ({duration(secs)})" for key, secs in self.running[:ACTIVITY_SHOWN]
+                f"{key} ({self._phase(key)}{duration(secs)})"
+                for key, secs in self.running[:ACTIVITY_SHOWN]
             )
             more = len(self.running) - ACTIVITY_SHOWN
             parts.append(f"running {named}" + (f" and {more} more" if more > 0 else ""))
@@ -52,6 +55,10 @@ class Activity:
             more = len(self.retrying) - ACTIVITY_SHOWN
             parts.append(f"retrying {named}" + (f" and {more} more" if more > 0 else ""))
         return "; ".join(parts) or "waiting for a free slot"
+
+    def _phase(self, key: str) -> str:
+        phase = self.phases.get(key)
+        return f"{phase.replace('_', ' ')}, " if phase else ""
 
 
 def duration(secs: float) -> str:

@@ -533,8 +533,8 @@ def _result(finished: Any) -> Result:
 
 
 def _activity(engine: Any, run_id: str) -> Any:
-    """What the run does now, from its record: running trials, trials waiting for a retry,
-    and a pause for a full jobs folder."""
+    """What the run does now, from its record: running trials and their phases, trials
+    waiting for a retry, and a pause for a full jobs folder."""
     import time
 
     from skillsbench_agentbeats.progress import Activity
@@ -553,6 +553,7 @@ def _activity(engine: Any, run_id: str) -> Any:
         elif trial.state == "queued" and current is not None and current.outcome == "retried":
             activity.retrying.append((trial.key, current.failure or "a failure"))
     activity.running.sort(key=lambda item: -item[1])
+    activity.phases = {key: told.phase for key, told in run.shown_phases().items()}
     full = engine.store.full_since
     if full is not None:
         activity.paused_sec = time.monotonic() - full

@@ -137,6 +137,30 @@ class Progress(BaseModel):
     passed: int = 0
 
 
+# What a trial with an attempt does now (``RunStatus.phases``, the ``phase`` event). A newer worker
+# may add names: readers show an unknown one as it is.
+TRIAL_PHASES: Final = (
+    "started",  # the attempt started; its executor reports nothing finer (e.g. ray)
+    "building",  # the task's image is built or checked (or another trial's build awaited)
+    "starting_sandbox",
+    "agent_setup",  # the task's files and skills put in place
+    "agent_running",
+    "verifying",
+    "regrading",  # a pass graded again on a fresh sandbox (docs/sandboxes.md)
+    "tearing_down",
+    "waiting_to_retry",  # an infrastructure failure: tried again after a backoff
+    "waiting_for_space",  # the jobs folder is full: tried again once space returns
+)
+
+
+class TrialPhase(BaseModel):
+    """What one trial does now, since when (UTC, ISO 8601), in which attempt (1-based)."""
+
+    phase: str
+    since: str
+    attempt: int = 1
+
+
 class RunStatus(BaseModel):
     """``GET /runs/{id}``: the run as stored. ``rows`` are worker rows (normalized before publishing)."""
 
@@ -152,6 +176,11 @@ class RunStatus(BaseModel):
         default_factory=dict, description="trial key -> state (queued|running|finished)"
     )
     rows: list[dict[str, Any]] = Field(default_factory=list)
+    phases: dict[str, TrialPhase] = Field(
+        default_factory=dict,
+        description="trial key -> what it does now, for the trials between their first attempt "
+        "and their row (absent: as `tasks` says; an older worker sends none)",
+    )
     worker_meta: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     # Worker-private: where the run's private proof bundle lives. Serialized under the
@@ -166,3 +195,5 @@ class RunStatus(BaseModel):
 EVENT_STATUS = "status"  # data: RunStatus without rows (sent first, and on every state change)
 EVENT_ROW = "row"  # data: {"run_id", "row", "progress"} once per finished trial
 EVENT_END = "end"  # data: final RunStatus; the stream closes after it
+# data: {"run_id", "trial_key", "phase", "since", "attempt"} whenever a trial's phase changes
+EVENT_PHASE = "phase"

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from worker.api import RunRequest
+from worker.api import RunRequest, TrialPhase
 
 # How a run ended, from the green agent's point of view ("timeout": we gave up and cancelled it).
 EndState = Literal["completed", "failed", "cancelled", "timeout"]
@@ -43,6 +43,8 @@ class WorkerHealth:
     since: float | None = None  # monotonic time of the first failure in a row
     retry_sec: float | None = None  # how long failures in a row are retried before giving up
     running: int | None = None  # trials the worker last reported running
+    # What each of them does (trial key -> phase); empty from a worker that does not say.
+    phases: dict[str, TrialPhase] = field(default_factory=dict)
 
     def failing(self, problem: str, retry_sec: float) -> None:
         if self.since is None:

@@ -36,12 +36,14 @@ from green_agent.adapters.base import EndState, RowFinished, RunEnded, RunEvent,
 from green_agent.settings import GreenSettings
 from worker.api import (
     EVENT_END,
+    EVENT_PHASE,
     EVENT_ROW,
     EVENT_STATUS,
     TERMINAL_STATES,
     RunCreated,
     RunRequest,
     RunStatus,
+    TrialPhase,
 )
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,15 @@ RETRY = AsyncRetrying(
 def _detail(response: httpx.Response) -> str:
     text = response.text.strip().replace("\n", " ")
     return f"HTTP {response.status_code}: {text[:300]}"
+
+
+def _phases(found: dict[str, Any]) -> dict[str, TrialPhase]:
+    """The readable trial phases of an event (one a newer worker words otherwise is left out)."""
+    phases = {}
+    for key, value in found.items():
+        with contextlib.suppress(ValueError):
+            phases[key] = TrialPhase.model_validate(value)
+    return phases
 
 
 def _row_key(row: dict[str, Any]) -> str:
@@ -339,6 +350,7 @@ class HttpRun:
         self._alive()
         status = RunStatus.model_validate(response.json())
         self.health.running = status.progress.running
+        self.health.phases = dict(status.phases)
         return status
 
     async def _stream(self, queue: asyncio.Queue[RunEvent]) -> bool:
@@ -383,8 +395,14 @@ class HttpRun:
         if event == EVENT_ROW and isinstance(data, dict) and isinstance(data.get("row"), dict):
             self._accept([data["row"]], queue)
             self._count_running(data.get("progress"))
+            self.health.phases.pop(str(data.get("trial_key")), None)
         elif event == EVENT_STATUS and isinstance(data, dict):
             self._count_running(data.get("progress"))
+            phases = data.get("phases")
+            if isinstance(phases, dict):
+                self.health.phases = _phases(phases)
+        elif event == EVENT_PHASE and isinstance(data, dict):
+            self.health.phases.update(_phases({str(data.get("trial_key")): data}))
         elif event == EVENT_END and isinstance(data, dict):
             self._end(RunStatus.model_validate(data), queue)
             return True

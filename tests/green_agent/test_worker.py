@@ -7,11 +7,12 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from green_agent import results
 from green_agent.adapters import adapter_from_settings
 from green_agent.gateway import parse_parts, run_assessment
 from green_agent.results import row_context
-from green_agent.selection import Selection
+from green_agent.selection import Selection, select
 from green_agent.server import build_app
 from green_agent.settings import GreenSettings
 from leaderboard.normalize import RowContext
@@ -324,8 +325,65 @@ async def test_heartbeat_updates_while_no_trial_finishes(tmp_path: Path) -> None
     ):
         events = await stream_events(gurl, request_text(config))
     texts = [p.text for p in agent_parts(events) if p.WhichOneof("content") == "text"]
-    assert sum(t.startswith("Still running") for t in texts) >= 3
+    still = [t for t in texts if t.startswith("Still running")]
+    assert len(still) >= 3
+    # The fake worker, like a worker before trial phases, does not say what its trials do.
+    assert all("(a running trial is the participant at work" in t for t in still), still
     assert len(parse_parts(agent_parts(events))) == 1
+
+
+async def test_the_heartbeat_says_what_each_running_trial_does(tmp_path: Path) -> None:
+    """A real worker (local sandbox) whose verifiers never end but the first task's: the
+    heartbeat names each running trial and its phase, not a bare "Still running"."""
+    async with (
+        worker_under_test("real", tmp_path, config=FIVE, only_first_ends=True) as worker,
+        green(GreenSettings(worker_url=worker.url, heartbeat_sec=0.2)) as gurl,
+    ):
+        said = await _heartbeats_until(
+            gurl,
+            worker.purple_url,
+            lambda line: " 1 of 5 " in line and len(VERIFYING.findall(line)) == 2,
+        )
+        await worker.wait_cancelled()
+    # The first trial ended; the two now running (the worker's concurrency) wait on their
+    # verifiers, and the heartbeat says so, trial by trial.
+    line = said[-1]
+    assert re.fullmatch(r"Still running: 1 of 5 trial\(s\) finished after \d+ s; now .*\.", line)
+    first_task = select(FIVE).tasks[0].task_id
+    assert all(not key.startswith(first_task) for key in VERIFYING.findall(line))
+    assert "(a running trial is the participant" not in line
+    # Before, each was said in the phases it went through.
+    assert any(" agent running for " in text for text in said), said
+
+
+VERIFYING = re.compile(r"(\S+#0) verifying for \d+ s")
+
+
+async def _heartbeats_until(
+    green_url: str, purple_url: str, wanted: Callable[[str], bool]
+) -> list[str]:
+    """Assess ``FIVE``; the heartbeats until one is ``wanted``, then cancel the assessment."""
+    said: list[str] = []
+    async with httpx.AsyncClient(timeout=60) as http, asyncio.timeout(120):
+        client = await create_client(
+            green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
+        )
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=uuid.uuid4().hex,
+            parts=[new_text_part(request_text(FIVE, purple_url))],
+        )
+        async with client:
+            task_id = ""
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                if event.WhichOneof("payload") == "task":
+                    task_id = event.task.id
+                texts = [p.text for p in agent_parts([event]) if p.WhichOneof("content") == "text"]
+                said += [t for t in texts if t.startswith("Still running")]
+                if said and wanted(said[-1]):
+                    break
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    return said
 
 
 async def _send_and_cancel_1x(green_url: str, purple_url: str = PURPLE_URL) -> tuple[int, int]:

@@ -268,7 +268,8 @@ async def test_a_signal_cancels_the_in_process_assessment_and_its_worker_run(
 ) -> None:
     """Ctrl-C (or SIGTERM) while a trial is under way: the worker run ends cancelled, the
     command exits 128 + the signal with one line and no traceback, and the results file says
-    the assessment was interrupted (no network error, nothing to aggregate)."""
+    the assessment was interrupted (no network error, nothing to aggregate). Meanwhile its
+    progress says what the trial does."""
     _needs_local_sandbox()
     received = asyncio.Event()
     jobs = tmp_path / "jobs"
@@ -277,9 +278,11 @@ async def test_a_signal_cancels_the_in_process_assessment_and_its_worker_run(
         run = await _Assess.start(
             "--participant", purple, "--config", json.dumps(EXAMPLE),
             "--jobs-dir", str(jobs), "--output", str(output),
+            env=_env(SKILLSBENCH_GREEN_HEARTBEAT_SEC="0.2"),
         )  # fmt: skip
         try:
             await asyncio.wait_for(received.wait(), 120)  # the trial's agent is at work
+            await run.wait_for("; now grid-path-count#0 agent running for ")
             (live,) = _runs(jobs)
             assert live.status in ("queued", "running") and not live.cancel_requested
             run.proc.send_signal(signum)

@@ -117,6 +117,7 @@ def test_a_silence_is_explained_with_elapsed_time_eta_and_what_runs() -> None:
     view.tick(
         Activity(
             running=[(f"t{i}#0", 5.0) for i in range(5)],
+            phases={"t0#0": "verifying", "t1#0": "agent_running"},
             retrying=[("b#0", "sandbox_start")],
             paused_sec=40.0,
         )
@@ -124,7 +125,7 @@ def test_a_silence_is_explained_with_elapsed_time_eta_and_what_runs() -> None:
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("[1/3] ") and " left: " in last
     assert "paused: the jobs folder is full (for 40s)" in last
-    assert "running t0#0 (5s), t1#0 (5s), t2#0 (5s) and 2 more" in last
+    assert "running t0#0 (verifying, 5s), t1#0 (agent running, 5s), t2#0 (5s) and 2 more" in last
     assert "retrying b#0 after sandbox_start" in last
 
 

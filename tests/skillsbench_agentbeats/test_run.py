@@ -277,7 +277,9 @@ def test_an_interrupted_run_cleans_up_and_resume_finishes_it(
     env = {**os.environ, "SKILLSBENCH_RUN_HEARTBEAT_SEC": "1"}
     args = ["--tasks-dir", str(tasks_dir), "--jobs-dir", str(jobs)]
     log = tmp_path / "stderr.txt"
-    heartbeat = re.compile(r"\[1/3\] \d+s elapsed, ~\S+ left: running answer-4[23]#0 \(\d+s\)")
+    heartbeat = re.compile(
+        r"\[1/3\] \d+s elapsed, ~\S+ left: running answer-4[23]#0 \(agent running, \d+s\)"
+    )
     with log.open("w") as stderr:
         proc = subprocess.Popen(
             [sys.executable, "-m", "skillsbench_agentbeats", "run", *args, "--task-id", "quick",
@@ -347,6 +349,108 @@ def test_an_interrupted_run_cleans_up_and_resume_finishes_it(
     assert again.returncode == 0 and "had already ended (completed)" in again.stderr
     assert "3/3 passed" in again.stdout
     assert all(row["trial_id"].rsplit("__", 1)[1] in again.stdout for row in rows)
+
+
+def _containers_of(client: Any, run_id: str) -> list[str]:
+    """The containers (any state) of ``run_id`` on the engine: a sandbox's, a build's."""
+    found = client.api.containers(all=True, filters={"label": [f"skillsbench.run={run_id}"]})
+    return [f"{c['Names'][0]} ({c['State']})" for c in found]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"]
+)
+def test_an_interrupted_docker_run_leaves_no_container_and_resume_finishes_it(
+    tmp_path: Path, tasks_dir: Path, signum: signal.Signals, docker_client: Any
+) -> None:
+    """The Docker variant: SIGTERM and SIGINT mid-trial leave no container of the run (running
+    or stopped), exit 143/130 without a traceback, the run stored unfinished (never
+    ``cancelled``) with the interrupted attempts ``abandoned`` and the finished row kept.
+    SIGKILL leaves the containers running; the next ``run`` on the jobs folder (another run)
+    removes them without resuming the run; ``run --resume`` finishes it, the row given before
+    the interrupt unchanged."""
+    from tests.support.docker_images import ensure_test_image
+
+    ensure_test_image(docker_client, "python")  # also tags python:3.11-slim (no registry here)
+    jobs = tmp_path / "jobs"
+    marker = f"30.{time.time_ns() % 10**6:06d}"
+    make_task(tasks_dir, "quick", instruction="quick: write 42 to /root/answer.txt")
+    agent = script(
+        tmp_path,
+        "slow",
+        f"grep -q quick /instruction.md || sleep {marker}\necho 42 > /root/answer.txt\n",
+    )
+    args = ["--tasks-dir", str(tasks_dir), "--jobs-dir", str(jobs), "--environment", "docker"]
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillsbench_agentbeats", "run", *args, "--task-id", "quick",
+             "--task-id", "answer-42", "--task-id", "answer-43", "--agent", agent,
+             "--concurrency", "2"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    try:
+
+        def going() -> bool:
+            if not list(jobs.glob("runs/*/run.json")):
+                return False
+            stored = _stored(jobs)[1]
+            states = {k: t["state"] for k, t in stored["trials"].items()}
+            return states["quick#0"] == "finished" and (
+                len(process_cmdlines_containing(f"sleep {marker}")) == 2  # in both containers
+            )
+
+        deadline = time.monotonic() + 300
+        while not going():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        run_id, before = _stored(jobs)
+        interrupted = [k for k, t in before["trials"].items() if t["state"] == "running"]
+        assert sorted(interrupted) == ["answer-42#0", "answer-43#0"]
+        assert len(_containers_of(docker_client, run_id)) == 2
+        proc.send_signal(signum)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = log.read_text()
+    stored = _stored(jobs)[1]
+    assert stored["status"] == "running"  # unfinished, for a resume: never a cancelled run
+    assert stored["trials"]["quick#0"]["row"] == before["trials"]["quick#0"]["row"]
+    if signum == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+        left = _containers_of(docker_client, run_id)
+        assert len(left) == 2 and all("(running)" in c for c in left), left
+        # Another run on the same jobs folder removes them; it does not resume this run.
+        other = _run(*args, "--task-id", "quick", "--agent", "oracle")
+        assert other.returncode == 0, other.stderr
+        assert _containers_of(docker_client, run_id) == []
+        assert process_cmdlines_containing(f"sleep {marker}") == []
+        assert read_run_document(jobs / "runs" / run_id)["status"] == "running"
+    else:
+        assert proc.returncode == 128 + signum, err
+        assert "Traceback" not in err, err
+        assert f"run --resume {run_id} --jobs-dir {jobs}" in err
+        assert _containers_of(docker_client, run_id) == []
+        assert process_cmdlines_containing(f"sleep {marker}") == []
+        for key in interrupted:
+            assert [a["outcome"] for a in stored["trials"][key]["attempts"]] == ["abandoned"]
+            assert stored["trials"][key]["state"] == "queued"
+
+    resumed = _run(*args, "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming run {run_id}" in resumed.stderr
+    assert "3/3 passed" in resumed.stdout
+    assert _containers_of(docker_client, run_id) == []
+    after = read_run_document(jobs / "runs" / run_id)
+    assert after["status"] == "completed"
+    assert after["trials"]["quick#0"]["row"] == before["trials"]["quick#0"]["row"]
+    for key in interrupted:
+        attempts = after["trials"][key]["attempts"]
+        assert [a["outcome"] for a in attempts] == ["abandoned", "finished"]
+        assert after["trials"][key]["row"]["trial_id"] == attempts[-1]["trial_id"]
 
 
 def test_resume_bad_input_is_one_line(tmp_path: Path, tasks_dir: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from worker.api import RunRequest, RunState
+from worker.api import RunRequest, RunState, TrialPhase
 
 RUN_SCHEMA_VERSION: Final = "skillsbench.agentbeats.worker_run.v1"
 
@@ -97,6 +97,9 @@ class RunRecord(BaseModel):
     # and the run's stored status (None: nothing held).
     _held: dict[str, tuple[TrialState, dict[str, Any] | None]] = PrivateAttr(default_factory=dict)
     _held_status: RunState | None = PrivateAttr(default=None)
+    # What each trial with an attempt does now (worker/trial/progress.py): live, never stored
+    # (a restarted worker tries such a trial again from its start).
+    _phases: dict[str, TrialPhase] = PrivateAttr(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -142,6 +145,30 @@ class RunRecord(BaseModel):
                 yield key, state, row
             else:
                 yield key, trial.state, trial.row
+
+    # ---- what the trials do now (not stored) ------------------------------------------------
+
+    def set_phase(self, key: str, phase: str, *, since: str, attempt: int) -> TrialPhase:
+        self._phases[key] = told = TrialPhase(phase=phase, since=since, attempt=attempt)
+        return told
+
+    def phase_of(self, key: str) -> str | None:
+        told = self._phases.get(key)
+        return told.phase if told is not None else None
+
+    def clear_phase(self, key: str) -> None:
+        self._phases.pop(key, None)
+
+    def shown_phases(self) -> dict[str, TrialPhase]:
+        """The phases of the trials not reported finished (a row not stored yet keeps its
+        trial's last phase, as it keeps its state)."""
+        held = self._held
+        shown = {}
+        for key, phase in self._phases.items():
+            state = held[key][0] if held and key in held else self.trials[key].state
+            if state != "finished":
+                shown[key] = phase
+        return shown
 
     def rows(self) -> list[dict[str, Any]]:
         """Finished rows in task order (never more than one per trial key)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from worker.acp.host_process import ProcessIdentity, started_hook
 from worker.agents.registry import resolve_agent
-from worker.api import EVENT_END, EVENT_ROW, EVENT_STATUS, RunTask
+from worker.api import EVENT_END, EVENT_PHASE, EVENT_ROW, EVENT_STATUS, RunTask
 from worker.core.failures import FailureKind
 from worker.executors import Executor
 from worker.runs import status
@@ -30,6 +30,7 @@ from worker.runs.settings import EngineSettings
 from worker.runs.store import RunStore
 from worker.sandbox.failures import FirstStarts
 from worker.trial import TrialOutcome, TrialPlan
+from worker.trial.progress import phase_hook
 from worker.trial_record import harbor
 from worker.trial_record.paths import RESULT_FILE
 from worker.trial_record.public_row import new_trial_id, trial_id_suffixes
@@ -199,6 +200,7 @@ class Scheduler:
                     outcome.failure,
                     outcome.error,
                 )
+                self._phase(run, trial, "waiting_for_space" if disk else "waiting_to_retry")
                 if disk:
                     await self.store.wait_for_space()  # the run is paused until then
                 else:
@@ -207,6 +209,7 @@ class Scheduler:
             break
         if outcome is None:
             await self.store.save_trial(run, trial)
+            run.clear_phase(trial.key)
             self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
             return
         run.hold(trial)
@@ -221,7 +224,18 @@ class Scheduler:
         trial.result_path = f"{trial.current.trial_dir}/{RESULT_FILE}"
         run.updated_at = utc_now()
         await self.store.save_trial(run, trial)
+        run.clear_phase(trial.key)  # its row is stored: `tasks` says finished
         self.events.publish(run.run_id, (EVENT_ROW, row_event(run, trial)))
+
+    def _phase(self, run: RunRecord, trial: TrialRecord, phase: str) -> None:
+        """The trial does ``phase`` now: kept for the status document, sent to listeners
+        (told again, a phase keeps its start)."""
+        if run.phase_of(trial.key) == phase:
+            return
+        told = run.set_phase(trial.key, phase, since=utc_now(), attempt=len(trial.attempts))
+        if self.events.listening(run.run_id):
+            event = {"run_id": run.run_id, "trial_key": trial.key, **told.model_dump()}
+            self.events.publish(run.run_id, (EVENT_PHASE, event))
 
     async def _attempt(
         self, run: RunRecord, trial: TrialRecord, run_task: RunTask
@@ -257,6 +271,7 @@ class Scheduler:
         )
         trial.state = "running"
         run.updated_at = utc_now()
+        self._phase(run, trial, "started")
         await self.store.save_trial(run, trial)
         await self._set_running(run)
         plan = TrialPlan(
@@ -289,9 +304,11 @@ class Scheduler:
             self._save_soon(run, trial)
 
         token = started_hook.set(started)
+        told = phase_hook.set(lambda phase: self._phase(run, trial, phase))
         try:
             outcome = await self.executor.run(plan)
         finally:
+            phase_hook.reset(told)
             started_hook.reset(token)
         current = trial.current
         assert current is not None
@@ -354,6 +371,8 @@ class Scheduler:
             return
         await end_run(run, self.settings.jobs_dir, self.proof, self.store.wait_for_space)
         await self.store.save(run)  # the whole run, a batch of trials at a time; compacts
+        for trial in closed:
+            run.clear_phase(trial.key)
         if self.events.listening(run.run_id):  # no event to build when nobody listens
             progress = status.progress(run)
             progress.finished -= len(closed)

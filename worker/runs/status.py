@@ -40,6 +40,7 @@ def status_doc(run: RunRecord, *, with_rows: bool = True) -> dict[str, Any]:
     shown = list(run.shown_trials())
     doc["tasks"] = {key: state for key, state, _row in shown}
     doc["rows"] = [row for _key, _state, row in shown if row is not None] if with_rows else []
+    doc["phases"] = {key: told.model_dump() for key, told in run.shown_phases().items()}
     ended = run.shown_terminal
     doc["_private_proof_refs"] = run.private_proof_refs if ended else None
     if not ended:

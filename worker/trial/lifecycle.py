@@ -46,6 +46,7 @@ from worker.sandbox.base import (
 from worker.sandbox.failures import FirstStarts, failure_kind_of
 from worker.sandbox.resources import HostCapacity, ResourceSettings, fit
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
+from worker.trial import progress
 from worker.trial.artifacts import collect, lay, run_collect_hooks
 from worker.trial.regrade import (
     IMAGE_MODULES_SCRIPT,
@@ -157,8 +158,19 @@ class TrialOutcome:
     resource_changes: list[dict[str, Any]] = field(default_factory=list)
 
 
+# The phases of the timing told to the engine as they start (worker/trial/progress.py); the
+# sandbox's start tells its two steps itself.
+_TOLD: Final = {
+    "agent_setup": "agent_setup",
+    "agent_execution": "agent_running",
+    "verifier": "verifying",
+    "regrade": "regrading",
+    "teardown": "tearing_down",
+}
+
+
 class _Phases:
-    """Wall time per phase, in seconds."""
+    """Wall time per phase, in seconds (and each phase told to the engine as it starts)."""
 
     def __init__(self) -> None:
         self.timing: dict[str, float] = {}
@@ -166,6 +178,9 @@ class _Phases:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        told = _TOLD.get(name)
+        if told is not None:
+            progress.tell(told)
         start = time.monotonic()
         start_ns = time.time_ns()
         try:
@@ -378,10 +393,13 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             try:
 
                 async def start_sandbox() -> None:
+                    progress.tell("building")
                     await backend.task_init(spec)
+                    progress.tell("starting_sandbox")
                     state.sandbox = backend(spec)
                     await state.sandbox.start()
 
+                progress.tell("building")  # or waiting for another trial's build of it
                 if plan.first_starts is not None:
                     await plan.first_starts.start(task.task_id, start_sandbox)
                 else:

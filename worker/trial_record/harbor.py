@@ -13,6 +13,11 @@ takes every folder of ``JOBS`` for a job (its ``config.json`` a ``JobConfig``, i
   every reader of ours finds them, and the link resolves inside the run folder, as Harbor's
   viewer requires of a trial's files. Walkers that do not follow links to folders (BenchFlow's
   ``rglob``, ours) see each trial once.
+* ``harbor view <jobs>`` finds the runs too, through a relative link ``<jobs>/<run_id> ->
+  runs/<run_id>`` per run (without one, Harbor cannot even tell the folder holds jobs). It also
+  lists ``runs`` and ``private-proof`` as jobs without trials: Harbor takes every folder of the
+  folder it is given for a job (hidden ones too) and has no way to be told otherwise, and both
+  must stay folders (every reader of ours and the proof's settings name them).
 * No job-level ``result.json``: BenchFlow's result walk takes a ``result.json`` below another one
   for an artifact of it, so one in the run folder would hide every trial from
   ``bench eval metrics``. Harbor's viewer lists a job without it (no totals on the jobs page).
@@ -153,16 +158,24 @@ def job_config(*, run_id: str, runs_dir: Path, agent_name: str, environment: str
 
 
 def link_trial(run_dir: Path, trial_id: str, config: Mapping[str, Any]) -> None:
-    """``<run>/<trial_id> -> trials/<trial_id>`` (and the run's job ``config.json`` the first
-    time), where Harbor's viewer looks for a job's trials. Best effort: a jobs folder that takes
-    no link loses Harbor's view, not the trial (logged)."""
+    """``<run>/<trial_id> -> trials/<trial_id>``, the jobs folder's ``<run_id> -> runs/<run_id>``
+    and (the first time) the run's job ``config.json``, where Harbor's viewer looks for jobs
+    and their trials. Best effort: a jobs folder that takes no link loses
+    Harbor's view, not the trial (logged)."""
     link = run_dir / trial_id
     try:
         if not (run_dir / JOB_CONFIG_FILE).exists():
             write_atomic(
                 run_dir / JOB_CONFIG_FILE, json.dumps(config, indent=2).encode(), durable=False
             )
-        with contextlib.suppress(FileExistsError):
-            os.symlink(f"{TRIALS_DIRNAME}/{trial_id}", link, target_is_directory=True)
+        _link(run_dir.parent.parent / run_dir.name, f"{run_dir.parent.name}/{run_dir.name}")
+        _link(link, f"{TRIALS_DIRNAME}/{trial_id}")
     except OSError as exc:
         log.warning("no Harbor link for trial %s in %s: %s", trial_id, run_dir, exc)
+
+
+def _link(link: Path, target: str) -> None:
+    """A relative link to a folder, unless ``link`` exists (a link made before, or a name of
+    the operator's: never replaced)."""
+    with contextlib.suppress(FileExistsError):
+        os.symlink(target, link, target_is_directory=True)

@@ -62,7 +62,9 @@ def test_an_infrastructure_failure_is_harbors_errored_trial(tmp_path: Path) -> N
     assert fields["agent_info"]["model_info"] is None
 
 
-def test_the_run_folder_gets_a_link_per_trial_and_one_job_config(tmp_path: Path) -> None:
+def test_the_run_folder_gets_a_link_per_trial_and_one_job_config_and_the_jobs_folder_a_link(
+    tmp_path: Path,
+) -> None:
     run_dir = tmp_path / "runs" / "run-1"
     (run_dir / "trials" / "t1").mkdir(parents=True)
     first = harbor.job_config(
@@ -74,6 +76,18 @@ def test_the_run_folder_gets_a_link_per_trial_and_one_job_config(tmp_path: Path)
     assert os.readlink(run_dir / "t1") == "trials/t1" and (run_dir / "t1").is_dir()
     assert os.readlink(run_dir / "t2") == "trials/t2"
     assert json.loads((run_dir / "config.json").read_text()) == first
+    # The jobs folder links the run, where `harbor view <jobs>` looks for jobs.
+    assert os.readlink(tmp_path / "run-1") == "runs/run-1"
+    assert (tmp_path / "run-1" / "t1").resolve() == (run_dir / "trials" / "t1").resolve()
+
+
+def test_a_name_at_the_top_of_the_jobs_folder_is_never_replaced(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "run-1"
+    (run_dir / "trials" / "t1").mkdir(parents=True)
+    (tmp_path / "run-1").write_text("the operator's file")
+    harbor.link_trial(run_dir, "t1", {"job_name": "run-1"})
+    assert (tmp_path / "run-1").read_text() == "the operator's file"
+    assert os.readlink(run_dir / "t1") == "trials/t1"  # the run's own link is still made
 
 
 def test_a_link_the_folder_refuses_is_logged_not_raised(

@@ -156,12 +156,28 @@ def test_harbor_models_validate_and_total_our_trials(
 @pytest.fixture
 def viewer(harbor: Path, jobs: tuple[Path, dict[str, list[dict[str, Any]]]]) -> Iterator[str]:
     """``harbor view <jobs>/runs`` (API only) on a free loopback port: its base URL."""
+    yield from _serve_view(harbor, jobs[0] / "runs")
+
+
+@pytest.fixture
+def top_viewer(harbor: Path, jobs: tuple[Path, dict[str, list[dict[str, Any]]]]) -> Iterator[str]:
+    """``harbor view <jobs>``: the jobs folder itself (Harbor finds by itself that it holds jobs)."""
+    yield from _serve_view(harbor, jobs[0])
+
+
+def _serve_view(harbor: Path, folder: Path) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    runs = jobs[0] / "runs"
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
-    command = [str(harbor / "bin" / "harbor"), "view", str(runs), "--no-build", "--port", str(port)]
+    command = [
+        str(harbor / "bin" / "harbor"),
+        "view",
+        str(folder),
+        "--no-build",
+        "--port",
+        str(port),
+    ]
     server = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
@@ -222,4 +238,28 @@ def test_harbor_view_lists_our_runs_and_trials_with_rewards(
     output = _get(viewer, f"/api/jobs/{run_id}/trials/{passed['trial_id']}/verifier-output")
     assert output["stdout"] is not None
     files = _get(viewer, f"/api/jobs/{run_id}/trials/{passed['trial_id']}/files")
+    assert {"result.json", "config.json"} <= {f["path"] for f in files}
+
+
+def test_harbor_view_of_the_jobs_folder_lists_our_runs_too(
+    top_viewer: str, jobs: tuple[Path, dict[str, list[dict[str, Any]]]]
+) -> None:
+    """Through the jobs folder's link per run; Harbor takes every folder for a job, so ``runs``
+    and ``private-proof`` are listed as well, without trials (docs/worker.md says so)."""
+    jobs_dir, rows = jobs
+    listed = {j["name"]: j for j in _get(top_viewer, "/api/jobs")["items"]}
+    assert sorted(listed) == sorted([*rows, "runs", "private-proof"])
+    for name in ("runs", "private-proof"):
+        assert listed[name]["agents"] == [] and listed[name]["n_total_trials"] == 0
+        assert _get(top_viewer, f"/api/jobs/{name}/trials")["items"] == []
+    for run_id, run_rows in rows.items():
+        trials = {t["name"]: t for t in _get(top_viewer, f"/api/jobs/{run_id}/trials")["items"]}
+        folders = sorted(p.name for p in (jobs_dir / "runs" / run_id / "trials").iterdir())
+        assert sorted(trials) == folders
+        for row in run_rows:
+            if row["score_eligible"]:
+                assert trials[row["trial_id"]]["reward"] == row["reward"]
+    passed = next(r for rs in rows.values() for r in rs if r["passed"])
+    run_id = next(k for k, rs in rows.items() if passed in rs)
+    files = _get(top_viewer, f"/api/jobs/{run_id}/trials/{passed['trial_id']}/files")
     assert {"result.json", "config.json"} <= {f["path"] for f in files}
