@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from worker.trial.tests_report import ctrf_report_name
 from worker.trial.verifier import RewardError, read_reward
 
 
@@ -94,3 +95,68 @@ def test_only_the_agents_reward_file_scores_zero(tmp_path: Path, planted: str) -
     reward = read_reward(_write(tmp_path, reward_json=planted), influenced={"reward.json"})
     assert (reward.value, reward.source) == (0.0, "none")
     assert reward.notes
+
+
+# -- the tests' own report backs a reward above 0 (worker/trial/tests_report.py) --------------
+
+CTRF_PASS = (
+    '{"results": {"tool": {"name": "pytest"}, "summary": {"tests": 3, "passed": 3, "failed": 0}}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "name"),
+    [
+        ("pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA -v\n", "ctrf.json"),
+        (
+            "uvx --with pytest-json-ctrf==0.3.5 pytest --ctrf=/logs/verifier/ctrf.json /tests",
+            "ctrf.json",
+        ),
+        ('python3 -m pytest --ctrf "/logs/verifier/ctrf-report.json" /tests\n', "ctrf-report.json"),
+        ("pytest --ctrf /logs/verifier/ctrf.json /tests | tee /logs/verifier/out.txt", "ctrf.json"),
+        ('pytest --ctrf "$ctrf_output" /tests\n', None),  # a variable: not known here
+        ("pytest --ctrf ctrf.json /tests\n", None),  # relative to a folder we do not know
+        ("pytest --ctrf /tmp/ctrf.json /tests\n", None),  # not in the verifier's logs
+        ("pytest --ctrf /logs/verifier/a.json t1\npytest --ctrf /logs/verifier/b.json t2\n", None),
+        ("python3 -m pytest /tests -rA\n", None),
+    ],
+)
+def test_the_report_test_sh_asks_for(script: str, name: str | None) -> None:
+    assert ctrf_report_name(script) == name
+
+
+@pytest.mark.parametrize(
+    ("report", "reward", "kept"),
+    [
+        (CTRF_PASS, 1.0, 1.0),
+        (None, 1.0, 0.0),  # pytest ended before its session finished
+        ("", 1.0, 0.0),
+        ("{not json", 1.0, 0.0),
+        ('{"results": {"summary": {"tests": 0, "passed": 0, "failed": 0}}}', 1.0, 0.0),
+        ('{"results": {"summary": {"tests": 3, "passed": 2, "failed": 1}}}', 1.0, 0.0),
+        ('{"results": {"summary": {"tests": 3, "passed": 2, "failed": 1}}}', 0.66, 0.66),
+        ('{"results": {"summary": {"tests": 3, "passed": 0, "failed": 3}}}', 0.5, 0.0),
+        ('{"results": {"summary": {"tests": "x", "passed": 1}}}', 1.0, 0.0),
+    ],
+)
+def test_a_reward_above_zero_needs_the_report(
+    tmp_path: Path, report: str | None, reward: float, kept: float
+) -> None:
+    (tmp_path / "reward.txt").write_text(f"{reward}\n")
+    if report is not None:
+        (tmp_path / "ctrf.json").write_text(report)
+    got = read_reward(tmp_path, report="ctrf.json")
+    assert got.value == kept
+    if kept != reward:
+        assert got.source == "none" and any("ctrf.json" in note for note in got.notes), got
+    # without a report asked for, the reward file decides as before
+    assert read_reward(tmp_path).value == reward
+
+
+def test_a_zero_needs_no_report_and_a_linked_report_backs_nothing(tmp_path: Path) -> None:
+    (tmp_path / "reward.txt").write_text("0\n")
+    assert read_reward(tmp_path, report="ctrf.json").value == 0.0
+    (tmp_path / "reward.txt").write_text("1\n")
+    (tmp_path / "real.json").write_text(CTRF_PASS)
+    (tmp_path / "ctrf.json").symlink_to(tmp_path / "real.json")
+    assert read_reward(tmp_path, report="ctrf.json").value == 0.0
