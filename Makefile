@@ -41,7 +41,7 @@ host-packages:
 
 # The Ray cluster tests share one cluster: --dist loadgroup keeps them on one xdist worker.
 test: sync host-packages
-	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
+	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --durations=30
 
 # The Ray cluster tests alone (a multi-node cluster on this machine; also part of `make test`).
 test-ray: sync

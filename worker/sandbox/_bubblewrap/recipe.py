@@ -89,15 +89,22 @@ def script_installer(text: str) -> str | None:
     return None
 
 
-def local_refusal(task_id: str, dockerfile: Path, test_script: Path) -> str | None:
-    """Why the local sandbox cannot run the task right, found before anything runs (the
-    sandbox start looks again): a multi-stage Dockerfile, a specialised base image, a ``RUN``
-    or a test.sh that installs system packages (test.sh would fail in place and score 0)."""
-    head = f"task {task_id} needs the docker environment"
+def read_recipe(dockerfile: Path) -> ImageRecipe | None:
+    """The task's Dockerfile read once, when the task's config is made (the start uses it);
+    None when it cannot be read: the start says what is wrong with it."""
     try:
-        recipe = parse_dockerfile(dockerfile)
+        return parse_dockerfile(dockerfile)
     except DockerfileError:
-        return None  # the start says what is wrong with it
+        return None
+
+
+def local_refusal(task_id: str, recipe: ImageRecipe | None, test_script: Path) -> str | None:
+    """Why the local sandbox cannot run the task right, found before anything runs: a
+    multi-stage Dockerfile, a specialised base image, a ``RUN`` or a test.sh that installs
+    system packages (test.sh would fail in place and score 0)."""
+    head = f"task {task_id} needs the docker environment"
+    if recipe is None:
+        return None  # the start says what is wrong with the Dockerfile
     if recipe.stages > 1:
         return f"{head}: a multi-stage Dockerfile"
     if (base := specialised_base(recipe.base)) is not None:

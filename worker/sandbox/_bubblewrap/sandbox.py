@@ -32,7 +32,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,7 @@ from worker.sandbox._bubblewrap.process import (
     feed,
     reader,
 )
-from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal
+from worker.sandbox._bubblewrap.recipe import apply_recipe, local_refusal, read_recipe
 from worker.sandbox._bubblewrap.top import ALWAYS_RESERVED, KEPT, prepare, prepare_below, stubs
 from worker.sandbox._bubblewrap.writable import (
     COPY_ON_WRITE,
@@ -103,7 +103,7 @@ from worker.sandbox.base import (
     SandboxUnsupported,
     sandbox_backend,
 )
-from worker.sandbox.dockerfile import DockerfileError, parse_dockerfile
+from worker.sandbox.dockerfile import DockerfileError, ImageRecipe, parse_dockerfile
 from worker.sandbox.errors import ImageBuildFailed
 from worker.sandbox.resources import HostCapacity
 from worker.sandbox.tamper import Change, PathStat, find_tampering
@@ -125,6 +125,8 @@ class BubblewrapConfig(SandboxConfig):
     task folders (tests and solutions of every task)."""
 
     tasks_root: Path | None = None
+    # The Dockerfile as read when the config was made (None: unreadable, the start says why).
+    recipe: ImageRecipe | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def task_fields(
@@ -137,10 +139,11 @@ class BubblewrapConfig(SandboxConfig):
                 f"{task.docker_image} ([environment].docker_image); the local sandbox only "
                 "emulates environment/Dockerfile"
             )
-        refusal = local_refusal(task.task_id, task.dockerfile, task.tests_dir / "test.sh")
+        recipe = read_recipe(task.dockerfile)
+        refusal = local_refusal(task.task_id, recipe, task.tests_dir / "test.sh")
         if refusal is not None:  # refused before anything runs, not failed in place
             raise ValueError(refusal)
-        return {**fields, "tasks_root": task.path.parent}
+        return {**fields, "tasks_root": task.path.parent, "recipe": recipe}
 
 
 @sandbox_backend("local")
@@ -268,10 +271,12 @@ class BubblewrapSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"cannot set the trial's resource limits: {exc}") from None
         config = self.config
-        try:
-            recipe = parse_dockerfile(config.dockerfile)
-        except DockerfileError as exc:  # the task's fault: a retry would fail the same way
-            raise ImageBuildFailed(f"task {config.task_id}: {exc}") from None
+        recipe = config.recipe
+        if recipe is None:
+            try:
+                recipe = parse_dockerfile(config.dockerfile)
+            except DockerfileError as exc:  # the task's fault: a retry would fail the same way
+                raise ImageBuildFailed(f"task {config.task_id}: {exc}") from None
         if recipe.stages > 1:
             raise SandboxUnsupported(
                 f"task {config.task_id} needs the docker environment: a multi-stage Dockerfile"
