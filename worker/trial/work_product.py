@@ -242,11 +242,18 @@ def ancestors(path: str) -> list[str]:
 # installer's index option in test.sh.
 _ABSOLUTE = re.compile(r"(?:file://)?(/[^\s:;,\"'=]+)")
 _INDEX_OPTION = re.compile(
-    r"(?:--find-links|--index-url|--extra-index-url|--index|--default-index|-f|-i)[=\s]+"
+    r"(?:--find-links|--index-url|--extra-index-url|--index|--default-index)[=\s]+"
     r"[\"']?(?:file://)?(/[^\s\"';&|]+)"
     r"|\b(?:PIP|UV)_[A-Z_]*(?:FIND_LINKS|INDEX_URL|INDEX|CACHE_DIR|CONFIG_FILE)=[\"']?"
     r"(?:file://)?(/[^\s\"';&|]+)"
 )
+# pip's and uv's short forms (-f DIR, -i URL) only on an installer's own command: elsewhere in a
+# test.sh they are a shell test (`[ -f /root/x.py ]`) or another tool's option (`sed -i`).
+_INSTALLER_COMMAND = re.compile(
+    r"\b(?:pip3?|uv\s+pip|uv|python3?(?:\.\d+)?\s+-m\s+pip)\s+(?:install|add|sync|download)\b"
+    r"[^\n;&|]*"
+)
+_SHORT_INDEX_OPTION = re.compile(r"(?<!\S)-[fi](?:=|\s+)[\"']?(?:file://)?(/[^\s\"';&|]+)")
 _INSTALLER_KEY = re.compile(
     r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|INDEX|FIND_LINKS|CACHE|CONFIG|"
     r"REGISTRY|MIRROR"
@@ -266,6 +273,8 @@ def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, 
             found += [m.group(1) for m in _ABSOLUTE.finditer(value)]
     for match in _INDEX_OPTION.finditer(test_script):
         found.append(match.group(1) or match.group(2))
+    for command in _INSTALLER_COMMAND.finditer(test_script):
+        found += [m.group(1) for m in _SHORT_INDEX_OPTION.finditer(command.group(0))]
     dirs = {posixpath.normpath("/" + d.lstrip("/")) for d in found}
     return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
 

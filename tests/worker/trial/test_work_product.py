@@ -470,6 +470,11 @@ def test_folders_the_verifiers_configuration_names_hold_what_the_image_had() -> 
     dirs = input_dirs(script, env)
     assert dirs == ("/opt/idx", "/opt/wheels", "/srv/index", "/srv/wheels")
     assert input_dirs("", {"UV_CACHE_DIR": "/tmp/x", "PIP_TARGET": "/"}) == ()
+    # -f and -i are pip's only on pip's command line (adaptive-cruise-control's test.sh tests
+    # `[ -f /root/simulation.py ]`: its oracle's answer is no wheelhouse)
+    shell = "if [ -f /root/simulation.py ]; then python3 /root/simulation.py; fi\nsed -i /srv/x\n"
+    assert input_dirs(shell, {}) == ()
+    assert input_dirs("uv pip install -i file:///srv/idx x; [ -f /root/y ]", {}) == ("/srv/idx",)
     ground = Ground(workdir="/root", input_dirs=dirs)
     rules = _rule(
         ground,
