@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import secrets
@@ -77,6 +78,7 @@ from worker.trial.work_product import (
     input_dirs,
     installed_modules,
     module_paths,
+    names_of_tests,
     pycache_isolated,
     start_folders,
 )
@@ -563,6 +565,7 @@ class _TestsFacts:
     installed_modules: frozenset[str]
     input_dirs: tuple[str, ...]
     report: str | None  # the pytest report test.sh asks for under /logs/verifier
+    test_names: frozenset[str]
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -574,6 +577,9 @@ def _tests_facts(task: Task) -> _TestsFacts:
         script = ""
         with contextlib.suppress(OSError):
             script = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+        names: list[str] = []
+        with contextlib.suppress(OSError):
+            names = [p.name for p in itertools.islice(task.tests_dir.rglob("*"), 10_000)]
         sources: list[str] = []
         with contextlib.suppress(OSError):
             for module in sorted(task.tests_dir.rglob("*.py"))[:200]:
@@ -587,6 +593,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             installed_modules=installed_modules(script),
             input_dirs=input_dirs(script, task.config.verifier.env),
             report=ctrf_report_name(script),
+            test_names=names_of_tests(names),
         )
     return _TESTS_FACTS[key]
 
@@ -606,6 +613,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=facts.installed_modules,
         input_dirs=facts.input_dirs,
+        test_names=facts.test_names,
     )
 
 

@@ -151,6 +151,8 @@ REASONS: Final = {
     "test.sh had installed its tools (a dependency of what it installs, say)",
     "verifier-input": "a folder the verifier's own configuration names (a wheelhouse, a package "
     "index, a cache its environment points at) holds what the image had",
+    "test-name": "named like the task's own test code (test.sh, its test modules): a verifier "
+    "that searches for its tests must find only those in /tests",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "benign": "bytecode caches, shell histories and folders of the image changed only by "
@@ -185,6 +187,10 @@ class Ground:
     # Folders the verifier's configuration names ([verifier].env values, test.sh's
     # --find-links and file:// indexes): what its installers read there is the image's.
     input_dirs: tuple[str, ...] = ()
+    # The names of the task's test code (tests/test.sh, its test_*.py and *_test.py): a
+    # verifier that looks for its tests (``find / -name test_outputs.py | head -1``) must not
+    # find the agent's.
+    test_names: frozenset[str] = frozenset()
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
@@ -259,6 +265,16 @@ _INSTALLER_KEY = re.compile(
     r"REGISTRY|MIRROR"
 )
 _NOT_INPUT_DIRS: Final = ("/", "/tmp", "/root", "/home", "/usr", "/usr/local")
+
+
+def names_of_tests(test_files: Iterable[str]) -> frozenset[str]:
+    """The names of test code among the task's test files (:attr:`Ground.test_names`)."""
+    return frozenset(
+        name
+        for name in (posixpath.basename(f) for f in test_files)
+        if name == "test.sh"
+        or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+    )
 
 
 def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, ...]:
@@ -403,6 +419,9 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             continue
         if ground.input_dirs and under(path, ground.input_dirs):
             result.exclude(change, "verifier-input")
+            continue
+        if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
+            result.exclude(change, "test-name")
             continue
         rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows)
         environment = rule in ("system", "home-config", "toolchain")

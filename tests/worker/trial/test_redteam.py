@@ -94,6 +94,12 @@ EOF
 PIP_CTRF_TEST = PIP_TEST.replace(
     "python3 -m pytest /tests/", "python3 -m pytest --ctrf /logs/verifier/ctrf.json /tests/"
 )
+# adaptive-cruise-control's verifier runs the first test_outputs.py that `find /` meets.
+FIND_TEST = PIP_TEST.replace(
+    "python3 -m pytest /tests/test_outputs.py",
+    'TEST_FILE=$(find / -name "test_outputs.py" 2>/dev/null | head -1)\n'
+    'python3 -m pytest "$TEST_FILE"',
+)
 IMPORTS_TEST = """\
 import sys
 
@@ -266,6 +272,13 @@ ATTEMPTS["graded-exit-0-early-report"] = Attempt(
     "> /logs/verifier/ctrf.json\n"
     "printf 'import os\\nos._exit(0)\\n' > /root/answerlib.py\n",
 )
+# A passing test_outputs.py in every top-level folder it can write and in new ones: whichever
+# `find /` meets first is graded.
+ATTEMPTS["find-planted-tests"] = Attempt(
+    "find",
+    'for d in /*/ /aaa/ /0/; do mkdir -p "$d" 2>/dev/null; '
+    "printf 'def test_ok():\\n    pass\\n' > \"$d/test_outputs.py\" 2>/dev/null; done; true\n",
+)
 # The ctrf plugin's module, once the grader imported it, deletes the installed `ctrf` it shadowed
 # (and its distribution's metadata): the look after the verifier must still name it.
 HIDE_CTRF = (
@@ -346,6 +359,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         extra_tests={"expected.txt": "42\n"},
     )
     _task(tasks, "imports", image, test_sh=PIP_CTRF_TEST, test_outputs=IMPORTS_TEST)
+    _task(tasks, "find", image, test_sh=FIND_TEST)
     return tasks
 
 
@@ -386,11 +400,13 @@ def _describe(trial: Trial) -> str:
 async def _run_attempts(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, attempts: dict[str, Attempt]
 ) -> list[str]:
-    """Run every attempt of ``attempts`` that applies to ``environment``; the problems found."""
+    """Run every attempt of ``attempts`` that applies to ``environment``; the problems found.
+    ``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those (while working on one)."""
+    only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
     runs = {
         name: (attempt.task, script(tmp_path, name, attempt.body))
         for name, attempt in attempts.items()
-        if environment == "docker" or not attempt.docker_only
+        if (environment == "docker" or not attempt.docker_only) and (not only or name in only)
     }
     trials = await _run_all(http, tmp_path, runs)
     problems = []

@@ -16,6 +16,7 @@ from worker.trial.work_product import (
     installed_modules,
     link_escapes,
     module_paths,
+    names_of_tests,
     pycache_isolated,
     shadow_candidates,
     start_folders,
@@ -487,3 +488,36 @@ def test_folders_the_verifiers_configuration_names_hold_what_the_image_had() -> 
     assert rules["/srv/index/pytest/index.html"] == "verifier-input"
     assert rules["/opt/answertool/answer.py"] is None
     assert rules["/app/solution.py"] is None
+
+
+def test_files_named_like_the_tasks_test_code_stay_out() -> None:
+    """adaptive-cruise-control's test.sh runs the first ``test_outputs.py`` that ``find /``
+    meets: the agent's, anywhere, must not be it."""
+    names = names_of_tests(
+        [
+            "test.sh",
+            "test_outputs.py",
+            "conftest_helpers.py",
+            "expected.json",
+            "sub/check_test.py",
+            "testing_utils.py",
+        ]
+    )
+    assert names == {"test.sh", "test_outputs.py", "check_test.py"}
+    changes = [
+        Change("/aaa", "added"),
+        Change("/aaa/test_outputs.py", "added"),
+        Change("/root/answer.json", "added"),
+        Change("/root/expected.json", "added"),
+        Change("/srv/check_test.py", "added"),
+        Change("/root/test.sh", "added"),
+        Change("/root/test_outputs.py", "deleted"),
+    ]
+    product = classify(changes, Ground(workdir="/root", test_names=names))
+    excluded = {e.path: e.rule for e in product.excluded}
+    assert excluded == {
+        "/aaa/test_outputs.py": "test-name",
+        "/srv/check_test.py": "test-name",
+        "/root/test.sh": "test-name",
+    }
+    assert {c.path for c in product.applied} >= {"/aaa", "/root/answer.json", "/root/expected.json"}
