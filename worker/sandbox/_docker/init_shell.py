@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import posixpath
 import tarfile
+import threading
 from typing import Any
 
 from worker.sandbox._docker.client import errors as docker_errors
@@ -24,9 +25,30 @@ INIT_SHELL = f"{INIT_DIR}/sh"  # named sh: a busybox picks its applet from the n
 MAX_LINKS = 16
 
 
-def plant_init_shell(client: Any, container_id: str) -> None:
+def plant_init_shell(client: Any, container_id: str, image_id: str) -> None:
     """Copy the image's ``/bin/sh`` (links followed) to :data:`INIT_SHELL`, mode 0111, root's."""
-    content = _read_shell(client, container_id)
+    with _lock:
+        archive = _ARCHIVES.get(image_id)
+    if archive is None:
+        archive = _archive(_read_shell(client, container_id))
+        with _lock:
+            _ARCHIVES[image_id] = archive
+            while len(_ARCHIVES) > MAX_CACHED:
+                del _ARCHIVES[next(iter(_ARCHIVES))]
+    try:
+        client.api.put_archive(container_id, "/", archive)
+    except docker_errors().DockerException as exc:
+        raise SandboxError(f"cannot plant the container's init: {exc}") from None
+
+
+# The archive per image id (an image's content never changes under its id): one read per image
+# per process, not per container.
+_ARCHIVES: dict[str, bytes] = {}
+_lock = threading.Lock()
+MAX_CACHED = 64
+
+
+def _archive(content: bytes) -> bytes:
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         folder = tarfile.TarInfo(INIT_DIR.lstrip("/"))
@@ -35,10 +57,7 @@ def plant_init_shell(client: Any, container_id: str) -> None:
         shell = tarfile.TarInfo(INIT_SHELL.lstrip("/"))
         shell.size, shell.mode = len(content), 0o111
         tar.addfile(shell, io.BytesIO(content))
-    try:
-        client.api.put_archive(container_id, "/", archive.getvalue())
-    except docker_errors().DockerException as exc:
-        raise SandboxError(f"cannot plant the container's init: {exc}") from None
+    return archive.getvalue()
 
 
 def _read_shell(client: Any, container_id: str) -> bytes:

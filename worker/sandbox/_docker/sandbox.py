@@ -123,7 +123,7 @@ def _create_and_start(client: Any, image: str, kwargs: dict[str, Any]) -> Any:
     what was made."""
     container = client.containers.create(image, **kwargs)
     try:
-        init_shell.plant_init_shell(client, container.id)
+        init_shell.plant_init_shell(client, container.id, container.attrs.get("Image") or image)
         container.start()
     except BaseException:
         with contextlib.suppress(Exception):
