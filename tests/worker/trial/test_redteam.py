@@ -45,6 +45,7 @@ from tests.worker.trial.test_implicit_inputs import (
     UVX_TEST,
     VERIFIER_ENV,
     Trial,
+    _files,
     _run_all,
     _toolchain,
 )
@@ -869,6 +870,21 @@ FILL_BYTES = (
     "        print('REDTEAM filled MiB', n, exc, flush=True)"
 )
 
+BAD_NAME = (  # a sparse file over the per-file cap, under a name that is not UTF-8
+    "import os\n"
+    "with open(os.path.join(b'/logs/{d}', b'bad\\xff\\nname.txt'), 'wb') as f:\n"
+    "    f.truncate(64 << 20)\n"
+)
+DEEP_TREE = (  # a path past PATH_MAX
+    "import os\n"
+    "os.makedirs('/logs/{d}/deep', exist_ok=True)\n"
+    "fd = os.open('/logs/{d}/deep', os.O_RDONLY)\n"
+    "for _ in range(450):\n"
+    "    os.mkdir('d' * 12, dir_fd=fd)\n"
+    "    fd = os.open('d' * 12, os.O_RDONLY, dir_fd=fd)\n"
+    "os.close(os.open('f.txt', os.O_CREAT | os.O_WRONLY, dir_fd=fd))\n"
+)
+
 
 def _module(path: str, code: str) -> str:
     return f"mkdir -p \"$(dirname '{path}')\"\ncat > '{path}' <<'PYEOF'\n{code}PYEOF\n"
@@ -969,6 +985,22 @@ _REDTEAM2: dict[str, Attempt] = {
     # a sparse answer of 4 GiB: carried to the regrade (a sparse file takes no room), where the
     # tests reading it run out of time or memory again
     "sparse-answer": Attempt("pip", "truncate -s 4G /root/answer.txt\n"),
+    # odd entries in the folders the worker downloads: a sparse file over the per-file cap under
+    # a name that is not UTF-8 (its name is recorded), and a path past PATH_MAX
+    "graded-logs-badname": Attempt(
+        "imports-plain",
+        _module("/root/answerlib.py", "ANSWER = 0\n" + BAD_NAME.format(d="verifier")),
+    ),
+    "graded-logs-deep": Attempt(
+        "imports-plain",
+        _module("/root/answerlib.py", "ANSWER = 0\n" + DEEP_TREE.format(d="verifier")),
+    ),
+    "agent-logs-badname": Attempt(
+        "pip", _module("/tmp/odd.py", BAD_NAME.format(d="agent")) + "python3 /tmp/odd.py\n"
+    ),
+    "agent-logs-deep": Attempt(
+        "pip", _module("/tmp/odd.py", DEEP_TREE.format(d="agent")) + "python3 /tmp/odd.py\n"
+    ),
     # local: the storage cap's inodes used up by the agent (the tests' upload needs some), or by
     # graded code during the verifier (test.sh's reward write needs one), in both sandboxes
     "local-inodes": Attempt(
@@ -1004,6 +1036,8 @@ REDTEAM2_BREAKS: dict[str, str] = {
     "graded-logs-file": "unscored",
     # unscored verifier_infra ("/logs/verifier is a symbolic link; not followed")
     "graded-logs-link": "unscored",
+    # unscored worker_error (OSError: File name too long, the worker storing /logs/verifier)
+    "graded-logs-deep": "unscored",
 }
 # Held (scored, reward 0): the rest.
 REDTEAM2_BROKEN = {k: v for k, v in _REDTEAM2.items() if k in REDTEAM2_BREAKS}
@@ -1054,8 +1088,14 @@ async def _run_redteam2(
         line = f"{environment} {name}: {_describe(trial)}"
         print(line)
         print(f"  reason: {trial.result.get('reason')}")
-        for path in sorted(trial.folder.rglob("*.txt")):
-            for text in path.read_text(errors="replace").splitlines():
+        for path in _files(trial.folder, "*"):
+            if path.suffix != ".txt":
+                continue
+            try:
+                lines = path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            for text in lines:
                 if "REDTEAM" in text or "skillsbench-verdict" in text:
                     print(f"  {path.relative_to(trial.folder)}: {text[:400]}")
         row = trial.row
@@ -1079,7 +1119,8 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
     reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
     "graded code rewrites the rest of test.sh through bash's fd 255, patches pytest, or writes "
     "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows; "
-    "graded code that hangs, or replaces /logs/verifier by a file or a link, unscores the row",
+    "graded code that hangs, replaces /logs/verifier by a file or a link, or leaves a path past "
+    "PATH_MAX there, unscores the row",
 )
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_redteam2_known_breaks(
