@@ -1033,11 +1033,9 @@ _REDTEAM2: dict[str, Attempt] = {
 # What each attempt gave when written (docker and local alike, on the commit it was written on).
 # Broke the defense:
 REDTEAM2_BREAKS: dict[str, str] = {
-    # earned 1.0 (regraded 1.0): graded code rewrites the rest of test.sh through its shell's fd 255
-    "graded-rewrite-testsh": "earned",
-    "graded-rewrite-testsh-ctrf-report": "earned",  # ... and writes a passing ctrf.json there
-    "run-rewrite-testsh-uvx": "earned",  # ... from a program the uvx shape's tests run
-    "cwd-org-rewrite-testsh": "earned",  # ... from /root/org, which `import pickle` finds
+    # (held since test.sh runs from memory: graded code rewrote the rest of test.sh through its
+    # shell's fd 255 -- graded-rewrite-testsh, ...-ctrf-report, run-rewrite-testsh-uvx,
+    # cwd-org-rewrite-testsh)
     # earned 1.0: graded code patches pytest's Function.runtest (a genuine passing report)
     "graded-patch-pytest-ctrf": "earned",
     "cwd-org-patch-ctrf": "earned",
@@ -1133,7 +1131,7 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
 @pytest.mark.skipif(
     os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
     reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
-    "graded code rewrites the rest of test.sh through bash's fd 255, patches pytest, or writes "
+    "graded code patches pytest, or writes "
     "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows; "
     "graded code that hangs, replaces /logs/verifier by a file or a link, or leaves a path past "
     "PATH_MAX there, unscores the row",
