@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import itertools
 import json
 import logging
@@ -890,6 +891,36 @@ async def _verify(
     return reward.value, reward.source
 
 
+_LOGS_BROKEN: Final = {
+    "path": VERIFIER_LOGS_DIR,
+    "change": "replaced",
+    "reason": "the verifier's logs folder was made unreadable while tests/test.sh ran (replaced "
+    "by a file or a link, or holding paths too long to store): no reward can be trusted",
+}
+_UNSTORABLE_ERRNOS: Final = frozenset(
+    {errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.ELOOP, errno.EEXIST}
+)
+
+
+def _logs_made_unreadable(exc: BaseException) -> bool:
+    """Whether downloading /logs/verifier failed because of what is in it (not the host's or
+    the engine's trouble: a full disk, a lost sandbox)."""
+    if isinstance(exc, OSError) and not isinstance(exc, SandboxError):
+        return exc.errno in _UNSTORABLE_ERRNOS
+    text = str(exc)
+    return any(
+        mark in text
+        for mark in (
+            "is a symbolic link; not followed",
+            "is a symbolic link inside the sandbox; not followed",
+            "is not a regular file or folder",
+            "File name too long",
+            "Is a directory",
+            "Not a directory",
+        )
+    )
+
+
 _SHELL_KILLED: Final = {
     "path": "(the verifier's shell)",
     "change": "killed",
@@ -951,7 +982,16 @@ async def _run_verifier(
         if state.logs_budget is None:
             state.logs_budget = CopyBudget(caps.log_file_bytes, caps.logs_bytes, caps.logs_files)
         budget = state.logs_budget
-        await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
+        try:
+            await sandbox.download(VERIFIER_LOGS_DIR, host_dir, budget=budget)
+        except (OSError, SandboxError) as exc:
+            if not _logs_made_unreadable(exc):
+                raise
+            # The harness made /logs/verifier a plain folder before test.sh: what made it a
+            # file, a link, or a tree no host can store ran during the verifier (graded code).
+            state.verifier["tampering"] = [{**_LOGS_BROKEN, "detail": str(exc)[:300]}]
+            state.verifier["n_tampered_paths"] = 1
+            raise _Failed(FailureKind.VERIFIER_TAMPERED, _LOGS_BROKEN["reason"]) from None
         if after_gate is not None:  # the agent's sandbox, not a regrade's
             with contextlib.suppress(Exception):
                 await sandbox.download(

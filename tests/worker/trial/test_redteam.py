@@ -1046,12 +1046,8 @@ REDTEAM2_BREAKS: dict[str, str] = {
     # unscored verifier_timeout: the graded module hangs (or stops test.sh's shell) in both sandboxes
     "graded-hang": "unscored",
     "graded-stop-shell": "unscored",
-    # unscored worker_error (IsADirectoryError on the host's trial folder): /logs/verifier a file
-    "graded-logs-file": "unscored",
-    # unscored verifier_infra ("/logs/verifier is a symbolic link; not followed")
-    "graded-logs-link": "unscored",
-    # unscored worker_error (OSError: File name too long, the worker storing /logs/verifier)
-    "graded-logs-deep": "unscored",
+    # (held since a /logs/verifier that cannot be stored is verifier_tampered, scored: graded
+    # code made it a file, a link, or a tree past PATH_MAX -- graded-logs-file, -link, -deep)
 }
 # Held (scored, reward 0): the rest.
 REDTEAM2_BROKEN = {k: v for k, v in _REDTEAM2.items() if k in REDTEAM2_BREAKS}
@@ -1133,8 +1129,7 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
     reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
     "graded code patches pytest, or writes "
     "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows; "
-    "graded code that hangs, replaces /logs/verifier by a file or a link, or leaves a path past "
-    "PATH_MAX there, unscores the row",
+    "graded code that hangs unscores the row",
 )
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_redteam2_known_breaks(
