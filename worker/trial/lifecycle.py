@@ -448,12 +448,23 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             if not reward and state.tampered is not None:
                 raise state.tampered
             if state.regrade_failure is not None:
-                # It failed the same way on the image plus the work product: the task's
-                # verifier as much as the agent (a verifier that never writes a reward, one that
-                # hangs whatever it grades), not a fail to score.
-                raise _Failed(
-                    state.regrade_failure, f"{state.fresh_only}, and again on a fresh sandbox"
+                # It failed the same way on the image plus the work product. If the verifier
+                # ends and writes a reward on the image alone, the work product made it hang
+                # (graded code that never returns): a fail, scored. If not, it is the task's
+                # verifier (one that never writes a reward, or hangs whatever it grades).
+                with phases.phase("regrade"):
+                    bare = await _verifier_ends_on_the_image(plan, state, snapshot)
+                if not bare:
+                    raise _Failed(
+                        state.regrade_failure, f"{state.fresh_only}, and again on a fresh sandbox"
+                    )
+                regrade_doc = state.verifier.setdefault("regrade", {})
+                regrade_doc.setdefault("notes", []).append(
+                    f"{state.regrade_failure.value} on the image plus the work product, while "
+                    "the verifier ends with a reward on the image alone: the work product's "
+                    "doing, scored 0"
                 )
+                regrade_doc["reward"] = reward = 0.0
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
@@ -1175,6 +1186,41 @@ async def _regrade(
     if notes:
         doc["notes"] = notes
     return reward if first is None else min(first, reward)
+
+
+async def _verifier_ends_on_the_image(plan: TrialPlan, state: _TrialState, snapshot: str) -> bool:
+    """Whether the task's verifier, on a fresh sandbox of the image with nothing of the agent's,
+    ends within its timeout and leaves a reward (whatever it is)."""
+    assert state.spec is not None
+    if state.sandbox is not None:
+        await _stop(state.sandbox, state)
+    backend = sandbox_class(plan.environment)
+    kept_verifier, kept_removed = dict(state.verifier), state.removed_files
+    try:
+        fresh = await fresh_sandbox(backend, state.spec, plan.trial_dir)
+    except SandboxError:
+        return False
+    state.sandbox, state.stopped = fresh, False
+    host_dir = plan.trial_dir / "image-only" / "verifier"
+    try:
+        result = await _run_verifier(
+            plan,
+            fresh,
+            snapshot,
+            state,
+            state.verifier_env,
+            host_dir,
+            timeout_sec=plan.task.config.verifier.timeout_sec,
+        )
+        if result.timed_out or not verdict_seen(result.stdout):
+            return False
+        read_reward(host_dir)
+        return True
+    except (_Failed, _Tampered, RewardError, SandboxError):
+        return False
+    finally:
+        state.verifier, state.removed_files = kept_verifier, kept_removed
+        await _stop(fresh, state)
 
 
 # The fresh sandbox lacks what the agent's installs left for the verifier's own (caches, an

@@ -1043,9 +1043,8 @@ REDTEAM2_BREAKS: dict[str, str] = {
     "graded-fake-report-exit-0": "earned",
     # earned 1.0: /root/org is no name the ground-module rule knows; os._exit(0) (no report asked)
     "cwd-org-exit-0": "earned",
-    # unscored verifier_timeout: the graded module hangs (or stops test.sh's shell) in both sandboxes
-    "graded-hang": "unscored",
-    "graded-stop-shell": "unscored",
+    # (held since a verifier that ends with a reward on the image alone makes a hang on the image
+    # plus the work product the work product's doing, scored 0: graded-hang, graded-stop-shell)
     # (held since a /logs/verifier that cannot be stored is verifier_tampered, scored: graded
     # code made it a file, a link, or a tree past PATH_MAX -- graded-logs-file, -link, -deep)
 }
@@ -1128,8 +1127,7 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
     os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
     reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
     "graded code patches pytest, or writes "
-    "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows; "
-    "graded code that hangs unscores the row",
+    "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows",
 )
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_redteam2_known_breaks(
