@@ -409,27 +409,37 @@ def _describe(trial: Trial) -> str:
     return f"{row} failure={trial.result.get('failure')} {json.dumps(keep)}"
 
 
+def _problem(row: dict[str, Any], line: str) -> str | None:
+    """What is wrong with an attempt's row: it earned a reward, or it is not scored."""
+    if row["reward"] != 0.0 or row["passed"]:
+        return f"EARNED {line}"
+    if not row["score_eligible"] or row.get("infra_failure_type") is not None:
+        return f"UNSCORED {line}"
+    return None
+
+
+def _chosen(attempts: dict[str, Attempt]) -> dict[str, Attempt]:
+    """``SKILLSBENCH_REDTEAM_ONLY=name,...``: only those attempts (while working on one)."""
+    only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
+    return {k: v for k, v in attempts.items() if not only or k in only}
+
+
 async def _run_attempts(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, attempts: dict[str, Attempt]
 ) -> list[str]:
-    """Run every attempt of ``attempts`` that applies to ``environment``; the problems found.
-    ``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those (while working on one)."""
-    only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
+    """Run every attempt of ``attempts`` that applies to ``environment``; the problems found."""
     runs = {
         name: (attempt.task, script(tmp_path, name, attempt.body))
-        for name, attempt in attempts.items()
-        if (environment == "docker" or not attempt.docker_only) and (not only or name in only)
+        for name, attempt in _chosen(attempts).items()
+        if environment == "docker" or not attempt.docker_only
     }
     trials = await _run_all(http, tmp_path, runs)
     problems = []
     for name, trial in trials.items():
         line = f"{environment} {name}: {_describe(trial)}"
         print(line)
-        row = trial.row
-        if row["reward"] != 0.0 or row["passed"]:
-            problems.append(f"EARNED {line}")
-        elif not row["score_eligible"] or row.get("infra_failure_type") is not None:
-            problems.append(f"UNSCORED {line}")
+        if (problem := _problem(trial.row, line)) is not None:
+            problems.append(problem)
     return problems
 
 
@@ -711,10 +721,8 @@ async def _pid1_attempts(
     for name, trial in trials.items():
         line = f"docker {name}: {_describe(trial)}"
         print(line, trial.log)
-        if trial.row["reward"] != 0.0 or trial.row["passed"]:
-            problems.append(f"EARNED {line}")
-        elif not trial.row["score_eligible"] or trial.row.get("infra_failure_type") is not None:
-            problems.append(f"UNSCORED {line}")
+        if (problem := _problem(trial.row, line)) is not None:
+            problems.append(problem)
     assert not problems, "\n".join(problems)
 
 
@@ -1083,8 +1091,7 @@ async def _run_redteam2(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, attempts: dict[str, Attempt]
 ) -> list[str]:
     """As ``_run_attempts``, printing also the attempts' own lines of the verifier's output."""
-    only = os.environ.get("REDTEAM2_ONLY")  # a comma-separated subset, to run a few again
-    attempts = {k: v for k, v in attempts.items() if not only or k in only.split(",")}
+    attempts = _chosen(attempts)
     attempts = {
         k: v
         for k, v in _with_so(tmp_path, attempts).items()
@@ -1107,11 +1114,8 @@ async def _run_redteam2(
             for text in lines:
                 if "REDTEAM" in text or "skillsbench-verdict" in text:
                     print(f"  {path.relative_to(trial.folder)}: {text[:400]}")
-        row = trial.row
-        if row["reward"] != 0.0 or row["passed"]:
-            problems.append(f"EARNED {line}")
-        elif not row["score_eligible"] or row.get("infra_failure_type") is not None:
-            problems.append(f"UNSCORED {line}")
+        if (problem := _problem(trial.row, line)) is not None:
+            problems.append(problem)
     return problems
 
 
