@@ -74,6 +74,7 @@ from worker.trial.verifier import (
 )
 from worker.trial.work_product import (
     Ground,
+    References,
     builds_project,
     exclude_test_time_shadows,
     input_dirs,
@@ -81,6 +82,7 @@ from worker.trial.work_product import (
     module_paths,
     names_of_tests,
     pycache_isolated,
+    references,
     start_folders,
 )
 from worker.trial_record import harbor
@@ -578,6 +580,7 @@ class _TestsFacts:
     input_dirs: tuple[str, ...]
     report: str | None  # the pytest report test.sh asks for under /logs/verifier
     test_names: frozenset[str]
+    named: References  # what the tests name (worker/trial/work_product.py, unnamed-module)
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -597,6 +600,18 @@ def _tests_facts(task: Task) -> _TestsFacts:
             for module in sorted(task.tests_dir.rglob("*.py"))[:200]:
                 with contextlib.suppress(OSError):
                     sources.append(module.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+        named = references(script)
+        with contextlib.suppress(OSError):
+            budget = 32_000_000
+            for path in sorted(itertools.islice(task.tests_dir.rglob("*"), 10_000)):
+                if budget <= 0:
+                    break
+                with contextlib.suppress(OSError):
+                    if path.is_file() and not path.is_symlink():
+                        with path.open("rb") as handle:
+                            data = handle.read(min(budget, 4_000_000))
+                        budget -= len(data)
+                        named = named | references(data.decode("utf-8", "replace"))
         _TESTS_FACTS[key] = _TestsFacts(
             extra_starts=start_folders(script),
             module_paths=module_paths(script, sources),
@@ -606,6 +621,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             input_dirs=input_dirs(script, task.config.verifier.env),
             report=ctrf_report_name(script),
             test_names=names_of_tests(names),
+            named=named,
         )
     return _TESTS_FACTS[key]
 
@@ -626,6 +642,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         installed_modules=facts.installed_modules,
         input_dirs=facts.input_dirs,
         test_names=facts.test_names,
+        named=facts.named | references(plan.task.instruction),
     )
 
 

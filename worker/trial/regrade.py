@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import posixpath
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -24,17 +25,29 @@ from worker.sandbox.archive import ExportReport, keep_only, remove_quietly
 from worker.sandbox.base import INSTRUCTION_PATH, Sandbox, SandboxSpec
 from worker.trial.verifier import REWARD_FILES
 from worker.trial.work_product import (
+    CODE_SUFFIXES,
     REASONS,
     Excluded,
     Ground,
+    ModuleEntry,
+    References,
     WorkProduct,
     classify,
+    exclude_unnamed,
     link_escapes,
+    module_folders,
     module_name,
+    references,
     shadow_candidates,
+    under,
+    unnamed_candidates,
+    unreached_modules,
 )
 
 EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted)
+# How much of the agent's code in its module folders is read for the names it uses.
+CODE_FILE_MAX: Final = 1 << 20
+CODE_TOTAL_MAX: Final = 32 << 20
 # The listing of the image's Python module folders (one exec per task, cached by the caller).
 IMAGE_MODULES_SCRIPT: Final = (
     'echo "PATH=$PATH"; '
@@ -138,11 +151,13 @@ async def capture(
             product.applied.remove(change)
             product.exclude(change, "harness-link")
         kept = [p for p in kept if p not in escaping]
+    unnamed = unnamed_candidates(product, ground)
     if (
         not always_export
         and not product.needs_regrade
         and links is not None
         and not found.candidates
+        and not unnamed
     ):
         return found
 
@@ -154,7 +169,77 @@ async def capture(
 
     found.report = await sandbox.export_changes(kept, archive, max_bytes=max_bytes, link_ok=link_ok)
     found.archive = archive
+    if unnamed and ground.named is not None:
+        entries = await asyncio.to_thread(module_entries, archive, product, ground)
+        unreached = [p for p in unreached_modules(entries, ground.named) if p in unnamed]
+        exclude_unnamed(product, [p for top in unreached for p in entries[top].import_paths])
     return found
+
+
+def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[str, ModuleEntry]:
+    """The top-level entries of the verifier's module folders in the exported work product, with
+    what their code names (read from the archive, up to :data:`CODE_TOTAL_MAX`; code past it
+    names nothing, so a module only it names is left out)."""
+    folders = module_folders(ground)
+    added = {c.path for c in product.applied if c.kind == "added"}
+    importable: dict[str, list[str]] = {}
+    code: dict[str, list[tuple[str, References]]] = {}
+    budget = CODE_TOTAL_MAX
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            path = "/" + member.name.lstrip("/").rstrip("/")
+            tops = [
+                top
+                for folder in folders
+                if under(path, [folder]) and (top := _entry(folder, path)) is not None
+            ]
+            if not tops:
+                continue
+            name = posixpath.basename(path)
+            is_code = (
+                member.issym()
+                or member.islnk()
+                or (member.isfile() and module_name(name) is not None and not name.isidentifier())
+            )
+            text = ""
+            if member.isfile() and budget > 0 and name.endswith(CODE_SUFFIXES):
+                head = _read_head(tar, member, min(CODE_FILE_MAX, budget))
+                budget -= len(head)
+                text = head.decode("utf-8", "replace")
+            refs = references(text) if text else None
+            for top in tops:
+                importable.setdefault(top, [])
+                if is_code:
+                    importable[top].append(path)
+                if refs is not None:
+                    code.setdefault(top, []).append((name, refs))
+    return {
+        top: ModuleEntry(
+            name=posixpath.basename(top),
+            module=module_name(posixpath.basename(top)),
+            importable=bool(paths) and module_name(posixpath.basename(top)) is not None,
+            added=top in added,
+            code=tuple(code.get(top, ())),
+            import_paths=tuple(paths),
+        )
+        for top, paths in importable.items()
+    }
+
+
+def _entry(folder: str, path: str) -> str | None:
+    """The entry of ``folder`` that ``path`` is in or is; None for the folder itself."""
+    rest = path[len(folder) :].lstrip("/") if folder != "/" else path.lstrip("/")
+    if not rest:
+        return None
+    return posixpath.join(folder, rest.split("/", 1)[0])
+
+
+def _read_head(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
+    handle = tar.extractfile(member)
+    if handle is None:
+        return b""
+    with handle:
+        return handle.read(limit)
 
 
 @dataclass

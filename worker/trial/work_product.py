@@ -20,6 +20,10 @@ product is everything the agent changed *except* these classes, which must come 
 * ``ground-module``: a module or package in the working directory (``python3 -m`` puts it first
   on ``sys.path``) named like one the verifier's Python resolves or installs (the standard
   library, the image's site folders, the test runner's family, what ``test.sh`` installs);
+* ``unnamed-module``: what Python could import of a module the agent added to those folders
+  that neither the tests, the instruction nor the agent's code they reach name (an optional
+  import, ``pickle``'s ``org.python.core``, would find it first): decided on the exported work
+  product (:func:`unreached_modules`);
 * ``harness-link``: a symbolic link that reaches what the harness places later (``/tests``,
   ``/logs``, ``/solution``) or the kernel's views (``/proc``, ``/sys``, ``/dev``).
 
@@ -151,6 +155,9 @@ REASONS: Final = {
     "test.sh had installed its tools (a dependency of what it installs, say)",
     "verifier-input": "a folder the verifier's own configuration names (a wheelhouse, a package "
     "index, a cache its environment points at) holds what the image had",
+    "unnamed-module": "a module or package in the verifier's module folders that neither the "
+    "tests nor the agent's code they reach name: only an import the verifier's own tools make by "
+    "themselves (an optional import) could find it there, and that must find the image's",
     "test-name": "named like the task's own test code (test.sh, its test modules): a verifier "
     "that searches for its tests must find only those in /tests",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
@@ -158,6 +165,153 @@ REASONS: Final = {
     "benign": "bytecode caches, shell histories and folders of the image changed only by "
     "what is in them (never read by the verifier themselves)",
 }
+
+
+@dataclass(frozen=True)
+class References:
+    """What a text names that Python could import or a shell could run.
+
+    ``modules``: what it imports or runs as a module (``import x``, ``from x``, ``python3 -m
+    x``, ``x.py``, ``import_module("x")``); ``places``: names it uses as a folder or a bare
+    word (``/root/x/``, ``"x"``), which keep an entry but not the code inside it; ``files``:
+    whole file names (``run.sh``, ``answer.json``)."""
+
+    modules: frozenset[str] = frozenset()
+    places: frozenset[str] = frozenset()
+    files: frozenset[str] = frozenset()
+
+    def __or__(self, other: References) -> References:
+        return References(
+            self.modules | other.modules, self.places | other.places, self.files | other.files
+        )
+
+
+_IMPORT_REF = re.compile(r"\b(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)")
+_IMPORT_LIST = re.compile(r"\bimport\s+([A-Za-z_][A-Za-z0-9_., \t]*)")
+_RUN_MODULE_REF = re.compile(
+    r"(?<![\w-])-m\s*([A-Za-z_][A-Za-z0-9_]*)|[\"']-m[\"']\s*,\s*[\"']([A-Za-z_][A-Za-z0-9_]*)"
+)
+_MODULE_FILE_REF = re.compile(
+    r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:py|pyc|pyw|pyx|pyi)\b|\.[A-Za-z0-9_-]*\.?so\b)"
+)
+_IMPORT_CALL_REF = re.compile(
+    r"(?:import_module|__import__|find_spec|run_module|importorskip)\(\s*[rRbBuUfF]?[\"']"
+    r"([A-Za-z_][A-Za-z0-9_]*)"
+)
+# A quoted bare name ("solution", os.path.join("/root", "out")); a quoted "answer.json" names a
+# file, not a module.
+_QUOTED_REF = re.compile(r"[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']")
+_FOLDER_REF = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_]*)/")
+_FILE_REF = re.compile(r"(?<![\w.-])([A-Za-z0-9_][A-Za-z0-9_.+-]*\.[A-Za-z0-9_+-]+)")
+
+
+def _groups(pattern: re.Pattern[str], text: str) -> set[str]:
+    return {g for m in pattern.finditer(text) for g in m.groups() if g}
+
+
+def references(text: str) -> References:
+    """What ``text`` (a test module, test.sh, the instruction, the agent's code they reach)
+    names, read generously: a name read wrongly only keeps more of the work product."""
+    modules = _groups(_IMPORT_REF, text)
+    for match in _IMPORT_LIST.finditer(text):  # import a, b.c, d as e
+        for part in match.group(1).split(","):
+            first = part.strip().split(".")[0].split()
+            if first:
+                modules.add(first[0])
+    for pattern in (_RUN_MODULE_REF, _MODULE_FILE_REF, _IMPORT_CALL_REF):
+        modules |= _groups(pattern, text)
+    places = _groups(_QUOTED_REF, text) | _groups(_FOLDER_REF, text)
+    return References(frozenset(modules), frozenset(places), frozenset(_groups(_FILE_REF, text)))
+
+
+# The files whose text says what a reached entry's code names: Python, shell, notebooks, by
+# their names only. An output the tests read (answer.json, a #!-headed answer.txt) is the
+# agent's text: it names nothing, or an agent could name its own modules through it.
+CODE_SUFFIXES: Final = (".py", ".pyw", ".pyx", ".sh", ".bash", ".ipynb")
+
+
+@dataclass(frozen=True)
+class ModuleEntry:
+    """A top-level entry of a verifier's module folder that the agent added or changed."""
+
+    name: str  # its file name
+    module: str | None  # the name an import finds it by, if any
+    importable: bool  # a module file, or a folder (or link) holding code Python can import
+    added: bool  # new (not the image's entry with something changed in it)
+    # Its code files (the entry itself, or those in the folder) and what each names.
+    code: tuple[tuple[str, References], ...] = ()
+    # What Python could import of it (modules, bytecode, extensions, links): what an unreached
+    # entry loses; its data files stay (a test that searches for its answer still finds it).
+    import_paths: tuple[str, ...] = ()
+
+
+def module_folders(ground: Ground) -> frozenset[str]:
+    """The folders Python may import the agent's modules from while the verifier runs: where it
+    starts (``python3 -m`` puts it first on ``sys.path``) and the tests' ``sys.path`` folders."""
+    return frozenset(
+        posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts, *ground.module_paths)
+    )
+
+
+def unnamed_candidates(product: WorkProduct, ground: Ground) -> dict[str, str]:
+    """The new modules of the work product in a module folder whose name the tests do not
+    name themselves (``entry path -> module name``): whether the agent's code the tests reach
+    names them is read from their text (:func:`unreached_modules`)."""
+    if ground.named is None:
+        return {}
+    folders = module_folders(ground)
+    added = {c.path for c in product.applied if c.kind == "added"}
+    found: dict[str, str] = {}
+    for change in product.applied:
+        folder, name = posixpath.split(change.path)
+        if change.kind != "added" or folder not in folders or change.path not in added:
+            continue
+        module = module_name(name)
+        if module is None or module == "__pycache__" or module in ground.named.modules:
+            continue
+        if ground.declared and under(change.path, ground.declared):
+            continue
+        found[change.path] = module
+    return found
+
+
+def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> list[str]:
+    """The importable new entries that neither ``named`` nor the code they reach names,
+    transitively: a test imports ``solution`` (or runs ``run.sh``), whose code names
+    ``helpers``, which is kept too. An entry named only as a place (``/root/out/``) is kept,
+    but of the code in it only the files named by their whole name count."""
+    reached: set[str] = set()
+    read: set[tuple[str, str]] = set()  # (entry, code file) whose names are known
+    known = named
+    grew = True
+    while grew:
+        grew = False
+        for path, entry in entries.items():
+            imported = entry.name in known.files or (
+                entry.module is not None and entry.module in known.modules
+            )
+            if path not in reached and (
+                imported or (entry.module is not None and entry.module in known.places)
+            ):
+                reached.add(path)
+                grew = True
+            if path not in reached:
+                continue
+            for file, refs in entry.code:
+                if (path, file) not in read and (imported or file in known.files):
+                    read.add((path, file))
+                    known = known | refs
+                    grew = True
+    return sorted(p for p, e in entries.items() if e.importable and e.added and p not in reached)
+
+
+def exclude_unnamed(product: WorkProduct, paths: Iterable[str]) -> None:
+    """Move the work product's ``paths`` (an unreached entry's :attr:`ModuleEntry.import_paths`)
+    to the excluded ones."""
+    hit = set(paths)
+    for change in [c for c in product.applied if c.path in hit]:
+        product.applied.remove(change)
+        product.exclude(change, "unnamed-module")
 
 
 @dataclass(frozen=True)
@@ -191,6 +345,10 @@ class Ground:
     # verifier that looks for its tests (``find / -name test_outputs.py | head -1``) must not
     # find the agent's.
     test_names: frozenset[str] = frozenset()
+    # What the task's tests and instruction name (:func:`references`): a module the agent put
+    # in a module folder counts as work product only if these, or its code they reach, name
+    # it. None: the ``unnamed-module`` rule is off (the facts are unknown).
+    named: References | None = None
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:

@@ -456,6 +456,19 @@ async def test_an_honest_module_passes_where_one_that_ends_pytest_does_not(
                 "imports",
                 script(tmp_path, "honest", "echo 'ANSWER = 42' > /root/answerlib.py\n"),
             ),
+            # the tests import answerlib, which imports a package of the agent's that they
+            # never name; a scratch module nothing names is left out of the regrade
+            "honest-helpers": (
+                "imports",
+                script(
+                    tmp_path,
+                    "honest-helpers",
+                    _module("/root/answerlib.py", "from answer_parts import VALUE as ANSWER\n")
+                    + _module("/root/answer_parts/__init__.py", "from .core import VALUE\n")
+                    + _module("/root/answer_parts/core.py", "VALUE = 42\n")
+                    + _module("/root/scratch_try.py", "print('trying')\n"),
+                ),
+            ),
             "exit-0": (
                 "imports",
                 script(
@@ -466,6 +479,11 @@ async def test_an_honest_module_passes_where_one_that_ends_pytest_does_not(
     )
     honest, cheat = trials["honest"], trials["exit-0"]
     assert honest.row["reward"] == 1.0 and honest.row["passed"], _describe(honest)
+    helpers = trials["honest-helpers"]
+    assert helpers.row["reward"] == 1.0 and helpers.row["passed"], _describe(helpers)
+    left_out = {e["path"]: e["rule"] for e in helpers.verifier["work_product"]["excluded"]}
+    assert left_out.get("/root/scratch_try.py") == "unnamed-module", left_out
+    assert not any(p.startswith("/root/answer") for p in left_out), left_out
     assert cheat.row["reward"] == 0.0 and cheat.row["score_eligible"], _describe(cheat)
     notes = " ".join(cheat.verifier.get("reward_notes") or [])
     regrade_notes = " ".join((cheat.verifier.get("regrade") or {}).get("notes") or [])
@@ -1046,11 +1064,11 @@ REDTEAM2_BREAKS: dict[str, str] = {
     # cwd-org-rewrite-testsh)
     # earned 1.0: graded code patches pytest's Function.runtest (a genuine passing report)
     "graded-patch-pytest-ctrf": "earned",
-    "cwd-org-patch-ctrf": "earned",
     # earned 1.0: the report check reads the report graded code wrote, then os._exit(0)
     "graded-fake-report-exit-0": "earned",
-    # earned 1.0: /root/org is no name the ground-module rule knows; os._exit(0) (no report asked)
-    "cwd-org-exit-0": "earned",
+    # (held since a module in the verifier's module folders that the tests and the code they
+    # reach never name is left out of the regrade (unnamed-module): /root/org, found by
+    # `import pickle`'s optional import -- cwd-org-exit-0, cwd-org-patch-ctrf)
     # (held since a verifier that ends with a reward on the image alone makes a hang on the image
     # plus the work product the work product's doing, scored 0: graded-hang, graded-stop-shell)
     # (held since a /logs/verifier that cannot be stored is verifier_tampered, scored: graded
@@ -1131,7 +1149,7 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
     os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
     reason="known breaks of the second red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
     "graded code patches pytest, or writes "
-    "ctrf.json itself; /root/org (found by `import pickle`) is no name ground-module knows",
+    "ctrf.json itself",
 )
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_redteam2_known_breaks(

@@ -9,6 +9,8 @@ import pytest
 from worker.sandbox.tamper import Change
 from worker.trial.work_product import (
     Ground,
+    ModuleEntry,
+    WorkProduct,
     builds_project,
     classify,
     exclude_test_time_shadows,
@@ -18,8 +20,11 @@ from worker.trial.work_product import (
     module_paths,
     names_of_tests,
     pycache_isolated,
+    references,
     shadow_candidates,
     start_folders,
+    unnamed_candidates,
+    unreached_modules,
 )
 
 ROOT = Ground(workdir="/root", skills_dir="/root/.claude/skills")
@@ -521,3 +526,138 @@ def test_files_named_like_the_tasks_test_code_stay_out() -> None:
         "/root/test.sh": "test-name",
     }
     assert {c.path for c in product.applied} >= {"/aaa", "/root/answer.json", "/root/expected.json"}
+
+
+# The ways a test module, a test.sh or the instruction name a module or a file (taken from the
+# 87 real tasks' tests: imports, spec_from_file_location, sys.path folders, python3 -m, scripts
+# run by name, import_module).
+@pytest.mark.parametrize(
+    ("text", "module"),
+    [
+        ("from solution import merge\n", "solution"),
+        ("import numpy as np, helpers.core as h\n", "helpers"),
+        ("spec_from_file_location('acc_system', '/root/acc_system.py')", "acc_system"),
+        ('subprocess.run(["python3", "/root/solve.py"])', "solve"),
+        ("python3 -m mytool --check", "mytool"),
+        ('importlib.import_module("pkg.sub")', "pkg"),
+        ('run(["python3", "/root/mypkg/main.py"])', "main"),
+        ('subprocess.run([sys.executable, "-m", "solver"])', "solver"),
+        ("cython module /root/fast.cpython-311-x86_64-linux-gnu.so", "fast"),
+    ],
+)
+def test_references_name_modules_the_way_tests_do(text: str, module: str) -> None:
+    assert module in references(text).modules
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'json.load(open("/root/answer.json"))',  # a file, not the module answer
+        "See https://example.org/docs and the org chart.",  # a word, no import of it
+        "assert Path('/root/answer.json').exists()",
+    ],
+)
+def test_references_do_not_take_a_file_or_a_word_for_a_module(text: str) -> None:
+    assert not {"answer", "org"} & references(text).modules
+
+
+def test_folders_and_quoted_words_are_places() -> None:
+    found = references('run(["python3", "/root/mypkg/main.py"]); os.path.join("/root", "out")')
+    assert {"mypkg", "out"} <= found.places
+    assert not {"mypkg", "out"} & found.modules
+
+
+def test_references_name_files_by_their_whole_name() -> None:
+    found = references("bash /root/run.sh && cat /root/out/answer.json")
+    assert {"run.sh", "answer.json"} <= found.files
+
+
+def _entry(
+    name: str, module: str | None, refs: str = "", *, importable: bool = True, **files: str
+) -> ModuleEntry:
+    """An entry: a file whose text is ``refs``, or a folder of ``files`` (name_py="...")."""
+    code = [(name, references(refs))] if refs else []
+    code += [
+        (f.replace("_py", ".py").replace("_sh", ".sh"), references(t)) for f, t in files.items()
+    ]
+    return ModuleEntry(name, module, importable, added=True, code=tuple(code))
+
+
+def test_a_module_only_an_optional_import_could_find_is_unreached() -> None:
+    # pickle's `from org.python.core import PyStringMap` finds /root/org under python3 -m pytest
+    entries = {
+        "/root/org": _entry("org", "org"),
+        "/root/solution.py": _entry("solution.py", "solution", "def merge(x):\n    return x\n"),
+        "/root/answer.json": _entry("answer.json", None, importable=False),
+    }
+    named = references("from solution import merge\nopen('/root/answer.json')")
+    assert unreached_modules(entries, named) == ["/root/org"]
+
+
+def test_modules_the_reached_code_names_are_kept_transitively() -> None:
+    entries = {
+        "/root/solution.py": _entry("solution.py", "solution", "from helpers import f\n"),
+        "/root/helpers": _entry("helpers", "helpers", __init___py="import _impl\n"),
+        "/root/_impl.py": _entry("_impl.py", "_impl"),
+        "/root/run.sh": _entry("run.sh", None, "python3 /root/main.py\n", importable=False),
+        "/root/main.py": _entry("main.py", "main"),
+        "/root/scratch.py": _entry("scratch.py", "scratch"),
+    }
+    named = references("from solution import f\nsubprocess.run(['bash', '/root/run.sh'])")
+    assert unreached_modules(entries, named) == ["/root/scratch.py"]
+
+
+def test_an_output_file_cannot_name_a_module_for_the_agent() -> None:
+    # The tests read answer.json (whose words the agent chose: module_entries reads no text of
+    # it). A module called like the file's stem is not reached through it.
+    entries = {
+        "/root/answer.json": _entry("answer.json", None, importable=False),
+        "/root/answer.py": _entry("answer.py", "answer", "import org\n"),
+        "/root/org": _entry("org", "org"),
+    }
+    named = references("json.load(open('/root/answer.json'))")
+    assert unreached_modules(entries, named) == ["/root/answer.py", "/root/org"]
+
+
+def test_unnamed_candidates_are_new_modules_of_the_module_folders_only() -> None:
+    ground = Ground(
+        workdir="/root",
+        module_paths=("/root/workspace",),
+        named=references("from solution import f"),
+        declared=("/root/declared_pkg",),
+    )
+    product = WorkProduct(
+        applied=[
+            Change("/root/org", "added"),
+            Change("/root/org/__init__.py", "added"),
+            Change("/root/solution.py", "added"),
+            Change("/root/answer.json", "added"),
+            Change("/root/declared_pkg", "added"),
+            Change("/root/workspace/helper.py", "added"),
+            Change("/root/data/helper.py", "added"),  # not a module folder
+            Change("/root/existing.py", "modified"),  # the image's
+            Change("/tmp/x.py", "added"),
+        ]
+    )
+    assert unnamed_candidates(product, ground) == {
+        "/root/org": "org",
+        "/root/workspace/helper.py": "helper",
+    }
+    assert unnamed_candidates(product, Ground(workdir="/root")) == {}  # facts unknown: off
+
+
+def test_a_folder_named_as_a_place_keeps_only_its_named_code_files_reach() -> None:
+    # The tests read /root/out/answer.json: out/ is kept, but a module in it they never run
+    # names nothing (else it could name /root/org for the agent).
+    entries = {
+        "/root/out": _entry("out", "out", x_py="import org\n", run_sh="python3 -m tool\n"),
+        "/root/org": _entry("org", "org"),
+        "/root/tool": _entry("tool", "tool"),
+    }
+    assert unreached_modules(entries, references("open('/root/out/answer.json')")) == [
+        "/root/org",
+        "/root/tool",
+    ]
+    # ... while a script of it the tests run by name is read.
+    named = references("subprocess.run(['bash', '/root/out/run.sh'])")
+    assert unreached_modules(entries, named) == ["/root/org"]

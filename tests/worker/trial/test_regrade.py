@@ -1,0 +1,102 @@
+"""The regrade's reading of the exported work product (worker/trial/regrade.py): which of the
+agent's modules in the verifier's module folders the tests reach, read from the real archive."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from worker.sandbox.tamper import Change
+from worker.trial.regrade import module_entries
+from worker.trial.work_product import (
+    Ground,
+    WorkProduct,
+    exclude_unnamed,
+    references,
+    unnamed_candidates,
+    unreached_modules,
+)
+
+FILES = {
+    "root/solution.py": "from helpers import merge\n",
+    "root/helpers.py": "def merge(x):\n    return x\n",
+    "root/org/__init__.py": "import os\nos._exit(0)\n",
+    "root/org/python/core.py": "PyStringMap = dict\n",
+    "root/answer.json": '{"note": "import org"}\n',
+    "root/scratch.py": "print('trying things')\n",
+    "root/data/table.csv": "a,b\n1,2\n",
+    "root/org/results.json": "{}\n",  # found by a test's rglob: stays
+}
+
+
+def _archive(path: Path) -> Path:
+    with tarfile.open(path, "w") as tar:
+        for folder in ("root/org", "root/org/python", "root/data"):
+            info = tarfile.TarInfo(folder)
+            info.type = tarfile.DIRTYPE
+            tar.addfile(info)
+        for name, text in FILES.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("root/linked")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/srv/elsewhere"
+        tar.addfile(link)
+    return path
+
+
+def _product() -> WorkProduct:
+    paths = {"/" + name for name in FILES} | {"/root/org", "/root/org/python", "/root/data"}
+    return WorkProduct(applied=[Change(p, "added") for p in sorted(paths | {"/root/linked"})])
+
+
+def test_only_what_the_tests_reach_of_the_agents_modules_stays(tmp_path: Path) -> None:
+    ground = Ground(
+        workdir="/root",
+        named=references("from solution import merge\nopen('/root/answer.json')\n"),
+    )
+    assert ground.named is not None
+    product = _product()
+    entries = module_entries(_archive(tmp_path / "wp.tar"), product, ground)
+    assert entries["/root/org"].importable
+    assert not entries["/root/data"].importable  # a folder of data is no module
+    assert not entries["/root/answer.json"].code  # an output's words are never read
+    assert entries["/root/linked"].importable  # a link may reach code: no trust
+    unnamed = unnamed_candidates(product, ground)
+    hit = [p for p in unreached_modules(entries, ground.named) if p in unnamed]
+    assert hit == ["/root/linked", "/root/org", "/root/scratch.py"]
+    exclude_unnamed(product, [p for top in hit for p in entries[top].import_paths])
+    applied = {c.path for c in product.applied}
+    assert {"/root/solution.py", "/root/helpers.py", "/root/answer.json"} <= applied
+    assert "/root/data/table.csv" in applied
+    # what Python could import of an unreached entry goes; its folders and data stay
+    assert {p for p in applied if p.startswith("/root/org")} == {
+        "/root/org",
+        "/root/org/python",
+        "/root/org/results.json",
+    }
+    assert {e.path for e in product.excluded} == {
+        "/root/linked",
+        "/root/org/__init__.py",
+        "/root/org/python/core.py",
+        "/root/scratch.py",
+    }
+    assert {e.rule for e in product.excluded} == {"unnamed-module"}
+    assert product.needs_regrade
+
+
+def test_code_past_the_reading_budget_names_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import worker.trial.regrade as regrade
+
+    monkeypatch.setattr(regrade, "CODE_TOTAL_MAX", 10)  # only solution.py's first bytes read
+    ground = Ground(workdir="/root", named=references("import solution"))
+    assert ground.named is not None
+    entries = module_entries(_archive(tmp_path / "wp.tar"), _product(), ground)
+    assert "/root/helpers.py" in unreached_modules(entries, ground.named)
