@@ -75,6 +75,7 @@ from worker.trial.verifier import (
 from worker.trial.work_product import (
     Ground,
     References,
+    builds_node_project,
     builds_project,
     exclude_test_time_shadows,
     input_dirs,
@@ -576,6 +577,7 @@ class _TestsFacts:
     module_paths: tuple[str, ...]
     pycache_isolated: bool
     builds_project: bool
+    builds_node_project: bool
     installed_modules: frozenset[str]
     input_dirs: tuple[str, ...]
     report: str | None  # the pytest report test.sh asks for under /logs/verifier
@@ -617,6 +619,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             module_paths=module_paths(script, sources),
             pycache_isolated=pycache_isolated(script, task.config.verifier.env),
             builds_project=builds_project(script),
+            builds_node_project=builds_node_project(script),
             installed_modules=installed_modules(script),
             input_dirs=input_dirs(script, task.config.verifier.env),
             report=ctrf_report_name(script),
@@ -637,6 +640,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         module_paths=facts.module_paths,
         pycache_isolated=facts.pycache_isolated,
         builds_project=facts.builds_project,
+        builds_node_project=facts.builds_node_project,
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=facts.installed_modules,

@@ -65,9 +65,12 @@ SYSTEM_ROOTS: Final = (
 SYSTEM_EXCEPTIONS: Final = ("/var/tmp",)
 # Files the grading tools read by themselves from the folder they start in or from its parents
 # (pytest's rootdir, ini and conftest discovery; Python packaging; uv's project discovery; node's
-# module resolution). A project's own build files (pom.xml, package.json, Makefile, lakefile)
-# are not here: a test.sh that builds the agent's project names that project itself, and real
-# tasks' work products include them (spring-boot-jakarta-migration's pom.xml).
+# module resolution, whose nearest package.json gives a script's package scope: its "type", its
+# "imports" map and, by its "name" and "exports", what a bare import of that name resolves to).
+# A project's own build files (pom.xml, Makefile, lakefile) are not here: a test.sh that builds
+# the agent's project names that project itself, and real tasks' work products include them
+# (spring-boot-jakarta-migration's pom.xml); nor are node's where test.sh runs npm there
+# (NODE_PROJECT_FILES).
 GROUND_FILES: Final = frozenset(
     {
         "pytest.ini",
@@ -87,6 +90,11 @@ GROUND_FILES: Final = frozenset(
         "poetry.lock",
         "pdm.lock",
         "node_modules",
+        "package.json",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
     }
 )
 # The test runner's family: modules a pytest-based verifier imports or installs.
@@ -338,6 +346,9 @@ class Ground:
     # Whether test.sh builds the project it starts in (``pip install .``, ``uv sync``): then
     # that project's own files there (pyproject.toml, setup.py, setup.cfg) are what it names.
     builds_project: bool = False
+    # Whether test.sh runs npm there (``npm install``, ``npm run build``): then the node
+    # project's own files (package.json, its lock files) are what it names.
+    builds_node_project: bool = False
     # Folders the verifier's configuration names ([verifier].env values, test.sh's
     # --find-links and file:// indexes): what its installers read there is the image's.
     input_dirs: tuple[str, ...] = ()
@@ -487,6 +498,23 @@ def builds_project(test_script: str) -> bool:
     return _BUILDS_PROJECT.search(test_script) is not None
 
 
+# A node project's own definition, which a test.sh that runs npm (or yarn, pnpm) there reads by
+# name: fix-visual-stability's `cd /app; npm install; npm run build`.
+NODE_PROJECT_FILES: Final = frozenset(
+    {"package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml"}
+)
+_BUILDS_NODE = re.compile(
+    r"\b(?:npm|yarn|pnpm)\s+(?:[a-z-]+\s+)*?(?:install|ci|i|add|run|run-script|start|test|build|"
+    r"exec|rebuild|pack)\b|\bnpx\s"
+)
+
+
+def builds_node_project(test_script: str) -> bool:
+    """Whether test.sh runs npm on the node project where it starts
+    (:attr:`Ground.builds_node_project`); ``node script.mjs`` alone does not."""
+    return _BUILDS_NODE.search(test_script) is not None
+
+
 def pycache_isolated(test_script: str, verifier_env: Mapping[str, str]) -> bool:
     """Whether nothing in test.sh or the task's verifier environment makes Python read the
     ``__pycache__`` folders beside modules (see :attr:`Ground.pycache_isolated`)."""
@@ -626,8 +654,11 @@ def _rule(
     if bytecode:
         return "benign"
     starts = {posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts)}
+    project_files = (PROJECT_FILES if ground.builds_project else frozenset()) | (
+        NODE_PROJECT_FILES if ground.builds_node_project else frozenset()
+    )
     return _ground_rule(
-        path, change, ground.builds_project, starts, added, known, ground_dirs, module_dirs, shadows
+        path, change, project_files, starts, added, known, ground_dirs, module_dirs, shadows
     )
 
 
@@ -659,7 +690,7 @@ def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]
 def _ground_rule(
     path: str,
     change: Change,
-    ground_builds: bool,
+    project_files: frozenset[str],
     start_dirs: set[str],
     added: set[str],
     known: set[str],
@@ -675,7 +706,7 @@ def _ground_rule(
         entry_name = posixpath.basename(entry)
         if base == "/" and entry in known and entry not in added:
             continue  # a top-level folder of the image (/app, /root): its own rules
-        named = ground_builds and base in start_dirs and entry_name in PROJECT_FILES
+        named = base in start_dirs and entry_name in project_files
         configures = entry_name.startswith(".") or entry_name in GROUND_FILES
         if base in ground_dirs and configures and not named:
             return "ground-config"

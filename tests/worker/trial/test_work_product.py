@@ -11,6 +11,7 @@ from worker.trial.work_product import (
     Ground,
     ModuleEntry,
     WorkProduct,
+    builds_node_project,
     builds_project,
     classify,
     exclude_test_time_shadows,
@@ -95,6 +96,9 @@ IMPLICIT = [
     # node / npm
     ("/root/.npmrc", "added", "home-config"),
     ("/root/node_modules/chai/index.js", "added", "ground-config"),
+    # node's package scope: a bare import of its "name" resolves through its "exports"
+    ("/root/package.json", "modified", "ground-config"),
+    ("/package.json", "added", "ground-config"),
     ("/node_modules/chai/index.js", "added", "ground-config"),
     ("/usr/lib/node_modules/npm/bin/npm-cli.js", "modified", "system"),
     # java / maven
@@ -147,7 +151,8 @@ REAL_WORK = [
     (APP, "/app/arrow/uv.lock"),
     (APP, "/app/arrow/pyproject.toml"),
     (APP, "/app/intervals.py"),  # the examples' fix-interval-merge
-    (APP, "/app/package.json"),  # fix-visual-stability: the project the tests build
+    # fix-visual-stability: the project test.sh builds (cd /app; npm install; npm run build)
+    (Ground(workdir="/app", builds_node_project=True), "/app/package.json"),
     (APP, "/app/postcss.config.js"),
     (Ground(workdir="/workspace"), "/workspace/pom.xml"),  # spring-boot-jakarta-migration
     (Ground(workdir="/home/github/build"), "/home/github/build/patches/.venv/bin/python"),
@@ -440,6 +445,24 @@ def test_a_project_test_sh_builds_keeps_its_own_definition() -> None:
     )
     assert rules == {"/app/pyproject.toml": None, "/app/tox.ini": "ground-config"}
     assert not builds_project("pip3 install --break-system-packages pytest==8.4.1")
+
+
+@pytest.mark.parametrize(
+    ("script", "builds"),
+    [
+        ("cd /app\nnpm install\nnpm run build\nnpm start &\n", True),  # fix-visual-stability
+        ("cd /app\nnpm run build\n", True),  # react-performance-debugging
+        ("cd /x && npm --silent install\n", True),
+        ("npx jest\n", True),
+        ("node /root/gen_ground_truth.mjs\n", False),  # threejs-to-obj
+        ('pkill -f "node.*next" || true\n', False),
+    ],
+)
+def test_node_project_test_sh_runs(script: str, builds: bool) -> None:
+    assert builds_node_project(script) is builds
+    ground = Ground(workdir="/app", builds_node_project=builds_node_project(script))
+    rule = _rule(ground, Change("/app/package.json", "modified"))["/app/package.json"]
+    assert rule == (None if builds else "ground-config")
     assert _rule(APP, Change("/app/pyproject.toml", "modified"))["/app/pyproject.toml"] == (
         "ground-config"
     )
