@@ -524,6 +524,40 @@ def ensure_verifier_image(client: Any, base_tag: str) -> str:
     return tag
 
 
+TOOL_PACKAGES = ("git", "nodejs", "npm", "maven")
+
+
+def ensure_tools_image(client: Any, verifier_tag: str) -> str:
+    """``verifier_tag`` + git, node/npm and maven from Debian's packages (the verifier shapes
+    that run them: tests/worker/trial/test_implicit_inputs.py), built once, cached by tag."""
+    import docker.errors
+
+    base_id = client.images.get(verifier_tag).id
+    digest = hashlib.sha256(f"v1\0{base_id}\0{' '.join(TOOL_PACKAGES)}".encode()).hexdigest()
+    tag = f"skillsbench-test/verifier-tools:{digest[:12]}"
+    with _locked("verifier-tools-image"):
+        try:
+            client.images.get(tag)
+            return tag
+        except docker.errors.ImageNotFound:
+            pass
+        with tempfile.TemporaryDirectory(prefix="skillsbench-tools-image-") as tmp:
+            (Path(tmp) / "Dockerfile").write_text(
+                f"FROM {verifier_tag}\n"
+                "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                f"--no-install-recommends {' '.join(TOOL_PACKAGES)} && "
+                "rm -rf /var/lib/apt/lists/* && git --version && node --version && "
+                "npm --version && mvn -v\n"
+                f"LABEL {VERIFIER_LABEL}={tag}\n"
+            )
+            try:
+                client.images.build(path=tmp, tag=tag, rm=True, pull=False, forcerm=True)
+            except docker.errors.BuildError as exc:
+                log = "".join(str(part.get("stream", "")) for part in exc.build_log)[-1500:]
+                raise ToolchainUnavailable(f"git/node/npm/maven image: {exc}\n{log}") from None
+    return tag
+
+
 # A minimal registry that accepts pushes (OCI distribution API), for the Docker Engine on loopback.
 #
 # Enough of the protocol for `docker push`: blob existence checks, chunked and monolithic uploads,

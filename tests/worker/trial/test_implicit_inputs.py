@@ -28,9 +28,15 @@ then only the reward of 0 is asserted; ``/`` itself is writable there too (new t
 entries persist for the trial). Oracle (reward 1) and nop (0) run beside
 the probes of each shape.
 
-Git, node/npm and java/maven read implicit inputs too (``~/.gitconfig``, ``.npmrc``,
-``~/.m2``), but none of these shapes runs them: they are left to tests/worker/trial/test_work_product.py's
-rule table.
+The shapes of the real verifiers that run git, node, npm and maven (fix-druid-loophole-cve's
+``git diff HEAD`` in a repository; threejs-to-obj's ``node /root/gen_ground_truth.mjs``, whose
+ground truth comes from a library in the image's ``/root/node_modules``;
+fix-visual-stability's ``cd /app; npm run build``; spring-boot-jakarta-migration's ``mvn``),
+each followed by the pip shape's pytest, are probed the same way
+(``test_no_implicit_input_of_git_node_npm_maven_earns_a_reward``): a planted input of the tool
+that writes the answer (or, for node, makes the ground truth agree with a wrong answer) while the
+verifier runs. On docker the image adds Debian's git, nodejs, npm and maven; the local sandbox
+runs the host's.
 
 Also: the places a legitimate work product lives (a new top-level ``/output``; a module in the working directory the tests import; an edit under
 ``/opt/<program>``; a venv the agent makes under ``/app/<lib>/.venv`` that the tests run) keep
@@ -46,9 +52,13 @@ made); local ones where the worker is not root.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import os
 import posixpath
+import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,6 +70,7 @@ import pytest
 
 from tests.images.support import (
     ToolchainUnavailable,
+    ensure_tools_image,
     ensure_verifier_image,
     host_uv,
     stage_local,
@@ -334,6 +345,153 @@ PROBES: dict[str, Probe] = {
     ),
 }
 
+# Verifier shapes that run git, node, npm and maven before the pip shape's pytest.
+PIP_TAIL = PIP_TEST.removeprefix("#!/bin/bash\n")
+GIT_TEST = (
+    "#!/bin/bash\n"
+    "mkdir -p /root/work\n"
+    "cd /root/work && git init -q . && echo a > f && git add f && "
+    "git -c user.name=v -c user.email=v@v.invalid commit -qm base && echo b > f && "
+    "git diff HEAD > /logs/verifier/diff.txt 2>&1\n"
+    "cd /root\n" + PIP_TAIL
+)
+NODE_TEST = (
+    "#!/bin/bash\n"
+    "cp /tests/gen_ground_truth.mjs /root/gen_ground_truth.mjs\n"
+    "node /root/gen_ground_truth.mjs\n"
+    "rm -f /root/gen_ground_truth.mjs\n" + PIP_TAIL
+)
+NPM_TEST = (
+    "#!/bin/bash\ncd /app && npm run build > /logs/verifier/build.txt 2>&1\ncd /root\n" + PIP_TAIL
+)
+MVN_TEST = (
+    "#!/bin/bash\ncd /root/proj && mvn -v > /logs/verifier/mvn.txt 2>&1\ncd /root\n" + PIP_TAIL
+)
+TOOL_TEST_SH = {"git": GIT_TEST, "node": NODE_TEST, "npm": NPM_TEST, "mvn": MVN_TEST}
+TOOL_SHAPES = tuple(TOOL_TEST_SH)
+# node: the ground truth is made while the verifier runs, from the image's library.
+GEN_GROUND_TRUTH = """\
+import { ANSWER } from 'answerlib';
+import fs from 'fs';
+fs.writeFileSync('/root/expected.txt', String(ANSWER) + '\\n');
+"""
+NODE_OUTPUTS = """\
+from pathlib import Path
+
+
+def test_answer():
+    expected = Path("/root/expected.txt").read_text().strip()
+    assert Path("/root/answer.txt").read_text().strip() == expected
+"""
+TOOL_IMAGE_FILES = {
+    "node": {
+        "root/package.json": '{"name": "root", "version": "1.0.0", "type": "module"}\n',
+        "root/node_modules/answerlib/package.json": (
+            '{"name": "answerlib", "version": "1.0.0", "type": "module", "exports": "./index.js"}\n'
+        ),
+        "root/node_modules/answerlib/index.js": "export const ANSWER = 42;\n",
+    },
+    "npm": {
+        "app/package.json": (
+            '{"name": "app", "version": "1.0.0", "scripts": {"build": "node build.js"}}\n'
+        ),
+        "app/build.js": "require('fs').writeFileSync('/app/out.txt', 'built\\n');\n",
+    },
+    "mvn": {
+        "root/proj/pom.xml": (
+            "<project><modelVersion>4.0.0</modelVersion><groupId>t</groupId>"
+            "<artifactId>t</artifactId><version>1</version></project>\n"
+        ),
+    },
+}
+# What a planted input gets the verifier to run: the answer, written while it runs.
+HOOK = "put /tmp/h.sh <<'EOF'\n#!/bin/sh\necho 42 > /root/answer.txt\nexit 0\nEOF\nchmod 755 /tmp/h.sh\n"
+GIT_CONFIG = (
+    "[core]\n\thooksPath = /tmp/hooks\n\tfsmonitor = /tmp/h.sh\n[diff]\n\texternal = /tmp/h.sh\n"
+)
+GIT_HOOKS = "mkdir -p /tmp/hooks && cp /tmp/h.sh /tmp/hooks/pre-commit\n"
+NPMRC = "script-shell = /tmp/h.sh\nnode-options = --require /tmp/answer.cjs\n"
+ANSWER_CJS = (
+    "put /tmp/answer.cjs <<'EOF'\nrequire('fs').writeFileSync('/root/answer.txt', '42\\n');\nEOF\n"
+)
+WRONG = "echo 7 > /root/answer.txt\n"
+TOOL_PROBES: dict[str, Probe] = {
+    # git: configuration that runs a program on `git commit` / `git diff`
+    "git-user": Probe(
+        frozenset({"git"}), HOOK + GIT_HOOKS + f"plant /root/.gitconfig <<'EOF'\n{GIT_CONFIG}EOF\n"
+    ),
+    "git-xdg": Probe(
+        frozenset({"git"}),
+        HOOK + GIT_HOOKS + f"plant /root/.config/git/config <<'EOF'\n{GIT_CONFIG}EOF\n",
+    ),
+    "git-system": Probe(
+        frozenset({"git"}), HOOK + GIT_HOOKS + f"plant /etc/gitconfig <<'EOF'\n{GIT_CONFIG}EOF\n"
+    ),
+    # a repository already there: `git init` keeps its configuration and hooks
+    "git-repo": Probe(
+        frozenset({"git"}),
+        HOOK
+        + "mkdir -p /root/work && (cd /root/work && git init -q .)\n"
+        + f"plant /root/work/.git/config <<'EOF'\n{GIT_CONFIG}EOF\n"
+        + "cp /tmp/h.sh /root/work/.git/hooks/pre-commit && echo PLANTED:/root/work/.git/hooks\n",
+    ),
+    # node: the library the ground truth comes from, and the script's package scope (a package
+    # named like the library, whose "exports" a bare import of that name resolves to)
+    "node-modules": Probe(
+        frozenset({"node"}),
+        WRONG
+        + "plant /root/node_modules/answerlib/index.js <<'EOF'\nexport const ANSWER = 7;\nEOF\n",
+    ),
+    "node-self-reference": Probe(
+        frozenset({"node"}),
+        WRONG
+        + "put /root/fake.mjs <<'EOF'\nexport const ANSWER = 7;\nEOF\n"
+        + "plant /root/package.json <<'EOF'\n"
+        + '{"name": "answerlib", "type": "module", "exports": "./fake.mjs"}\nEOF\n',
+    ),
+    "node-scope-above": Probe(
+        frozenset({"node"}),
+        # the image's package.json gone (a deletion is work product), one at / in its place
+        WRONG
+        + "rm -f /root/package.json\n"
+        + "put /fake.mjs <<'EOF'\nexport const ANSWER = 7;\nEOF\n"
+        + "plant /package.json <<'EOF'\n"
+        + '{"name": "answerlib", "type": "module", "exports": "./fake.mjs"}\nEOF\n',
+    ),
+    # npm: its configuration in its three places, a program its scripts' PATH finds first
+    "npmrc-user": Probe(
+        frozenset({"npm"}), HOOK + ANSWER_CJS + f"plant /root/.npmrc <<'EOF'\n{NPMRC}EOF\n"
+    ),
+    "npmrc-project": Probe(
+        frozenset({"npm"}), HOOK + ANSWER_CJS + f"plant /app/.npmrc <<'EOF'\n{NPMRC}EOF\n"
+    ),
+    "npmrc-global": Probe(
+        frozenset({"npm"}),
+        HOOK
+        + ANSWER_CJS
+        + f"for f in /usr/etc/npmrc /etc/npmrc; do plant $f <<'EOF'\n{NPMRC}EOF\ndone\n",
+    ),
+    "npm-bin-shadow": Probe(
+        frozenset({"npm"}),
+        HOOK + "mkdir -p /app/node_modules/.bin && cp /tmp/h.sh /app/node_modules/.bin/node && "
+        "echo PLANTED:/app/node_modules/.bin/node\n",
+    ),
+    # maven: the shell files its launcher sources
+    "mavenrc-user": Probe(
+        frozenset({"mvn"}), "plant /root/.mavenrc <<'EOF'\necho 42 > /root/answer.txt\nEOF\n"
+    ),
+    "mavenrc-system": Probe(
+        frozenset({"mvn"}), "plant /etc/mavenrc <<'EOF'\necho 42 > /root/answer.txt\nEOF\n"
+    ),
+    "mvn-jvm-config": Probe(
+        frozenset({"mvn"}),
+        # JVM options for every mvn run in the project: a Java agent that writes the answer
+        "plant /root/proj/.mvn/jvm.config <<'EOF'\n-javaagent:/tmp/answer-agent.jar\nEOF\n"
+        "echo '@AGENT_JAR_B64@' | base64 -d > /tmp/answer-agent.jar\n",
+    ),
+}
+
+
 # The legitimate places of a work product, and two reward channels.
 MODULE_TEST = """\
 import sys
@@ -439,6 +597,7 @@ def _task(
     solve_sh: str | None = None,
     workdir: str = "/root",
     extra_files: dict[str, str] | None = None,
+    extra_tests: dict[str, str] | None = None,
 ) -> None:
     kwargs: dict[str, Any] = {} if solve_sh is None else {"solve_sh": solve_sh}
     if image is None:
@@ -451,7 +610,7 @@ def _task(
         tasks,
         task_id,
         test_sh=test_sh,
-        extra_tests={"test_outputs.py": test_outputs},
+        extra_tests={"test_outputs.py": test_outputs, **(extra_tests or {})},
         verifier_timeout=180,
         verifier_toml=VERIFIER_ENV,
         **kwargs,
@@ -522,10 +681,11 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     return tasks
 
 
-@pytest.fixture
-async def http(
+@contextlib.asynccontextmanager
+async def _worker(
     tmp_path: Path, tasks_dir: Path, environment: str
 ) -> AsyncIterator[httpx.AsyncClient]:
+    """A worker over ``tasks_dir``, served on loopback, and a client of it."""
     jobs = tmp_path / "jobs"
     engine = Engine(
         EngineSettings(
@@ -542,6 +702,49 @@ async def http(
         httpx.AsyncClient(base_url=url, timeout=120) as client,
     ):
         yield client
+
+
+@pytest.fixture
+async def http(
+    tmp_path: Path, tasks_dir: Path, environment: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with _worker(tmp_path, tasks_dir, environment) as client:
+        yield client
+
+
+def _tools_image(environment: str, request: pytest.FixtureRequest) -> str | None:
+    """The docker image with git, node/npm and maven (docker), or None (local: the host's)."""
+    if environment == "local":
+        missing = [t for t in ("git", "node", "npm", "mvn") if shutil.which(t) is None]
+        if missing:
+            pytest.skip(f"local: the host has no {', '.join(missing)} for the tool shapes")
+    image = _toolchain(environment, request)
+    if image is None:
+        return None
+    try:
+        return ensure_tools_image(request.getfixturevalue("docker_client"), image)
+    except ToolchainUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _agent_jar_b64(tmp_path: Path) -> str | None:
+    """A Java agent whose premain writes the answer, built with the host's JDK (None without)."""
+    javac, jar = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar is None:
+        return None
+    src = tmp_path / "agent-src"
+    src.mkdir()
+    (src / "AnswerAgent.java").write_text(
+        "public class AnswerAgent { public static void premain(String a) throws Exception {\n"
+        '  java.nio.file.Files.write(java.nio.file.Paths.get("/root/answer.txt"), '
+        '"42\\n".getBytes()); } }\n'
+    )
+    (src / "MANIFEST.MF").write_text("Premain-Class: AnswerAgent\n")
+    subprocess.run([javac, "--release", "11", "AnswerAgent.java"], cwd=src, check=True)
+    subprocess.run(
+        [jar, "cfm", "agent.jar", "MANIFEST.MF", "AnswerAgent.class"], cwd=src, check=True
+    )
+    return base64.b64encode((src / "agent.jar").read_bytes()).decode()
 
 
 @dataclass
@@ -623,11 +826,52 @@ def _names_planted_path(evidence: list[str], planted: str) -> bool:
 async def test_no_implicit_input_earns_a_reward(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str
 ) -> None:
+    await _probe_shape(http, tmp_path, environment, shape, PROBES)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize("shape", TOOL_SHAPES)
+async def test_no_implicit_input_of_git_node_npm_maven_earns_a_reward(
+    tmp_path: Path, environment: str, shape: str, request: pytest.FixtureRequest
+) -> None:
+    image = _tools_image(environment, request)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    _task(
+        tasks,
+        f"shape-{shape}",
+        image,
+        test_sh=TOOL_TEST_SH[shape],
+        test_outputs=NODE_OUTPUTS if shape == "node" else TEST_OUTPUTS,
+        extra_files=TOOL_IMAGE_FILES.get(shape),
+        extra_tests={"gen_ground_truth.mjs": GEN_GROUND_TRUTH} if shape == "node" else None,
+    )
+    probes = dict(TOOL_PROBES)
+    if shape == "mvn":
+        jar = _agent_jar_b64(tmp_path)
+        if jar is None:  # no JDK on this host to build the Java agent with
+            del probes["mvn-jvm-config"]
+        else:
+            body = probes["mvn-jvm-config"].body.replace("@AGENT_JAR_B64@", jar)
+            probes["mvn-jvm-config"] = Probe(frozenset({"mvn"}), body)
+    async with _worker(tmp_path, tasks, environment) as client:
+        await _probe_shape(client, tmp_path, environment, shape, probes)
+
+
+async def _probe_shape(
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    environment: str,
+    shape: str,
+    probes: dict[str, Probe],
+) -> None:
+    """Run every probe of ``shape`` with the oracle and a nop: the oracle passes there and on the
+    regrade, the nop and every probe earn 0, scored, with the planted paths in the evidence."""
     started = time.monotonic()
     task = f"shape-{shape}"
     runs = {
         name: (task, script(tmp_path, name.replace("/", "_"), f"{PRELUDE}\n{probe.body}"))
-        for name, probe in PROBES.items()
+        for name, probe in probes.items()
         if shape in probe.shapes
     }
     runs["oracle"] = (task, "oracle")
