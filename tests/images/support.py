@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -556,6 +557,64 @@ def ensure_tools_image(client: Any, verifier_tag: str) -> str:
                 log = "".join(str(part.get("stream", "")) for part in exc.build_log)[-1500:]
                 raise ToolchainUnavailable(f"git/node/npm/maven image: {exc}\n{log}") from None
     return tag
+
+
+def managed_python_download(dest: Path, url_folder: str) -> tuple[str, str]:
+    """A uv "python download" of the host's Debian Python (``/usr/bin/python3.X`` with its
+    ``/usr/lib/python3.X``) in ``dest``: ``cpython.tar.gz`` and ``dl.json`` (uv's
+    ``python-downloads-json-url`` format, the archive at ``file://<url_folder>/cpython.tar.gz``).
+    It stands in for python-build-standalone, whose host is unreachable here. Returns (key,
+    version): ``cpython-3.11.2-linux-x86_64-gnu``, ``3.11.2``. Debian's build is the image's,
+    and it runs relocated (it finds its library next to itself)."""
+    import tarfile
+
+    exe = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not exe.exists():
+        exe = next(iter(sorted(Path("/usr/bin").glob("python3.[0-9]*[0-9]"))), Path("/nonexistent"))
+    library = Path("/usr/lib") / exe.name
+    if not exe.is_file() or not (library / "os.py").is_file():
+        raise ToolchainUnavailable("no Debian Python (/usr/bin/python3.X, /usr/lib/python3.X) here")
+    version = subprocess.run(
+        [str(exe), "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    major, minor, patch = (int(part) for part in version.split(".")[:3])
+    key = f"cpython-{version}-linux-x86_64-gnu"
+    skip = {"test", "idlelib", "tkinter", "turtledemo", "lib2to3", "__pycache__"}
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = dest / "cpython.tar.gz"
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = info.name.split("/")
+        if skip & set(parts[3:4] + parts[4:]) or (info.issym() and info.linkname.startswith("/")):
+            return None  # uv refuses absolute links (Debian's sitecustomize.py -> /etc/...)
+        return info
+
+    with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
+        tar.add(exe, f"python/bin/{exe.name}")
+        for alias in ("python3", "python"):
+            link = tarfile.TarInfo(f"python/bin/{alias}")
+            link.type, link.linkname = tarfile.SYMTYPE, exe.name
+            tar.addfile(link)
+        tar.add(library, f"python/lib/{exe.name}", filter=keep)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    entry = {
+        "name": "cpython",
+        "arch": {"family": "x86_64", "variant": None},
+        "os": "linux",
+        "libc": "gnu",
+        "major": major,
+        "minor": minor,
+        "patch": patch,
+        "prerelease": "",
+        "url": f"file://{url_folder}/cpython.tar.gz",
+        "sha256": digest,
+        "variant": None,
+    }
+    (dest / "dl.json").write_text(json.dumps({key: entry}))
+    return key, version
 
 
 # A minimal registry that accepts pushes (OCI distribution API), for the Docker Engine on loopback.

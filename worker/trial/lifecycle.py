@@ -59,6 +59,7 @@ from worker.trial.regrade import (
     capture,
     fresh_sandbox,
     image_facts,
+    install_interpreters,
 )
 from worker.trial.tests_report import ctrf_report_name
 from worker.trial.verifier import (
@@ -1138,6 +1139,10 @@ async def _regrade(
     reward = 0.0
     try:
         try:
+            if found.interpreters:
+                notes += await install_interpreters(
+                    fresh, found.interpreters, dict(state.verifier_env)
+                )
             notes += await apply(fresh, found)
         except SandboxError as exc:
             await _still_running(fresh, state, "the regrade's laying of the work product")

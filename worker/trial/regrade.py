@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import posixpath
+import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,9 @@ class Capture:
     candidates: dict[str, tuple[str, str]] = field(default_factory=dict)
     archive: Path | None = None
     report: ExportReport | None = None
+    # uv-managed interpreters its environments run on, which the image lacks maybe:
+    # (install folder, key), installed by the image's uv before it is laid (install_interpreters).
+    interpreters: list[tuple[str, str]] = field(default_factory=list)
 
     def evidence(self) -> dict[str, Any]:
         excluded = self.product.excluded
@@ -169,6 +173,7 @@ async def capture(
 
     found.report = await sandbox.export_changes(kept, archive, max_bytes=max_bytes, link_ok=link_ok)
     found.archive = archive
+    found.interpreters = await asyncio.to_thread(managed_interpreters, archive, product)
     if unnamed and ground.named is not None:
         entries = await asyncio.to_thread(module_entries, archive, product, ground)
         unreached = [p for p in unreached_modules(entries, ground.named) if p in unnamed]
@@ -224,6 +229,72 @@ def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[
         )
         for top, paths in importable.items()
     }
+
+
+# A uv-managed interpreter in a home: <home>/.local/share/uv/python/<key>/bin. The folder is the
+# agent's (home-config: never carried, or a planted interpreter would run the verifier's uvx,
+# which prefers managed ones); its name says which genuine one uv installs in its place.
+_MANAGED_PYTHON = re.compile(
+    r"^((?:/root|/home/[A-Za-z0-9._-]+)/\.local/share/uv/python)/"
+    r"((?:cpython|pypy|graalpy)-[0-9][A-Za-z0-9._+-]*)(?:/|$)"
+)
+_VENV_HOME = re.compile(r"^\s*home\s*=\s*(\S+)\s*$", re.MULTILINE)
+
+
+def managed_interpreters(archive: Path, product: WorkProduct) -> list[tuple[str, str]]:
+    """The uv-managed interpreters the work product's Python environments run on (their
+    ``pyvenv.cfg`` ``home``), as (install folder, key): ``/app/lib/.venv`` made by ``uv venv
+    --python 3.12`` on ``~/.local/share/uv/python/cpython-3.12.12-linux-x86_64-gnu``."""
+    applied = {c.path for c in product.applied if c.kind != "deleted"}
+    found: dict[tuple[str, str], None] = {}
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            path = "/" + member.name.lstrip("/")
+            if not (member.isfile() and path.endswith("/pyvenv.cfg") and path in applied):
+                continue
+            text = _read_head(tar, member, 64 << 10).decode("utf-8", "replace")
+            for home in _VENV_HOME.findall(text):
+                match = _MANAGED_PYTHON.match(posixpath.normpath(home))
+                if match is not None:
+                    found[(match.group(1), match.group(2))] = None
+    return list(found)
+
+
+# Run in the fresh sandbox before the work product is laid: the image's own uv installs the
+# interpreter from its own source (the verifier's environment may point it at a mirror), with
+# no link in a PATH folder (~/.local/bin/python3.X would shadow the image's python3.X).
+INSTALL_INTERPRETER: Final = (
+    'folder=$1; key=$2; [ -e "$folder/$key/bin" ] && exit 0; '
+    'uv=$(command -v uv || echo "$HOME/.local/bin/uv"); '
+    '[ -x "$uv" ] || { echo "the image has no uv" >&2; exit 127; }; '
+    'UV_PYTHON_INSTALL_DIR="$folder" UV_PYTHON_INSTALL_BIN=0 exec "$uv" python install "$key"'
+)
+INSTALL_TIMEOUT_SEC: Final = 600
+
+
+async def install_interpreters(
+    sandbox: Sandbox, interpreters: list[tuple[str, str]], env: dict[str, str]
+) -> list[str]:
+    """Install each uv-managed interpreter the work product's environments need with the
+    image's uv, so that they run on a genuine one; what happened, as notes."""
+    notes = []
+    for folder, key in interpreters:
+        result = await sandbox.exec(
+            ["/bin/sh", "-c", INSTALL_INTERPRETER, "sh", folder, key],
+            env=env,
+            user="0:0",
+            timeout_sec=INSTALL_TIMEOUT_SEC,
+            max_output_bytes=64 << 10,
+        )
+        if result.exit_code == 0:
+            notes.append(f"{key}, the interpreter of the work product's environment, is uv's own")
+        else:
+            detail = " ".join((result.stderr or result.stdout).split())[-300:]
+            notes.append(
+                f"{key}, the interpreter of the work product's environment, could not be "
+                f"installed with the image's uv (exit {result.exit_code}): {detail}"
+            )
+    return notes
 
 
 def _entry(folder: str, path: str) -> str | None:

@@ -73,6 +73,7 @@ from tests.images.support import (
     ensure_tools_image,
     ensure_verifier_image,
     host_uv,
+    managed_python_download,
     stage_local,
     wheelhouse,
 )
@@ -544,6 +545,23 @@ printf '[project]\\nname = "answerlib"\\nversion = "0.1"\\n' > pyproject.toml
 /root/.local/bin/uv pip install -q --python .venv/bin/python --offline --no-index \\
     --find-links /opt/wheels pytest==8.4.1
 """
+# The same venv on a uv-managed interpreter that uv downloads for it (setup-fuzzing-py's `uv
+# sync --python 3.12`): the interpreter lives in ~/.local/share/uv/python (home-config: never carried), so the regrade has
+# the image's uv install the genuine one before the venv is laid. uv's download source here is
+# a local stand-in (tests/images/support.py, managed_python_download).
+MANAGED_VENV_SOLVE = """\
+#!/bin/sh
+set -e
+export UV_PYTHON_DOWNLOADS_JSON_URL=/opt/pydl/dl.json
+mkdir -p /app/answerlib
+cd /app/answerlib
+echo 'ANSWER = 42' > answerlib.py
+/root/.local/bin/uv venv -q --python-preference only-managed --python @VERSION@ .venv
+grep -q '/.local/share/uv/python/@KEY@' .venv/pyvenv.cfg
+/root/.local/bin/uv pip install -q --python .venv/bin/python --offline --no-index \\
+    --find-links /opt/wheels pytest==8.4.1
+"""
+MANAGED_VERIFIER_ENV = 'env = { UV_PYTHON_DOWNLOADS_JSON_URL = "/opt/pydl/dl.json" }'
 # The grader imports the agent's module; importing it forks a daemon that waits for the
 # verifier's reward file and rewrites it to 1, again and again.
 DAEMON_MODULE = """\
@@ -598,7 +616,8 @@ def _task(
     workdir: str = "/root",
     extra_files: dict[str, str] | None = None,
     extra_tests: dict[str, str] | None = None,
-) -> None:
+    verifier_toml: str = VERIFIER_ENV,
+) -> Path:
     kwargs: dict[str, Any] = {} if solve_sh is None else {"solve_sh": solve_sh}
     if image is None:
         # The local sandbox refuses a test.sh that runs apt-get before anything runs (it would
@@ -612,7 +631,7 @@ def _task(
         test_sh=test_sh,
         extra_tests={"test_outputs.py": test_outputs, **(extra_tests or {})},
         verifier_timeout=180,
-        verifier_toml=VERIFIER_ENV,
+        verifier_toml=verifier_toml,
         **kwargs,
     )
     environment = folder / "environment"
@@ -626,6 +645,7 @@ def _task(
         path.write_text(text)
         with (environment / "Dockerfile").open("a") as dockerfile:
             dockerfile.write(f"COPY {rel} /{rel}\n")
+    return folder
 
 
 @pytest.fixture(params=ENVIRONMENTS)
@@ -676,6 +696,20 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         solve_sh=VENV_SOLVE,
         workdir="/app",
     )
+    key, version = managed_python_download(tmp_path / "pydl", "/opt/pydl")
+    managed = _task(
+        tasks,
+        "place-managed-venv",
+        image,
+        test_sh=VENV_TEST_SH,
+        test_outputs=VENV_TEST,
+        solve_sh=MANAGED_VENV_SOLVE.replace("@KEY@", key).replace("@VERSION@", version),
+        workdir="/app",
+        verifier_toml=MANAGED_VERIFIER_ENV,
+    )
+    shutil.copytree(tmp_path / "pydl", managed / "environment" / "opt" / "pydl")
+    with (managed / "environment" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write("COPY opt/pydl /opt/pydl\n")
     _task(tasks, "daemon", image, test_sh=PIP_TEST, test_outputs=MODULE_TEST)
     _task(tasks, "reward-json", image, test_sh=REWARD_JSON_TEST_SH)
     return tasks
@@ -923,7 +957,7 @@ async def _probe_shape(
 async def test_work_product_places_keep_their_reward_and_reward_channels_pay_nothing(
     http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:
-    places = ["place-module", "place-opt", "place-venv", "place-output"]
+    places = ["place-module", "place-opt", "place-venv", "place-output", "place-managed-venv"]
     runs = {name: (name, "oracle") for name in places}
     runs["daemon"] = (
         "daemon",
@@ -939,6 +973,13 @@ async def test_work_product_places_keep_their_reward_and_reward_channels_pay_not
         trial = trials[name]
         if not (trial.row["passed"] and trial.row["reward"] == 1.0):
             problems.append(f"{name} LOST its reward: {trial.row} {json.dumps(trial.result)}")
+    # The managed interpreter was not carried: the regrade installed it with the image's uv.
+    managed = trials["place-managed-venv"].verifier
+    notes = " ".join((managed.get("regrade") or {}).get("notes") or [])
+    if "is uv's own" not in notes:
+        problems.append(f"place-managed-venv: no interpreter installed: {json.dumps(managed)}")
+    if "home-config" not in ((managed.get("work_product") or {}).get("rules") or {}):
+        problems.append(f"place-managed-venv: its HOME's interpreter was carried: {managed}")
     for name in ("daemon", "reward-json"):
         trial = trials[name]
         print(f"{environment} {name}: reward={trial.row['reward']} {json.dumps(trial.verifier)}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from worker.sandbox.tamper import Change
-from worker.trial.regrade import module_entries
+from worker.trial.regrade import managed_interpreters, module_entries
 from worker.trial.work_product import (
     Ground,
     WorkProduct,
@@ -100,3 +100,33 @@ def test_code_past_the_reading_budget_names_nothing(
     assert ground.named is not None
     entries = module_entries(_archive(tmp_path / "wp.tar"), _product(), ground)
     assert "/root/helpers.py" in unreached_modules(entries, ground.named)
+
+
+def test_managed_interpreters_are_read_from_the_work_products_environments(tmp_path: Path) -> None:
+    configs = {
+        # uv venv --python 3.12 on a uv-managed interpreter: to be installed genuine
+        "app/lib/.venv/pyvenv.cfg": "home = /root/.local/share/uv/python/"
+        "cpython-3.12.12-linux-x86_64-gnu/bin\nversion_info = 3.12.12\n",
+        "home/dev/proj/.venv/pyvenv.cfg": "home = /home/dev/.local/share/uv/python/"
+        "cpython-3.11-linux-x86_64-gnu/bin\n",
+        # the image's interpreter: nothing to install
+        "app/sys/.venv/pyvenv.cfg": "home = /usr/bin\n",
+        # a key that is no key, and a home outside a home
+        "app/odd/.venv/pyvenv.cfg": "home = /root/.local/share/uv/python/$(id)/bin\n",
+        "app/tmp/.venv/pyvenv.cfg": "home = /tmp/.local/share/uv/python/cpython-3.9.1-x/bin\n",
+        # not applied (left out by a rule): not read
+        "root/.venv/pyvenv.cfg": "home = /root/.local/share/uv/python/cpython-3.8.1-x/bin\n",
+    }
+    archive = tmp_path / "wp.tar"
+    with tarfile.open(archive, "w") as tar:
+        for name, text in configs.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tar.addfile(info, io.BytesIO(text.encode()))
+    product = WorkProduct(
+        applied=[Change("/" + name, "added") for name in configs if not name.startswith("root/")]
+    )
+    assert managed_interpreters(archive, product) == [
+        ("/root/.local/share/uv/python", "cpython-3.12.12-linux-x86_64-gnu"),
+        ("/home/dev/.local/share/uv/python", "cpython-3.11-linux-x86_64-gnu"),
+    ]
