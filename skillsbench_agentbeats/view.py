@@ -50,8 +50,14 @@ def view(
     port: int,
     poll: float,
 ) -> None:
+    check_roots(jobs)
     roots = list(jobs) or [DEFAULT_JOBS_DIR]
-    check_roots(roots)
+    if not jobs and not DEFAULT_JOBS_DIR.is_dir():
+        # `view &` then `run`: the default folder is made by the first run; the viewer waits
+        click.echo(
+            f"{DEFAULT_JOBS_DIR} does not exist yet: runs appear here once `run` makes it",
+            err=True,
+        )
     if labels is not None and not results:
         raise ValueError("--labels names the agents of results files: give --results too")
     board = _leaderboard(results, labels) if results else None

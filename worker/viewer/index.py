@@ -68,6 +68,17 @@ class RunRow:
         return sum(1 for t in self.trials if t.state == "finished")
 
 
+def graded_mean(trials: Iterable[TrialRow]) -> tuple[float | None, int]:
+    """The mean reward of the finished, score-eligible trials (an infrastructure error is not
+    graded, as in `run`'s summary and the leaderboard), and how many there are."""
+    rewards = [
+        t.reward
+        for t in trials
+        if t.state == "finished" and t.score_eligible is True and t.reward is not None
+    ]
+    return (sum(rewards) / len(rewards) if rewards else None), len(rewards)
+
+
 def _outcome(state: str, row: dict[str, Any], failure: str | None, run_status: str) -> str:
     if state != "finished":
         return "cancelled" if run_status == "cancelled" and state == "queued" else state
@@ -84,8 +95,17 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def read_run(root: int, jobs: Path, folder: Path) -> RunRow | None:
-    """One run folder as the viewer lists it; ``None`` when its document is unreadable."""
+def trial_folder(given: Path, trial_dir: str) -> Path | None:
+    """Where a run document's ``trial_dir`` (relative to the jobs folder) is, when that lies
+    within ``given``, the folder the viewer was given (a jobs folder, or one run folder: then
+    its trials, never a folder beside it); ``None`` elsewhere."""
+    path = jobs_of(given) / trial_dir
+    return path if inside(path, given) else None
+
+
+def read_run(root: int, given: Path, folder: Path) -> RunRow | None:
+    """One run folder (of ``given``, a folder the viewer was given) as the viewer lists it;
+    ``None`` when its document is unreadable."""
     try:
         run = RunRecord.model_validate(read_run_document(folder))
     except (OSError, ValueError, ValidationError):
@@ -104,7 +124,7 @@ def read_run(root: int, jobs: Path, folder: Path) -> RunRow | None:
         row = trial.row or {}
         failure = trial.failure or (attempt.failure if attempt else None)
         trial_id = attempt.trial_id if attempt else None
-        if attempt is not None and not inside(jobs / attempt.trial_dir, jobs):
+        if attempt is not None and trial_folder(given, attempt.trial_dir) is None:
             trial_id = None  # a document naming a folder elsewhere: not shown
         out.trials.append(
             TrialRow(
@@ -155,7 +175,7 @@ def scan(roots: list[Path]) -> list[RunRow]:
     runs = []
     for n, root in enumerate(roots):
         for folder in run_folders(root):
-            run = read_run(n, jobs_of(root), folder)
+            run = read_run(n, root, folder)
             if run is not None:
                 runs.append(run)
     runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)

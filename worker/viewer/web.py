@@ -31,7 +31,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from worker.api import is_loopback_host
 from worker.runs.records import RunRecord
 from worker.runs.store import read_run_document
 from worker.trial_record.paths import TIMING_FILE
@@ -128,8 +130,14 @@ def _e(value: Any) -> str:
     return escape("-" if value is None or value == "" else str(value), quote=True)
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+def _secs(value: float | None) -> str:
+    """Seconds to a tenth, as `run`'s summary and `trials list` show them."""
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _pct(reward: float | None) -> str:
+    """A reward in %, as `run`'s summary, `trials list` and the leaderboard show it."""
+    return "-" if reward is None else f"{100 * reward:.1f}"
 
 
 def _clip(text: str, chars: int) -> str:
@@ -191,7 +199,6 @@ class Viewer:
         folder = next((f for f in index.run_folders(base) if f.name == run_id), None)
         if folder is None:
             return None
-        jobs = index.jobs_of(base)
         try:
             run = RunRecord.model_validate(read_run_document(folder))
         except (OSError, ValueError):
@@ -200,8 +207,8 @@ class Viewer:
             for attempt in trial.attempts:
                 if attempt.trial_id != trial_id:
                     continue
-                path = jobs / attempt.trial_dir
-                if not inside(path, jobs) or not path.is_dir():
+                path = index.trial_folder(base, attempt.trial_dir)
+                if path is None or not path.is_dir():
                     return None
                 running = attempt.outcome == "running" and trial.state != "finished"
                 return run, path, "running" if running else trial.state
@@ -268,13 +275,13 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
     head = (
         "<tr><th>run</th><th>created</th><th>status</th><th>agent</th><th>task set</th>"
         "<th>progress</th><th class=num>passed</th><th class=num>failed</th>"
-        "<th class=num>errors</th><th class=num>running</th><th class=num>mean reward</th></tr>"
+        "<th class=num>errors</th><th class=num>running</th>"
+        "<th class=num title='over the graded (score-eligible) trials'>mean reward (%)</th></tr>"
     )
     rows = []
     for run in runs:
         total = len(run.trials)
-        rewards = [t.reward for t in run.trials if t.reward is not None]
-        mean = sum(rewards) / len(rewards) if rewards else None
+        mean, _ = index.graded_mean(run.trials)
         href = _link("/trials", {"run": run.run_id})
         rows.append(
             f'<tr data-run="{_e(run.run_id)}"><td class=id><a href="{_e(href)}">'
@@ -285,7 +292,7 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
             f'<span class="done">{run.n_done}/{total}</span></td>'
             f"<td class=num>{run.count('passed')}</td><td class=num>{run.count('failed')}</td>"
             f"<td class=num>{run.count('error')}</td><td class=num>{run.count('running')}</td>"
-            f"<td class=num>{_num(mean)}</td></tr>"
+            f"<td class=num>{_pct(mean)}</td></tr>"
         )
     parts.append(
         f"<div class=scroll><table id=runs><thead>{head}</thead>"
@@ -341,7 +348,7 @@ def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
     head = (
         "<tr><th>task</th><th>trial</th>"
         + ("<th class=wide>run</th>" if show_run else "")
-        + "<th>agent</th><th>outcome</th><th class=num>reward</th><th>failure</th>"
+        + "<th>agent</th><th>outcome</th><th class=num>reward (%)</th><th>failure</th>"
         "<th class=wide>eligible</th><th class=num>time (s)</th>"
         "<th class='num wide'>attempts</th><th>why</th></tr>"
     )
@@ -365,9 +372,9 @@ def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
                 else ""
             )
             + f"<td class=agent>{_e(t.agent)}</td><td>{_badge(t.outcome)}</td>"
-            f"<td class=num>{_num(t.reward)}</td><td>{_e(t.failure)}</td>"
+            f"<td class=num>{_pct(t.reward)}</td><td>{_e(t.failure)}</td>"
             f"<td class=wide>{_yes_no(t.score_eligible)}</td>"
-            f"<td class=num>{_num(t.seconds)}</td><td class='num wide'>{t.n_attempts}</td>"
+            f"<td class=num>{_secs(t.seconds)}</td><td class='num wide'>{t.n_attempts}</td>"
             f'<td class=why title="{_e(why)}">{_e(_clip(why, MAX_WHY_CHARS))}</td></tr>'
         )
     if not rows:
@@ -457,7 +464,7 @@ def _seconds_since(stamp: str | None, origin: float | None) -> float | None:
 def _trial_body(
     viewer: Viewer, root: int, run: RunRecord, folder: Path, state: str, others: list[TrialRow]
 ) -> str:
-    t = load(folder, running=state != "finished")
+    t = load(folder, running=state != "finished", lenient=True)
     r = t.result
     trial_id = folder.name
     mine = next((o for o in others if o.trial_id == trial_id), None)
@@ -468,7 +475,11 @@ def _trial_body(
     def raw(name: str) -> str:
         return base + quote(name)
 
-    timing = read_json(folder / TIMING_FILE) if inside(folder / TIMING_FILE, folder) else {}
+    try:
+        timing = read_json(folder / TIMING_FILE) if inside(folder / TIMING_FILE, folder) else {}
+    except (OSError, ValueError, RecursionError):
+        timing = {}
+        t.problems.append(f"{TIMING_FILE}: not valid JSON")
     phases = ", ".join(
         f"{name.replace('_', ' ')} {timing[name]:.1f}s"
         for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", "total")
@@ -504,6 +515,8 @@ def _trial_body(
     why = r.get("reason") or r.get("error") or (mine.reason if mine else None)
     if why:
         parts.append(f"<p class=why><span class=label>Why:</span> {_e(why)}</p>")
+    for problem in t.problems:
+        parts.append(f"<p class='why problem'><span class=label>Not read:</span> {_e(problem)}</p>")
     if state != "finished":
         parts.append("<p><span class='badge running'>running</span> updates as it goes</p>")
     same_task = [o for o in others if o.trial_id != trial_id]
@@ -637,17 +650,18 @@ def _compare_body(a: str, b: str, runs: list[RunRow]) -> str:
 
     def summary(trials: list[TrialRow]) -> str:
         best = [x for x in (_best([t for t in trials if t.task_id == k]) for k in tasks) if x]
-        rewards = [t.reward for t in best if t.reward is not None]
-        mean = sum(rewards) / len(rewards) if rewards else None
+        mean, graded = index.graded_mean(best)
         passed = sum(1 for t in best if t.outcome == "passed")
-        return f"{passed}/{len(best)} passed, mean reward {_num(mean)}"
+        if mean is None:
+            return f"{passed}/{len(best)} passed: nothing was graded"
+        return f"{passed}/{len(best)} passed, mean reward {_pct(mean)}% over {graded} graded"
 
     def cell(t: TrialRow | None) -> str:
         if t is None:
             return "<td class=muted>not run</td><td></td>"
         href = trial_href(t)
         badge = f'<a href="{_e(href)}">{_badge(t.outcome)}</a>' if href else _badge(t.outcome)
-        return f"<td>{badge}</td><td class=num>{_num(t.reward)}</td>"
+        return f"<td>{badge}</td><td class=num>{_pct(t.reward)}</td>"
 
     rows = []
     n_differ = 0
@@ -673,8 +687,8 @@ def _compare_body(a: str, b: str, runs: list[RunRow]) -> str:
         f"<span id=n-differ>{n_differ}</span> of {len(tasks)} task(s) differ</p>"
     )
     parts.append(
-        "<table id=compare><thead><tr><th>task</th><th>A</th><th class=num>reward</th>"
-        "<th>B</th><th class=num>reward</th><th>what differs</th></tr></thead>"
+        "<table id=compare><thead><tr><th>task</th><th>A</th><th class=num>reward (%)</th>"
+        "<th>B</th><th class=num>reward (%)</th><th>what differs</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
     return "".join(parts)
@@ -724,12 +738,47 @@ def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
 # -- the app ----------------------------------------------------------------------------------
 
 
+def _host_name(header: str) -> str:
+    """The name of a Host header, without its port (``[::1]:9020`` -> ``[::1]``)."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[: header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class LoopbackHostOnly:
+    """Answers 421 to a request whose Host header is not a loopback name or address. A viewer
+    on 127.0.0.1 is still reached by a web page the user opens, through a name of the page's
+    own that is made to point at 127.0.0.1 (DNS rebinding): the browser then sends that name
+    as the Host, and it is refused, so no other site reads the trials."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not is_loopback_host(_host_name(host)):
+                refused = PlainTextResponse(
+                    "this viewer answers only to a loopback address (127.0.0.1, localhost): "
+                    "open it as http://127.0.0.1:PORT/",
+                    421,
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(
     roots: Iterable[Path],
     *,
     poll_seconds: float = POLL_SECONDS,
     leaderboard: Leaderboard | None = None,
-) -> Starlette:
+    loopback_only: bool = True,
+) -> ASGIApp:
+    """The viewer's app; ``loopback_only`` (it listens on loopback): requests must name a
+    loopback host (:class:`LoopbackHostOnly`)."""
     viewer = Viewer(roots, poll_seconds=poll_seconds)
 
     async def snapshot() -> tuple[list[RunRow], str]:
@@ -851,7 +900,7 @@ def create_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/", home),
             Route("/trials", trials),
@@ -863,3 +912,4 @@ def create_app(
             Route("/events", events),
         ]
     )
+    return LoopbackHostOnly(app) if loopback_only else app

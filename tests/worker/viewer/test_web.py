@@ -13,7 +13,18 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.worker.viewer.support import HOSTILE, SECRET, Jobs, LiveRun, Server, cli
+from tests.worker.viewer.support import (
+    HOSTILE,
+    SECRET,
+    Jobs,
+    LiveRun,
+    Server,
+    cli,
+    copy_run,
+    start_view,
+    stop_view,
+    write_json,
+)
 
 ESCAPED = "&lt;/pre&gt;&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;"
 
@@ -63,7 +74,8 @@ def test_trials_of_one_run_and_sorted(jobs: Jobs, server: Server) -> None:
     assert len(trial_rows(run)) == 2 and "2/2 done" in run
     by_reward = trial_rows(get(server, "/trials", sort="reward", desc="1").text)
     rewards = [re.search(r"<td class=num>([^<]*)</td>", row).group(1) for row in by_reward]  # type: ignore[union-attr]
-    assert rewards == sorted(rewards, reverse=True) and rewards[0] == "1" and rewards[-1] == "0"
+    assert [float(r) for r in rewards] == sorted((float(r) for r in rewards), reverse=True)
+    assert rewards[0] == "100.0" and rewards[-1] == "0.0"  # in %, as `trials list` shows them
 
 
 def test_trial_page_shows_every_part_escaped(jobs: Jobs, server: Server) -> None:
@@ -120,7 +132,8 @@ def test_compare_two_agents_task_by_task(jobs: Jobs, server: Server) -> None:
     page = get(server, "/compare", a="agent:oracle", b="agent:nop").text
     # the oracle also ran the hostile task, which nop did not
     assert "<span id=n-differ>3</span> of 3 task(s) differ" in page
-    assert "3/3 passed" in page and "0/2 passed" in page
+    assert "3/3 passed, mean reward 100.0% over 3 graded" in page
+    assert "0/2 passed, mean reward 0.0% over 2 graded" in page
     assert page.count('class="differs"') == 3 and page.count("passed → failed") == 2
     assert "run on one side only" in page
     same = get(server, "/compare", a=f"run:{jobs.runs['nop']}", b=f"run:{jobs.runs['nop']}")
@@ -153,3 +166,44 @@ def test_events_say_when_a_run_moves_on(
 def test_view_refuses_a_missing_folder(tmp_path: Path) -> None:
     done = cli("view", str(tmp_path / "nowhere"), "--port", "0")
     assert done.returncode != 0 and "no such folder" in done.stderr
+
+
+def test_mean_reward_is_over_the_graded_trials_in_percent(jobs: Jobs, tmp_path: Path) -> None:
+    """An infrastructure error (not score-eligible) is not graded: the run's mean reward, like
+    `run`'s summary ("mean reward 100.0% over 1 graded") and the leaderboard, leaves it out,
+    and rewards are in % as there."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    folder, doc = copy_run(jobs, "oracle", runs)
+    broken = next(iter(doc["trials"].values()))
+    broken["row"].update(score_eligible=False, passed=False, reward=0.0)
+    broken["row"].update(infra_failure_type="worker_error", error_type="worker_error")
+    broken["failure"] = "worker_error"
+    write_json(folder / "run.json", doc)
+    server = start_view(str(tmp_path))
+    try:
+        home = get(server, "/").text
+        row = re.search(rf'<tr data-run="{doc["run_id"]}">.*?</tr>', home, re.S)
+        assert row is not None and "mean reward (%)" in home
+        assert row.group(0).endswith("<td class=num>100.0</td></tr>"), row.group(0)
+        listed = get(server, "/trials").text
+        assert "reward (%)" in listed and 'data-outcome="error"' in listed
+        side = f"run:{doc['run_id']}"
+        compared = get(server, "/compare", a=side, b=side).text
+        assert "1/2 passed, mean reward 100.0% over 1 graded" in compared
+    finally:
+        stop_view(server)
+
+
+def test_view_without_jobs_waits_for_the_default_folder(jobs: Jobs, tmp_path: Path) -> None:
+    """`view &` then `run` (docs/viewer.md): jobs/local does not exist until the first run
+    makes it; the viewer starts anyway and lists the run once it is there."""
+    server = start_view(cwd=tmp_path)
+    try:
+        assert "No runs yet" in get(server, "/").text
+        runs = tmp_path / "jobs" / "local" / "runs"
+        runs.mkdir(parents=True)
+        _, doc = copy_run(jobs, "nop", runs)
+        assert f'data-run="{doc["run_id"]}"' in get(server, "/").text
+    finally:
+        stop_view(server)
