@@ -66,7 +66,7 @@ th{background:#f3f4f6;white-space:nowrap;font-weight:600}
 td.why{min-width:220px;max-width:420px;overflow-wrap:anywhere;color:#444}
 td.id{white-space:nowrap} td.agent{min-width:90px;max-width:240px;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
-@media (max-width:900px){.wide{display:none}}
+@media (max-width:900px){.wide{display:none} td.why{min-width:150px}}
 td.num,th.num{text-align:right;white-space:nowrap}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;
 white-space:nowrap}
@@ -179,7 +179,8 @@ class Viewer:
     """The app's state: the jobs folders it serves (resolved once) and how often it polls."""
 
     def __init__(self, roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> None:
-        self.roots = [Path(root).resolve() for root in roots]
+        self.given = [Path(root) for root in roots]  # as the user wrote them, for display
+        self.roots = [root.resolve() for root in self.given]
         self.poll_seconds = poll_seconds
 
     def runs(self) -> list[RunRow]:
@@ -266,7 +267,7 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
     parts = [f"<h1>Runs ({len(runs)})</h1>"]
     parts.append(
         "<p class=muted>Jobs folders: "
-        + ", ".join(f"<code>{_e(root)}</code>" for root in viewer.roots)
+        + ", ".join(f"<code>{_e(root)}</code>" for root in viewer.given)
         + "</p>"
     )
     if not runs:
