@@ -238,6 +238,17 @@ def _csp(nonce: str) -> str:
     )
 
 
+def _read_capped(path: Path) -> bytes:
+    """At most MAX_RAW_BYTES of a file, and a last line saying so when it is longer."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_RAW_BYTES + 1)
+    if len(data) <= MAX_RAW_BYTES:
+        return data
+    size = path.stat().st_size
+    note = f"\n… [cut: the first {MAX_RAW_BYTES:,} bytes of {size:,} are shown]\n"
+    return data[:MAX_RAW_BYTES] + note.encode()
+
+
 def _plain(data: bytes) -> Response:
     """A file as plain text the browser neither sniffs nor runs."""
     return Response(
@@ -823,8 +834,7 @@ def create_app(
                 return None
             if number >= len(files) or not files[number].is_file():
                 return None
-            with files[number].open("rb") as handle:
-                return handle.read(MAX_RAW_BYTES)
+            return _read_capped(files[number])
 
         data = await asyncio.to_thread(read)
         if data is None:
@@ -870,11 +880,7 @@ def create_app(
         if ".." in Path(name).parts or not inside(path, folder) or not path.is_file():
             return not_found(name)
 
-        def read() -> bytes:
-            with path.open("rb") as handle:
-                return handle.read(MAX_RAW_BYTES)
-
-        return _plain(await asyncio.to_thread(read))
+        return _plain(await asyncio.to_thread(_read_capped, path))
 
     async def events(request: Request) -> Response:
         since = str(request.query_params.get("since") or "")

@@ -132,3 +132,24 @@ def test_a_results_file_nested_too_deeply_is_one_line(
     page = httpx.get(server.url + "/leaderboard", timeout=60)
     assert page.status_code == 200
     assert "deep.json: not a results file: JSON nested too deeply to read" in page.text
+
+
+def test_a_huge_file_is_served_cut_with_a_note(
+    jobs: Jobs, tmp_path: Path, serving: list[Server]
+) -> None:
+    """An agent log of 3 MB: its page shows the first 20,000 characters and links the file,
+    which is served cut at 2 MB, saying so (not silently shorter)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    folder, doc = copy_run(jobs, "nop", runs)
+    trial = next(iter(doc["trials"].values()))["attempts"][-1]["trial_id"]
+    (folder / "trials" / trial / "agent" / "huge.txt").write_text("A" * 3_000_000)
+    server = start_view(str(tmp_path))
+    serving.append(server)
+    page = httpx.get(f"{server.url}/trial/0/{folder.name}/{trial}", timeout=30)
+    assert page.status_code == 200 and len(page.text) < 500_000
+    assert "more characters not shown" in page.text
+    assert f'/raw/0/{folder.name}/{trial}/agent/huge.txt">the whole file' in page.text
+    raw = httpx.get(f"{server.url}/raw/0/{folder.name}/{trial}/agent/huge.txt", timeout=30)
+    assert raw.status_code == 200 and raw.text.startswith("A" * 1000)
+    assert raw.text.endswith("[cut: the first 2,000,000 bytes of 3,000,000 are shown]\n")
