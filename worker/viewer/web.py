@@ -38,12 +38,12 @@ from worker.runs.records import RunRecord
 from worker.runs.store import read_run_document
 from worker.trial_record.paths import TIMING_FILE
 from worker.viewer import index
-from worker.viewer.html import model_calls_table, reported_table
+from worker.viewer.html import model_calls_table, reported_table, timeline_html
+from worker.viewer.html import pre as _pre
 from worker.viewer.index import OUTCOMES, SORTS, Filters, RunRow, TrialRow
-from worker.viewer.trial_folder import Action, inside, instant, load, read_json
+from worker.viewer.trial_folder import inside, load, read_json
 
 POLL_SECONDS: Final = 1.0
-MAX_SHOWN_CHARS: Final = 20_000  # of one output or file content on the trial page
 MAX_RAW_BYTES: Final = 2_000_000  # of one file served raw
 MAX_LISTED_FILES: Final = 300
 MAX_WHY_CHARS: Final = 160  # of the reason in a list
@@ -142,18 +142,6 @@ def _pct(reward: float | None) -> str:
 
 def _clip(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
-def _pre(text: str | None, raw_link: str | None = None) -> str:
-    if not text:
-        return "<pre><span class=muted>(empty)</span></pre>"
-    cut = ""
-    if len(text) > MAX_SHOWN_CHARS:
-        more = len(text) - MAX_SHOWN_CHARS
-        cut = f"<div class=muted>… {more:,} more characters not shown"
-        cut += f' (<a href="{_e(raw_link)}">the whole file</a>)</div>' if raw_link else "</div>"
-        text = text[:MAX_SHOWN_CHARS]
-    return f"<pre>{_e(text)}</pre>{cut}"
 
 
 def _link(path: str, params: dict[str, str] | None = None) -> str:
@@ -426,53 +414,6 @@ def _meta(rows: list[tuple[str, str]]) -> str:
     )
 
 
-def _action_html(n: int, action: Action, origin: float | None, raw: Callable[[str], str]) -> str:
-    bad = action.status == "failed" or action.exit_code not in (None, 0) or action.timed_out
-    info = [action.kind or "action", action.status or "?"]
-    if action.exit_code is not None:
-        info.append(f"exit {action.exit_code}")
-    if action.timed_out:
-        info.append("timed out")
-    if action.seconds is not None:
-        info.append(f"{action.seconds:.2f}s")
-    start = _seconds_since(action.started_at, origin)
-    if start is not None:
-        info.append(f"at +{start:.1f}s")
-    raw_input = action.raw_input if isinstance(action.raw_input, dict) else {}
-    command = raw_input.get("command") if isinstance(raw_input.get("command"), str) else None
-    parts = [
-        f'<div class="step action{" bad" if bad else ""}" data-kind="{_e(action.kind)}">'
-        f"<div><span class=label>Action {n}</span> <span class=muted>{_e(' · '.join(info))}"
-        "</span></div>",
-        f"<pre class=title>{_e(action.title)}</pre>",
-    ]
-    if command and command != action.title:
-        parts.append(f"<div class=muted>command</div><pre class=command>{_e(command)}</pre>")
-    if isinstance(raw_input.get("cwd"), str):
-        parts.append(f"<div class=muted>in {_e(raw_input['cwd'])}</div>")
-    if action.kind == "edit":
-        size = raw_input.get("bytes")
-        label = "content written" + (f" ({size} bytes)" if isinstance(size, int) else "")
-        parts.append(f"<div class=muted>{_e(label)}</div>")
-        parts.append(
-            _pre(action.written)
-            if action.written is not None
-            else "<pre><span class=muted>(not recorded)</span></pre>"
-        )
-        if action.output:
-            parts += ["<div class=muted>output</div>", _pre(action.output)]
-    else:
-        label = "content read" if action.kind == "read" else "output"
-        parts += [f"<div class=muted>{label}</div>", _pre(action.output)]
-    parts.append("</div>")
-    return "".join(parts)
-
-
-def _seconds_since(stamp: str | None, origin: float | None) -> float | None:
-    at = instant(stamp)
-    return None if at is None or origin is None else max(0.0, at - origin)
-
-
 def _trial_body(
     viewer: Viewer, root: int, run: RunRecord, folder: Path, state: str, others: list[TrialRow]
 ) -> str:
@@ -538,34 +479,7 @@ def _trial_body(
     else:
         parts.append("<p class=muted>none in these folders</p>")
     parts += ["<h2>Instruction</h2>", _pre(t.instruction)]
-    steps = list(t.steps)
-    # the instruction is the first user message: shown once, above
-    if (
-        steps
-        and steps[0].kind == "user"
-        and t.instruction
-        and steps[0].text.strip() == t.instruction.strip()
-    ):
-        steps = steps[1:]
-    origin = instant(t.steps[0].at) if t.steps else None
-    parts.append(f"<h2>Turns and actions ({len(t.actions)} action(s))</h2>")
-    n_action = 0
-    for step in steps:
-        if step.action is not None:
-            n_action += 1
-            parts.append(_action_html(n_action, step.action, origin, raw))
-            continue
-        label = {"user": "User", "agent": "Agent", "thought": "Thought", "event": "Event"}.get(
-            step.kind, step.kind
-        )
-        start = _seconds_since(step.at, origin)
-        when = f" <span class=muted>at +{start:.1f}s</span>" if start is not None else ""
-        parts.append(
-            f'<div class="step {_e(step.kind)}"><div class=label>{_e(label)}{when}</div>'
-            f"{_pre(step.text)}</div>"
-        )
-    if not steps:
-        parts.append("<p class=muted>no trajectory recorded yet</p>")
+    parts.append(timeline_html(t, empty="no trajectory recorded yet"))
     parts += ["<h2>Agent's final message</h2>", _pre(t.final_message)]
     parts.append("<h2>Model calls and usage</h2>")
     parts.append(
