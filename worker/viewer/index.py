@@ -24,6 +24,7 @@ from worker.viewer.trial_folder import inside
 RUNS_DIR: Final = "runs"
 OUTCOMES: Final = ("passed", "failed", "error", "running", "queued", "cancelled")
 SORTS: Final = ("started", "task", "reward", "time", "outcome")
+MAX_TRIALS_PARAM: Final = 200_000  # characters of ?trials= (ids of one leaderboard row)
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ class Filters:
     q: str = ""  # search: a substring of the task, trial id, agent, failure or reason
     sort: str = "started"
     desc: bool = False
+    trials: frozenset[str] = frozenset()  # these trial ids only (a leaderboard row's trials)
 
     @classmethod
     def of(cls, params: Any) -> Filters:
@@ -235,9 +237,14 @@ class Filters:
             q=one("q"),
             sort=sort if sort in SORTS else "started",
             desc=one("desc") == "1",
+            trials=frozenset(
+                t for t in str(params.get("trials") or "")[:MAX_TRIALS_PARAM].split(",") if t
+            ),
         )
 
     def matches(self, t: TrialRow) -> bool:
+        if self.trials and t.trial_id not in self.trials:
+            return False
         if self.run and t.run_id != self.run:
             return False
         if self.task and t.task_id != self.task:

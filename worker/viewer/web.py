@@ -317,8 +317,15 @@ def _filters_form(f: Filters, trials: list[TrialRow], runs: list[RunRow]) -> str
         return [(v, v) for v in sorted({v for v in values if v})]
 
     sort_choices = [(s, s) for s in SORTS if s != "started"]
+    kept = (
+        f'<input type="hidden" name="trials" value="{_e(",".join(f.trials))}">'
+        f"<span class=muted>{len(f.trials)} trial(s) of a leaderboard row</span>"
+        if f.trials
+        else ""
+    )
     return (
         '<form class="filters" method="get" action="/trials">'
+        + kept
         + _select("run", "run", f.run, [(r.run_id, r.run_id) for r in runs])
         + _select("task", "task", f.task, distinct(t.task_id for t in trials))
         + _select("agent", "agent", f.agent, distinct(t.agent for t in trials))
@@ -628,10 +635,11 @@ class Leaderboard:
     """Results files served beside the job folders (``view --results``), from the composition
     root: ``files`` lists the files now matching what was given; ``sections`` renders their
     leaderboard tables (HTML, with confidence intervals), linking each trial id it is given an
-    address for; ``style`` is those sections' CSS. Both may raise ValueError (a bad file)."""
+    address for and each row of the aggregate tables to the list of its trials (the second
+    callable: their ids -> that list's address); ``style`` is those sections' CSS. Both may raise ValueError (a bad file)."""
 
     files: Callable[[], list[Path]]
-    sections: Callable[[Callable[[str], str | None]], str]
+    sections: Callable[[Callable[[str], str | None], Callable[[list[str]], str | None]], str]
     style: str
 
 
@@ -643,9 +651,14 @@ def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
             "here, linked to the trials of these job folders.</p>"
         )
     links = {t.trial_id: href for run in runs for t in run.trials if (href := trial_href(t))}
+
+    def behind(trial_ids: list[str]) -> str | None:
+        held = [trial_id for trial_id in trial_ids if trial_id in links]
+        return "/trials?trials=" + quote(",".join(held), safe=",") if held else None
+
     try:
         files = board.files()
-        sections = board.sections(lambda trial_id: links.get(trial_id))
+        sections = board.sections(lambda trial_id: links.get(trial_id), behind)
     except ValueError as exc:
         return f"<h1>Leaderboard</h1><p class=why>{_e(exc)}</p>"
     listed = "".join(
