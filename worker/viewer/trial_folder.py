@@ -39,7 +39,7 @@ def inside(path: Path, folder: Path) -> bool:
     agent left, and a link out of it must not make a reader show a file of the host."""
     try:
         return path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a symlink loop
+    except (OSError, RuntimeError, ValueError):  # a symlink loop; a NUL in a path of a URL
         return False
 
 

@@ -119,6 +119,8 @@ def test_raw_files_only_inside_their_trial_folder(jobs: Jobs, server: Server) ->
         base + "%2e%2e/%2e%2e/%2e%2e/run.json",
         base + "..%2f..%2f..%2f..%2f..%2fsecret.txt",
         base + quote("/etc/passwd", safe=""),
+        base + "agent/a%00b",  # a NUL in the path (was a 500)
+        base + "%00",
         f"/raw/0/run-outside0000000000/{jobs.trial_ids('nop')[0]}/result.json",
         f"/raw/7/{run}/{trial}/result.json",  # no such jobs folder
         f"/trial/0/{quote('../..', safe='')}/{trial}",
