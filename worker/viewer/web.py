@@ -115,7 +115,12 @@ _SCRIPT = """
     busy=true;
     var u=new URL(window.location.href);u.searchParams.set('fragment','1');
     fetch(u.toString(),{cache:'no-store'}).then(function(r){return r.ok?r.text():null;})
-      .then(function(t){if(t!==null){live.innerHTML=t;
+      .then(function(t){if(t!==null){
+        var open={};live.querySelectorAll('details[open]>summary').forEach(function(m){
+          open[m.textContent]=1;});
+        live.innerHTML=t;
+        live.querySelectorAll('details>summary').forEach(function(m){
+          if(open[m.textContent]){m.parentNode.open=true;}});
         document.body.dataset.updates=String(Number(document.body.dataset.updates||0)+1);}})
       .catch(function(){}).then(function(){busy=false;if(again){again=false;refresh();}});
   }
