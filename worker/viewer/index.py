@@ -151,17 +151,31 @@ def read_run(root: int, given: Path, folder: Path) -> RunRow | None:
     return out
 
 
+def _documents_inside(folder: Path) -> bool:
+    """Whether the run document and its journal (if any) are files of ``folder`` itself, not
+    links to a document elsewhere."""
+    journal = folder / JOURNAL_FILENAME
+    return inside(folder / RUN_FILENAME, folder) and (
+        not os.path.lexists(journal) or inside(journal, folder)
+    )
+
+
 def run_folders(jobs: Path) -> list[Path]:
     """The run folders of a jobs folder (or of one run folder given directly), within it."""
     if (jobs / RUN_FILENAME).is_file():
-        return [jobs]
+        return [jobs] if _documents_inside(jobs) else []
     runs_dir = jobs / RUNS_DIR
     if not runs_dir.is_dir() or not inside(runs_dir, jobs):
         return []
     found = []
     for entry in sorted(os.scandir(runs_dir), key=lambda e: e.name):
         folder = Path(entry.path)
-        if entry.is_dir() and (folder / RUN_FILENAME).is_file() and inside(folder, jobs):
+        if (
+            entry.is_dir()
+            and (folder / RUN_FILENAME).is_file()
+            and inside(folder, jobs)
+            and _documents_inside(folder)
+        ):
             found.append(folder)
     return found
 

@@ -7,6 +7,7 @@ served from outside the folders given and never a server error."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +63,36 @@ def test_a_run_folder_given_alone_serves_only_its_own_trials(
         assert SECRET not in refused.text
     listed = httpx.get(f"{server.url}/trials", params={"run": run_id}, timeout=30).text
     assert moved["trial_id"] not in listed and kept in listed
+
+
+def test_run_documents_linking_out_of_their_folder_are_passed_over(
+    jobs: Jobs, tmp_path: Path, serving: list[Server]
+) -> None:
+    """A run folder inside the jobs folder whose run.json (or journal) is a link to a run
+    document elsewhere: that document is not read, its run not listed."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    runs = tmp_path / "jobs" / "runs"
+    runs.mkdir(parents=True)
+    folder, doc = copy_run(jobs, "nop", outside)
+    doc["agent"] = SECRET
+    write_json(folder / "run.json", doc)
+    linked = runs / doc["run_id"]
+    shutil.copytree(folder, linked, symlinks=True)
+    (linked / "run.json").unlink()
+    (linked / "run.json").symlink_to(folder / "run.json")
+    kept, kept_doc = copy_run(jobs, "oracle", runs)
+    (kept / "journal.jsonl").symlink_to(outside / "journal.jsonl")  # dangling, outside
+    _, plain_doc = copy_run(jobs, "script", runs)
+    server = start_view(str(tmp_path / "jobs"))
+    serving.append(server)
+    home = httpx.get(server.url + "/", timeout=30).text
+    assert SECRET not in home and f'data-run="{doc["run_id"]}"' not in home
+    assert f'data-run="{kept_doc["run_id"]}"' not in home
+    assert f'data-run="{plain_doc["run_id"]}"' in home
+    alone = start_view(str(linked))
+    serving.append(alone)
+    assert SECRET not in httpx.get(alone.url + "/", timeout=30).text
 
 
 def test_a_host_that_is_not_loopback_is_refused(server: Server) -> None:
