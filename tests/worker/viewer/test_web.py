@@ -4,6 +4,7 @@ refuses, and the SSE stream that tells a page a run moved on."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -207,5 +208,44 @@ def test_view_without_jobs_waits_for_the_default_folder(jobs: Jobs, tmp_path: Pa
         runs.mkdir(parents=True)
         _, doc = copy_run(jobs, "nop", runs)
         assert f'data-run="{doc["run_id"]}"' in get(server, "/").text
+    finally:
+        stop_view(server)
+
+
+def test_each_model_call_and_its_usage_on_the_trial_page(jobs: Jobs, tmp_path: Path) -> None:
+    """A trial whose agent called a model through the worker's proxy: one row per call (the
+    lines llm_trajectory.jsonl holds, as the proxy writes them) with its model, status, tokens,
+    cost and duration; a hostile model name stays text."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    folder, doc = copy_run(jobs, "nop", runs)
+    trial = next(iter(doc["trials"].values()))["attempts"][-1]["trial_id"]
+    calls = [
+        {
+            "request": {"timestamp": 1.0, "method": "POST", "body": {"model": model}},
+            "response": {"timestamp": 2.0, "status_code": status, "body": {}},
+            "duration_ms": ms,
+            "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+            "metadata": {"request_model": model, "cost_usd": cost},
+        }
+        for model, status, ms, tokens, cost in (
+            ("gpt-test", 200, 812.5, (1200, 34), 0.0021),
+            (HOSTILE, 429, 15.0, (0, 0), None),
+        )
+    ]
+    lines = "".join(json.dumps(call) + "\n" for call in calls)
+    (folder / "trials" / trial / "trajectory" / "llm_trajectory.jsonl").write_text(lines)
+    server = start_view(str(tmp_path))
+    try:
+        html = get(server, f"/trial/0/{folder.name}/{trial}").text
+        section = html.split("<h2>Model calls and usage</h2>")[1].split("<h2>")[0]
+        rows = re.findall(r"<tr><td>.*?</tr>", section)
+        assert rows[0] == (
+            "<tr><td>1</td><td>gpt-test</td><td>200</td><td>1200</td><td>34</td>"
+            "<td>0.0021</td><td>812.5</td></tr>"
+        )
+        assert rows[1].startswith("<tr><td>2</td><td>&lt;/pre&gt;&lt;script&gt;")
+        assert "<td>429</td>" in rows[1] and len(rows) == 2
+        assert html.count("<script") == 1
     finally:
         stop_view(server)
