@@ -42,6 +42,7 @@ __all__ = [
     "SECTION_CSS",
     "USAGE_SOURCE_NAMES",
     "Z95",
+    "GroupLinks",
     "TrialLinks",
     "build_report",
     "load_labels",
@@ -51,6 +52,9 @@ __all__ = [
 
 # A trial id -> the address of its transcript, or None where its job folder is not known.
 TrialLinks = Callable[[str], str | None]
+# The trial ids behind one cell of a table (an agent, or an agent in a category or difficulty)
+# -> the address of a list of those trials, or None where none of their job folders is known.
+GroupLinks = Callable[[list[str]], str | None]
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d")
 
 # Every public row with the fields the page shows; same filters as the queries.
@@ -170,10 +174,13 @@ def report_sections(
     title: str = "SkillsBench leaderboard",
     labels: Mapping[str, str] | None = None,
     trial_links: TrialLinks | None = None,
+    group_links: GroupLinks | None = None,
 ) -> str:
     """The page's content (title, tables, charts), without the document around it: the viewer
     shows it in its own page. ``trial_links`` maps a trial id to its transcript's address (None
-    when its job folder is not known)."""
+    when its job folder is not known); ``group_links`` the trial ids behind a row of the
+    overall, category and difficulty tables to a list of them (its "Tasks passed" links
+    there)."""
     con = connect()
     try:
         loaded = load_results(con, patterns, participant)
@@ -189,6 +196,21 @@ def report_sections(
     names = Names({k.lower(): v for k, v in (labels or {}).items()})
     colors = {agent: PALETTE[i % len(PALETTE)] for i, agent in enumerate(agents)}
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+    def behind(record: dict[str, Any]) -> str | None:
+        """The address of the trials behind one row of a query table (``group_links``)."""
+        if group_links is None:
+            return None
+        ids = [
+            t.trial_id
+            for t in tasks
+            if t.trial_id
+            and t.agent.lower() == str(record.get(AGENT)).lower()
+            and ("Category" not in record or t.category == record["Category"])
+            and ("Difficulty" not in record or t.difficulty == record["Difficulty"])
+        ]
+        return group_links(ids) if ids else None
+
     sections = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{len(loaded.files)} results file(s), {len(tasks)} public row(s), '
@@ -197,17 +219,17 @@ def report_sections(
         "time per task is the mean in seconds over eligible tasks (the query's total time over "
         "its task count) · click a column heading to sort.</p>",
         _coverage_note(tables["overall"], names),
-        _section("Overall", _table(tables["overall"], names), "overall"),
+        _section("Overall", _table(tables["overall"], names, behind), "overall"),
         _section(
             "Pass rate by category",
             _chart(tables["by_category"], "Category", colors, names)
-            + _table(tables["by_category"], names),
+            + _table(tables["by_category"], names, behind),
             "by-category",
         ),
         _section(
             "Pass rate by difficulty",
             _chart(tables["by_difficulty"], "Difficulty", colors, names)
-            + _table(tables["by_difficulty"], names),
+            + _table(tables["by_difficulty"], names, behind),
             "by-difficulty",
         ),
         _section("Usage: tokens and cost", _usage_table(tasks, names), "usage"),
@@ -281,20 +303,27 @@ def _td(value: Any, sort: Any = None) -> str:
     return f'<td class="{"num" if numeric else "txt"}"{key}>{escape(_fmt(value))}</td>'
 
 
-def _table(result: QueryResult, names: Names) -> str:
-    """A query table as shown (leaderboard.display), its pass rate with the 95% interval."""
+def _table(
+    result: QueryResult,
+    names: Names,
+    behind: Callable[[dict[str, Any]], str | None] = lambda record: None,
+) -> str:
+    """A query table as shown (leaderboard.display), its pass rate with the 95% interval;
+    ``behind``: the address of a row's trials, which its "Tasks passed" links."""
     head = "".join(f"<th>{escape(c)}</th>" for c in display_columns(result))
     body = []
-    for shown in display_rows(result):
+    for record, shown in zip(result.records(), display_rows(result), strict=True):
+        href = behind(record)
         cells = []
         for key, cell in shown.items():
             if key == AGENT:
                 cells.append(names.cell(cell.text))
                 continue
             kind = "num" if cell.numeric else "txt"
-            cells.append(
-                f'<td class="{kind}" data-sort="{escape(str(cell.sort))}">{escape(cell.text)}</td>'
-            )
+            text = escape(cell.text)
+            if key == "Tasks passed" and href:
+                text = f'<a class="behind" href="{escape(href)}">{text}</a>'
+            cells.append(f'<td class="{kind}" data-sort="{escape(str(cell.sort))}">{text}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(result.columns) + 1}">no rows</td></tr>')

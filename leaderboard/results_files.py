@@ -112,6 +112,8 @@ def parse_results_file(path: Path) -> tuple[dict[str, Any], Shape]:
         data = json.loads(path.read_bytes())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a results file: JSON nested too deeply to read") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
     try:

@@ -38,6 +38,8 @@ def validate_results_file(path: Path, *, contract: bool = False) -> list[Violati
         data = json.loads(path.read_bytes())
     except json.JSONDecodeError as exc:
         return [Violation("$", f"not JSON ({exc.msg} at line {exc.lineno})")]
+    except RecursionError:
+        return [Violation("$", "JSON nested too deeply to read")]
     except OSError as exc:
         return [Violation("$", f"cannot read ({exc.strerror})")]
     return validate_results(data, contract=contract)

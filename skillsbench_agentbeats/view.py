@@ -50,8 +50,14 @@ def view(
     port: int,
     poll: float,
 ) -> None:
+    check_roots(jobs)
     roots = list(jobs) or [DEFAULT_JOBS_DIR]
-    check_roots(roots)
+    if not jobs and not DEFAULT_JOBS_DIR.is_dir():
+        # `view &` then `run`: the default folder is made by the first run; the viewer waits
+        click.echo(
+            f"{DEFAULT_JOBS_DIR} does not exist yet: runs appear here once `run` makes it",
+            err=True,
+        )
     if labels is not None and not results:
         raise ValueError("--labels names the agents of results files: give --results too")
     board = _leaderboard(results, labels) if results else None
@@ -60,17 +66,19 @@ def view(
 
 
 def _leaderboard(patterns: tuple[str, ...], labels_file: Path | None) -> Leaderboard:
-    from leaderboard.report import SECTION_CSS, load_labels, report_sections
+    from leaderboard.report import SECTION_CSS, GroupLinks, load_labels, report_sections
     from leaderboard.results_files import confined_results_paths
 
     given = list(patterns)
     confined_results_paths(given)  # now: a pattern that matches nothing is a one-line error
     labels = load_labels(labels_file) if labels_file is not None else None
 
-    def sections(links: Callable[[str], str | None]) -> str:
+    def sections(links: Callable[[str], str | None], groups: GroupLinks) -> str:
         # The files as served, not the patterns: a symlink out of a folder given stays out.
         files = [str(path) for path in confined_results_paths(given)]
-        return report_sections(files, title="Leaderboard", labels=labels, trial_links=links)
+        return report_sections(
+            files, title="Leaderboard", labels=labels, trial_links=links, group_links=groups
+        )
 
     return Leaderboard(
         files=lambda: confined_results_paths(given), sections=sections, style=SECTION_CSS

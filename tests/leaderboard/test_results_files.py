@@ -15,7 +15,7 @@ import pytest
 
 from leaderboard.query import connect, load_results, run_queries
 from leaderboard.results_files import detect_shape
-from leaderboard.validate import validate_results
+from leaderboard.validate import validate_results, validate_results_file
 from tests.leaderboard.support import write_json
 from tests.support import PUBLISHED_DATA, REPO_ROOT
 
@@ -140,6 +140,7 @@ def test_names_with_glob_characters_name_only_themselves(tmp_path: Path) -> None
     [
         ("{not json", "not JSON"),
         ("[1, 2]", "not a results file: top level is a list"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "nested too deeply to read", id="deep"),
         ('{"status": "completed", "results": "x"}', "no 'results' list"),
         (
             '{"status": "completed", "results": [{"status": "completed", "results": []}]}',
@@ -285,6 +286,12 @@ def test_validator_rejects_legacy_and_empty_files() -> None:
         )
     ] == ["$.results: must be a non-empty list of shard results"]
     assert [str(v) for v in validate_results([])] == ["$: must be an object"]
+
+
+def test_validator_names_a_file_nested_too_deeply(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert [str(v) for v in validate_results_file(deep)] == ["$: JSON nested too deeply to read"]
 
 
 def test_validator_contract_mode_checks_rows() -> None:

@@ -5,11 +5,11 @@ participant wrote most of it, and they are not trusted."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import Any, Final
 
 from worker.usage import participant
 from worker.usage.records import cost_summary
-from worker.viewer.trial_folder import Action, Step, Transcript
+from worker.viewer.trial_folder import Action, Transcript, instant
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:16px;color:#1b1b1f}
@@ -20,9 +20,10 @@ table{border-collapse:collapse;width:100%;table-layout:auto}
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 .step{border-left:3px solid #bbb;padding:2px 10px;margin:10px 0}
 .user{border-color:#4a7bd0}.agent{border-color:#2e9a5b}.thought{border-color:#aaa}
-.action{border-color:#c98a1b}.failed{border-color:#c0392b}.event{border-color:#777}
+.action{border-color:#c98a1b}.failed,.bad{border-color:#c0392b}.event{border-color:#777}
 .label{font-weight:600}.muted{color:#666}.pass{color:#1e7a3c}.fail{color:#b02a1c}
 """
+MAX_SHOWN_CHARS: Final = 20_000  # of one output or file content on the viewer's trial page
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'"
 
 
@@ -30,8 +31,24 @@ def _e(value: Any) -> str:
     return escape("-" if value is None or value == "" else str(value), quote=True)
 
 
+def pre(
+    text: str | None, raw_link: str | None = None, *, limit: int | None = MAX_SHOWN_CHARS
+) -> str:
+    """``text`` escaped in a ``<pre>``, its first ``limit`` characters (then a line saying how
+    many more, linking ``raw_link`` when given); ``limit`` None: all of it."""
+    if not text:
+        return "<pre><span class=muted>(empty)</span></pre>"
+    cut = ""
+    if limit is not None and len(text) > limit:
+        more = len(text) - limit
+        cut = f"<div class=muted>… {more:,} more characters not shown"
+        cut += f' (<a href="{_e(raw_link)}">the whole file</a>)</div>' if raw_link else "</div>"
+        text = text[:limit]
+    return f"<pre>{_e(text)}</pre>{cut}"
+
+
 def _pre(text: str | None) -> str:
-    return f"<pre>{_e(text) if text else '<span class=muted>(empty)</span>'}</pre>"
+    return pre(text, limit=None)
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
@@ -40,29 +57,87 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _action(n: int, action: Action) -> str:
-    failed = action.status == "failed" or (action.exit_code not in (None, 0)) or action.timed_out
-    exit_text = "" if action.exit_code is None else f" · exit {action.exit_code}"
-    timed = " · timed out" if action.timed_out else ""
-    return (
-        f'<div class="step action{" failed" if failed else ""}">'
-        f'<div><span class="label">Action {n}</span> <span class="muted">{_e(action.kind)} · '
-        f"{_e(action.status)}{_e(exit_text) if exit_text else ''}{_e(timed) if timed else ''}"
-        f"</span></div><pre>{_e(action.title)}</pre>"
-        f'<div class="muted">output</div>{_pre(action.output)}</div>'
-    )
+def _seconds_since(stamp: str | None, origin: float | None) -> float | None:
+    at = instant(stamp)
+    return None if at is None or origin is None else max(0.0, at - origin)
 
 
-def _step(step: Step, n_action: int) -> str:
-    if step.action is not None:
-        return _action(n_action, step.action)
-    label = {"user": "User", "agent": "Agent", "thought": "Thought", "event": "Event"}.get(
-        step.kind, step.kind
-    )
-    return (
-        f'<div class="step {_e(step.kind)}"><div class="label">{_e(label)}</div>'
-        f"{_pre(step.text)}</div>"
-    )
+def action_html(n: int, action: Action, origin: float | None, *, limit: int | None) -> str:
+    """One action: its kind, status, exit code, how long it took and when it began (seconds
+    from the trial's first event), its title and command, and its output, the content it read
+    or the content it wrote (a2a participants)."""
+    bad = action.status == "failed" or action.exit_code not in (None, 0) or action.timed_out
+    info = [action.kind or "action", action.status or "?"]
+    if action.exit_code is not None:
+        info.append(f"exit {action.exit_code}")
+    if action.timed_out:
+        info.append("timed out")
+    if action.seconds is not None:
+        info.append(f"{action.seconds:.2f}s")
+    start = _seconds_since(action.started_at, origin)
+    if start is not None:
+        info.append(f"at +{start:.1f}s")
+    raw_input = action.raw_input if isinstance(action.raw_input, dict) else {}
+    command = raw_input.get("command") if isinstance(raw_input.get("command"), str) else None
+    parts = [
+        f'<div class="step action{" bad" if bad else ""}" data-kind="{_e(action.kind)}">'
+        f"<div><span class=label>Action {n}</span> <span class=muted>{_e(' · '.join(info))}"
+        "</span></div>",
+        f"<pre class=title>{_e(action.title)}</pre>",
+    ]
+    if command and command != action.title:
+        parts.append(f"<div class=muted>command</div><pre class=command>{_e(command)}</pre>")
+    if isinstance(raw_input.get("cwd"), str):
+        parts.append(f"<div class=muted>in {_e(raw_input['cwd'])}</div>")
+    if action.kind == "edit":
+        size = raw_input.get("bytes")
+        label = "content written" + (f" ({size} bytes)" if isinstance(size, int) else "")
+        parts.append(f"<div class=muted>{_e(label)}</div>")
+        parts.append(
+            pre(action.written, limit=limit)
+            if action.written is not None
+            else "<pre><span class=muted>(not recorded)</span></pre>"
+        )
+        if action.output:
+            parts += ["<div class=muted>output</div>", pre(action.output, limit=limit)]
+    else:
+        label = "content read" if action.kind == "read" else "output"
+        parts += [f"<div class=muted>{label}</div>", pre(action.output, limit=limit)]
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def timeline_html(t: Transcript, *, empty: str, limit: int | None = MAX_SHOWN_CHARS) -> str:
+    """The heading and every message and action in order, each with when it began; the first
+    user message left out when it is the instruction (shown once, above it)."""
+    steps = list(t.steps)
+    if (
+        steps
+        and steps[0].kind == "user"
+        and t.instruction
+        and steps[0].text.strip() == t.instruction.strip()
+    ):
+        steps = steps[1:]
+    origin = instant(t.steps[0].at) if t.steps else None
+    parts = [f"<h2>Turns and actions ({len(t.actions)} action(s))</h2>"]
+    n_action = 0
+    for step in steps:
+        if step.action is not None:
+            n_action += 1
+            parts.append(action_html(n_action, step.action, origin, limit=limit))
+            continue
+        label = {"user": "User", "agent": "Agent", "thought": "Thought", "event": "Event"}.get(
+            step.kind, step.kind
+        )
+        start = _seconds_since(step.at, origin)
+        when = f" <span class=muted>at +{start:.1f}s</span>" if start is not None else ""
+        parts.append(
+            f'<div class="step {_e(step.kind)}"><div class=label>{_e(label)}{when}</div>'
+            f"{pre(step.text, limit=limit)}</div>"
+        )
+    if not steps:
+        parts.append(f"<p class=muted>{_e(empty)}</p>")
+    return "".join(parts)
 
 
 def model_calls_table(t: Transcript) -> str:
@@ -137,14 +212,7 @@ def render(t: Transcript) -> str:
             f"{_e(r.get('reason') or r.get('error'))}</p>"
         )
     parts += ["<h2>Instruction</h2>", _pre(t.instruction)]
-    parts.append(f"<h2>Turns and actions ({len(t.actions)} action(s))</h2>")
-    n_action = 0
-    for step in t.steps:
-        if step.action is not None:
-            n_action += 1
-        parts.append(_step(step, n_action))
-    if not t.steps:
-        parts.append("<p class=muted>no trajectory recorded</p>")
+    parts.append(timeline_html(t, empty="no trajectory recorded", limit=None))
     parts += ["<h2>Agent's final message</h2>", _pre(t.final_message)]
     parts.append("<h2>Model calls and usage</h2>")
     parts.append(

@@ -24,6 +24,7 @@ from worker.viewer.trial_folder import inside
 RUNS_DIR: Final = "runs"
 OUTCOMES: Final = ("passed", "failed", "error", "running", "queued", "cancelled")
 SORTS: Final = ("started", "task", "reward", "time", "outcome")
+MAX_TRIALS_PARAM: Final = 200_000  # characters of ?trials= (ids of one leaderboard row)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,17 @@ class RunRow:
         return sum(1 for t in self.trials if t.state == "finished")
 
 
+def graded_mean(trials: Iterable[TrialRow]) -> tuple[float | None, int]:
+    """The mean reward of the finished, score-eligible trials (an infrastructure error is not
+    graded, as in `run`'s summary and the leaderboard), and how many there are."""
+    rewards = [
+        t.reward
+        for t in trials
+        if t.state == "finished" and t.score_eligible is True and t.reward is not None
+    ]
+    return (sum(rewards) / len(rewards) if rewards else None), len(rewards)
+
+
 def _outcome(state: str, row: dict[str, Any], failure: str | None, run_status: str) -> str:
     if state != "finished":
         return "cancelled" if run_status == "cancelled" and state == "queued" else state
@@ -84,8 +96,17 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def read_run(root: int, jobs: Path, folder: Path) -> RunRow | None:
-    """One run folder as the viewer lists it; ``None`` when its document is unreadable."""
+def trial_folder(given: Path, trial_dir: str) -> Path | None:
+    """Where a run document's ``trial_dir`` (relative to the jobs folder) is, when that lies
+    within ``given``, the folder the viewer was given (a jobs folder, or one run folder: then
+    its trials, never a folder beside it); ``None`` elsewhere."""
+    path = jobs_of(given) / trial_dir
+    return path if inside(path, given) else None
+
+
+def read_run(root: int, given: Path, folder: Path) -> RunRow | None:
+    """One run folder (of ``given``, a folder the viewer was given) as the viewer lists it;
+    ``None`` when its document is unreadable."""
     try:
         run = RunRecord.model_validate(read_run_document(folder))
     except (OSError, ValueError, ValidationError):
@@ -104,7 +125,7 @@ def read_run(root: int, jobs: Path, folder: Path) -> RunRow | None:
         row = trial.row or {}
         failure = trial.failure or (attempt.failure if attempt else None)
         trial_id = attempt.trial_id if attempt else None
-        if attempt is not None and not inside(jobs / attempt.trial_dir, jobs):
+        if attempt is not None and trial_folder(given, attempt.trial_dir) is None:
             trial_id = None  # a document naming a folder elsewhere: not shown
         out.trials.append(
             TrialRow(
@@ -130,17 +151,31 @@ def read_run(root: int, jobs: Path, folder: Path) -> RunRow | None:
     return out
 
 
+def _documents_inside(folder: Path) -> bool:
+    """Whether the run document and its journal (if any) are files of ``folder`` itself, not
+    links to a document elsewhere."""
+    journal = folder / JOURNAL_FILENAME
+    return inside(folder / RUN_FILENAME, folder) and (
+        not os.path.lexists(journal) or inside(journal, folder)
+    )
+
+
 def run_folders(jobs: Path) -> list[Path]:
     """The run folders of a jobs folder (or of one run folder given directly), within it."""
     if (jobs / RUN_FILENAME).is_file():
-        return [jobs]
+        return [jobs] if _documents_inside(jobs) else []
     runs_dir = jobs / RUNS_DIR
     if not runs_dir.is_dir() or not inside(runs_dir, jobs):
         return []
     found = []
     for entry in sorted(os.scandir(runs_dir), key=lambda e: e.name):
         folder = Path(entry.path)
-        if entry.is_dir() and (folder / RUN_FILENAME).is_file() and inside(folder, jobs):
+        if (
+            entry.is_dir()
+            and (folder / RUN_FILENAME).is_file()
+            and inside(folder, jobs)
+            and _documents_inside(folder)
+        ):
             found.append(folder)
     return found
 
@@ -155,7 +190,7 @@ def scan(roots: list[Path]) -> list[RunRow]:
     runs = []
     for n, root in enumerate(roots):
         for folder in run_folders(root):
-            run = read_run(n, jobs_of(root), folder)
+            run = read_run(n, root, folder)
             if run is not None:
                 runs.append(run)
     runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
@@ -198,6 +233,7 @@ class Filters:
     q: str = ""  # search: a substring of the task, trial id, agent, failure or reason
     sort: str = "started"
     desc: bool = False
+    trials: frozenset[str] = frozenset()  # these trial ids only (a leaderboard row's trials)
 
     @classmethod
     def of(cls, params: Any) -> Filters:
@@ -215,9 +251,14 @@ class Filters:
             q=one("q"),
             sort=sort if sort in SORTS else "started",
             desc=one("desc") == "1",
+            trials=frozenset(
+                t for t in str(params.get("trials") or "")[:MAX_TRIALS_PARAM].split(",") if t
+            ),
         )
 
     def matches(self, t: TrialRow) -> bool:
+        if self.trials and t.trial_id not in self.trials:
+            return False
         if self.run and t.run_id != self.run:
             return False
         if self.task and t.task_id != self.task:

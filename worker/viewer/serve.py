@@ -33,13 +33,14 @@ def serve(
     leaderboard: Leaderboard | None = None,
     described: str = "",
 ) -> None:
-    """Listen on ``host:port`` (0: any free port), say where on stderr, serve until stopped."""
+    """Listen on ``host:port`` (0: any free port), say where on stderr, serve until stopped
+    (the caller checked the folders: :func:`check_roots`)."""
     import uvicorn
 
     from worker.viewer.web import create_app
 
-    check_roots(roots)
-    if not is_loopback_host(host):
+    loopback = is_loopback_host(host)
+    if not loopback:
         click.echo(
             f"warning: serving on {host}: anyone who can reach it reads these trials "
             "(what the agents did and wrote); the default is 127.0.0.1",
@@ -48,7 +49,7 @@ def serve(
     sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    app = create_app(roots, poll_seconds=poll, leaderboard=leaderboard)
+    app = create_app(roots, poll_seconds=poll, leaderboard=leaderboard, loopback_only=loopback)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     click.echo(

@@ -39,7 +39,7 @@ def inside(path: Path, folder: Path) -> bool:
     agent left, and a link out of it must not make a reader show a file of the host."""
     try:
         return path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):  # a symlink loop
+    except (OSError, RuntimeError, ValueError):  # a symlink loop; a NUL in a path of a URL
         return False
 
 
@@ -115,6 +115,7 @@ class Transcript:
     verifier_output: dict[str, str] = field(default_factory=dict)  # file name -> text
     agent_logs: dict[str, str] = field(default_factory=dict)  # agent/<file> -> text
     task_id: str | None = None  # the task's id (result.json's ``task_id`` is Harbor's object)
+    problems: list[str] = field(default_factory=list)  # files not read (``load(lenient=True)``)
 
     @property
     def actions(self) -> list[Action]:
@@ -270,14 +271,44 @@ def reported_usage(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def load(folder: Path, *, running: bool = False) -> Transcript:
+def _problem(exc: ValueError) -> str:
+    return _clip_line(" ".join(str(exc).split()), 400)
+
+
+def _clip_line(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def load(folder: Path, *, running: bool = False, lenient: bool = False) -> Transcript:
     """The trial at ``folder``; ``running``: it may not have finished (no ``result.json`` yet,
-    a trajectory still being written), so what is there so far."""
-    record = (
-        TrialResult.read(folder / RESULT_FILE) if inside(folder / RESULT_FILE, folder) else None
-    )
-    if record is None and not running:
-        raise ValueError(f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)")
+    a trajectory still being written), so what is there so far. ``lenient``: a record that is
+    missing or malformed (a result.json that is not the model's, a line that is not JSON) is
+    noted in ``problems`` and the rest is read, instead of a ValueError."""
+    problems: list[str] = []
+    try:
+        record = (
+            TrialResult.read(folder / RESULT_FILE) if inside(folder / RESULT_FILE, folder) else None
+        )
+    except ValueError as exc:
+        if not lenient:
+            raise
+        problems.append(f"{RESULT_FILE}: {_problem(exc)}")
+        record = None
+    if record is None and not running and not problems:
+        message = f"{folder}: no {RESULT_FILE} (not a trial folder, or it has not finished)"
+        if not lenient:
+            raise ValueError(message)
+        problems.append(f"no readable {RESULT_FILE} (not a JSON object, or missing)")
+
+    def lines(read: Any) -> Any:
+        try:
+            return read(not running)
+        except ValueError as exc:
+            if not lenient:
+                raise
+            problems.append(_problem(exc))
+            return read(False)
+
     result = record.document() if record is not None else {}
     verifier = {}
     for name in VERIFIER_FILES:
@@ -298,12 +329,13 @@ def load(folder: Path, *, running: bool = False) -> Transcript:
         instruction=read_text(folder / INSTRUCTION_FILE)
         if inside(folder / INSTRUCTION_FILE, folder)
         else None,
-        steps=timeline(folder, strict=not running),
-        model_calls=_lines(folder, LLM_TRAJECTORY_FILE, not running),
+        steps=lines(lambda strict: timeline(folder, strict=strict)),
+        model_calls=lines(lambda strict: _lines(folder, LLM_TRAJECTORY_FILE, strict)),
         reported=reported_usage(folder),
         verifier_output=verifier,
         agent_logs=logs,
         task_id=record.task if record is not None else None,
+        problems=problems,
     )
 
 

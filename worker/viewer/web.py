@@ -31,17 +31,19 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from worker.api import is_loopback_host
 from worker.runs.records import RunRecord
 from worker.runs.store import read_run_document
 from worker.trial_record.paths import TIMING_FILE
 from worker.viewer import index
-from worker.viewer.html import model_calls_table, reported_table
+from worker.viewer.html import model_calls_table, reported_table, timeline_html
+from worker.viewer.html import pre as _pre
 from worker.viewer.index import OUTCOMES, SORTS, Filters, RunRow, TrialRow
-from worker.viewer.trial_folder import Action, inside, instant, load, read_json
+from worker.viewer.trial_folder import inside, load, read_json
 
 POLL_SECONDS: Final = 1.0
-MAX_SHOWN_CHARS: Final = 20_000  # of one output or file content on the trial page
 MAX_RAW_BYTES: Final = 2_000_000  # of one file served raw
 MAX_LISTED_FILES: Final = 300
 MAX_WHY_CHARS: Final = 160  # of the reason in a list
@@ -64,7 +66,7 @@ th{background:#f3f4f6;white-space:nowrap;font-weight:600}
 td.why{min-width:220px;max-width:420px;overflow-wrap:anywhere;color:#444}
 td.id{white-space:nowrap} td.agent{min-width:90px;max-width:240px;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
-@media (max-width:900px){.wide{display:none}}
+@media (max-width:900px){.wide{display:none} td.why{min-width:150px}}
 td.num,th.num{text-align:right;white-space:nowrap}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;
 white-space:nowrap}
@@ -113,7 +115,12 @@ _SCRIPT = """
     busy=true;
     var u=new URL(window.location.href);u.searchParams.set('fragment','1');
     fetch(u.toString(),{cache:'no-store'}).then(function(r){return r.ok?r.text():null;})
-      .then(function(t){if(t!==null){live.innerHTML=t;
+      .then(function(t){if(t!==null){
+        var open={};live.querySelectorAll('details[open]>summary').forEach(function(m){
+          open[m.textContent]=1;});
+        live.innerHTML=t;
+        live.querySelectorAll('details>summary').forEach(function(m){
+          if(open[m.textContent]){m.parentNode.open=true;}});
         document.body.dataset.updates=String(Number(document.body.dataset.updates||0)+1);}})
       .catch(function(){}).then(function(){busy=false;if(again){again=false;refresh();}});
   }
@@ -128,24 +135,18 @@ def _e(value: Any) -> str:
     return escape("-" if value is None or value == "" else str(value), quote=True)
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+def _secs(value: float | None) -> str:
+    """Seconds to a tenth, as `run`'s summary and `trials list` show them."""
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _pct(reward: float | None) -> str:
+    """A reward in %, as `run`'s summary, `trials list` and the leaderboard show it."""
+    return "-" if reward is None else f"{100 * reward:.1f}"
 
 
 def _clip(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
-def _pre(text: str | None, raw_link: str | None = None) -> str:
-    if not text:
-        return "<pre><span class=muted>(empty)</span></pre>"
-    cut = ""
-    if len(text) > MAX_SHOWN_CHARS:
-        more = len(text) - MAX_SHOWN_CHARS
-        cut = f"<div class=muted>… {more:,} more characters not shown"
-        cut += f' (<a href="{_e(raw_link)}">the whole file</a>)</div>' if raw_link else "</div>"
-        text = text[:MAX_SHOWN_CHARS]
-    return f"<pre>{_e(text)}</pre>{cut}"
 
 
 def _link(path: str, params: dict[str, str] | None = None) -> str:
@@ -171,7 +172,8 @@ class Viewer:
     """The app's state: the jobs folders it serves (resolved once) and how often it polls."""
 
     def __init__(self, roots: Iterable[Path], *, poll_seconds: float = POLL_SECONDS) -> None:
-        self.roots = [Path(root).resolve() for root in roots]
+        self.given = [Path(root) for root in roots]  # as the user wrote them, for display
+        self.roots = [root.resolve() for root in self.given]
         self.poll_seconds = poll_seconds
 
     def runs(self) -> list[RunRow]:
@@ -191,7 +193,6 @@ class Viewer:
         folder = next((f for f in index.run_folders(base) if f.name == run_id), None)
         if folder is None:
             return None
-        jobs = index.jobs_of(base)
         try:
             run = RunRecord.model_validate(read_run_document(folder))
         except (OSError, ValueError):
@@ -200,8 +201,8 @@ class Viewer:
             for attempt in trial.attempts:
                 if attempt.trial_id != trial_id:
                     continue
-                path = jobs / attempt.trial_dir
-                if not inside(path, jobs) or not path.is_dir():
+                path = index.trial_folder(base, attempt.trial_dir)
+                if path is None or not path.is_dir():
                     return None
                 running = attempt.outcome == "running" and trial.state != "finished"
                 return run, path, "running" if running else trial.state
@@ -228,6 +229,17 @@ def _csp(nonce: str) -> str:
         f"script-src 'nonce-{nonce}'; connect-src 'self'; img-src 'self'; "
         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )
+
+
+def _read_capped(path: Path) -> bytes:
+    """At most MAX_RAW_BYTES of a file, and a last line saying so when it is longer."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_RAW_BYTES + 1)
+    if len(data) <= MAX_RAW_BYTES:
+        return data
+    size = path.stat().st_size
+    note = f"\n… [cut: the first {MAX_RAW_BYTES:,} bytes of {size:,} are shown]\n"
+    return data[:MAX_RAW_BYTES] + note.encode()
 
 
 def _plain(data: bytes) -> Response:
@@ -259,7 +271,7 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
     parts = [f"<h1>Runs ({len(runs)})</h1>"]
     parts.append(
         "<p class=muted>Jobs folders: "
-        + ", ".join(f"<code>{_e(root)}</code>" for root in viewer.roots)
+        + ", ".join(f"<code>{_e(root)}</code>" for root in viewer.given)
         + "</p>"
     )
     if not runs:
@@ -268,13 +280,13 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
     head = (
         "<tr><th>run</th><th>created</th><th>status</th><th>agent</th><th>task set</th>"
         "<th>progress</th><th class=num>passed</th><th class=num>failed</th>"
-        "<th class=num>errors</th><th class=num>running</th><th class=num>mean reward</th></tr>"
+        "<th class=num>errors</th><th class=num>running</th>"
+        "<th class=num title='over the graded (score-eligible) trials'>mean reward (%)</th></tr>"
     )
     rows = []
     for run in runs:
         total = len(run.trials)
-        rewards = [t.reward for t in run.trials if t.reward is not None]
-        mean = sum(rewards) / len(rewards) if rewards else None
+        mean, _ = index.graded_mean(run.trials)
         href = _link("/trials", {"run": run.run_id})
         rows.append(
             f'<tr data-run="{_e(run.run_id)}"><td class=id><a href="{_e(href)}">'
@@ -285,7 +297,7 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
             f'<span class="done">{run.n_done}/{total}</span></td>'
             f"<td class=num>{run.count('passed')}</td><td class=num>{run.count('failed')}</td>"
             f"<td class=num>{run.count('error')}</td><td class=num>{run.count('running')}</td>"
-            f"<td class=num>{_num(mean)}</td></tr>"
+            f"<td class=num>{_pct(mean)}</td></tr>"
         )
     parts.append(
         f"<div class=scroll><table id=runs><thead>{head}</thead>"
@@ -310,8 +322,15 @@ def _filters_form(f: Filters, trials: list[TrialRow], runs: list[RunRow]) -> str
         return [(v, v) for v in sorted({v for v in values if v})]
 
     sort_choices = [(s, s) for s in SORTS if s != "started"]
+    kept = (
+        f'<input type="hidden" name="trials" value="{_e(",".join(f.trials))}">'
+        f"<span class=muted>{len(f.trials)} trial(s) of a leaderboard row</span>"
+        if f.trials
+        else ""
+    )
     return (
         '<form class="filters" method="get" action="/trials">'
+        + kept
         + _select("run", "run", f.run, [(r.run_id, r.run_id) for r in runs])
         + _select("task", "task", f.task, distinct(t.task_id for t in trials))
         + _select("agent", "agent", f.agent, distinct(t.agent for t in trials))
@@ -341,7 +360,7 @@ def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
     head = (
         "<tr><th>task</th><th>trial</th>"
         + ("<th class=wide>run</th>" if show_run else "")
-        + "<th>agent</th><th>outcome</th><th class=num>reward</th><th>failure</th>"
+        + "<th>agent</th><th>outcome</th><th class=num>reward (%)</th><th>failure</th>"
         "<th class=wide>eligible</th><th class=num>time (s)</th>"
         "<th class='num wide'>attempts</th><th>why</th></tr>"
     )
@@ -365,9 +384,9 @@ def trials_table(trials: list[TrialRow], *, show_run: bool = True) -> str:
                 else ""
             )
             + f"<td class=agent>{_e(t.agent)}</td><td>{_badge(t.outcome)}</td>"
-            f"<td class=num>{_num(t.reward)}</td><td>{_e(t.failure)}</td>"
+            f"<td class=num>{_pct(t.reward)}</td><td>{_e(t.failure)}</td>"
             f"<td class=wide>{_yes_no(t.score_eligible)}</td>"
-            f"<td class=num>{_num(t.seconds)}</td><td class='num wide'>{t.n_attempts}</td>"
+            f"<td class=num>{_secs(t.seconds)}</td><td class='num wide'>{t.n_attempts}</td>"
             f'<td class=why title="{_e(why)}">{_e(_clip(why, MAX_WHY_CHARS))}</td></tr>'
         )
     if not rows:
@@ -407,57 +426,10 @@ def _meta(rows: list[tuple[str, str]]) -> str:
     )
 
 
-def _action_html(n: int, action: Action, origin: float | None, raw: Callable[[str], str]) -> str:
-    bad = action.status == "failed" or action.exit_code not in (None, 0) or action.timed_out
-    info = [action.kind or "action", action.status or "?"]
-    if action.exit_code is not None:
-        info.append(f"exit {action.exit_code}")
-    if action.timed_out:
-        info.append("timed out")
-    if action.seconds is not None:
-        info.append(f"{action.seconds:.2f}s")
-    start = _seconds_since(action.started_at, origin)
-    if start is not None:
-        info.append(f"at +{start:.1f}s")
-    raw_input = action.raw_input if isinstance(action.raw_input, dict) else {}
-    command = raw_input.get("command") if isinstance(raw_input.get("command"), str) else None
-    parts = [
-        f'<div class="step action{" bad" if bad else ""}" data-kind="{_e(action.kind)}">'
-        f"<div><span class=label>Action {n}</span> <span class=muted>{_e(' · '.join(info))}"
-        "</span></div>",
-        f"<pre class=title>{_e(action.title)}</pre>",
-    ]
-    if command and command != action.title:
-        parts.append(f"<div class=muted>command</div><pre class=command>{_e(command)}</pre>")
-    if isinstance(raw_input.get("cwd"), str):
-        parts.append(f"<div class=muted>in {_e(raw_input['cwd'])}</div>")
-    if action.kind == "edit":
-        size = raw_input.get("bytes")
-        label = "content written" + (f" ({size} bytes)" if isinstance(size, int) else "")
-        parts.append(f"<div class=muted>{_e(label)}</div>")
-        parts.append(
-            _pre(action.written)
-            if action.written is not None
-            else "<pre><span class=muted>(not recorded)</span></pre>"
-        )
-        if action.output:
-            parts += ["<div class=muted>output</div>", _pre(action.output)]
-    else:
-        label = "content read" if action.kind == "read" else "output"
-        parts += [f"<div class=muted>{label}</div>", _pre(action.output)]
-    parts.append("</div>")
-    return "".join(parts)
-
-
-def _seconds_since(stamp: str | None, origin: float | None) -> float | None:
-    at = instant(stamp)
-    return None if at is None or origin is None else max(0.0, at - origin)
-
-
 def _trial_body(
     viewer: Viewer, root: int, run: RunRecord, folder: Path, state: str, others: list[TrialRow]
 ) -> str:
-    t = load(folder, running=state != "finished")
+    t = load(folder, running=state != "finished", lenient=True)
     r = t.result
     trial_id = folder.name
     mine = next((o for o in others if o.trial_id == trial_id), None)
@@ -468,7 +440,11 @@ def _trial_body(
     def raw(name: str) -> str:
         return base + quote(name)
 
-    timing = read_json(folder / TIMING_FILE) if inside(folder / TIMING_FILE, folder) else {}
+    try:
+        timing = read_json(folder / TIMING_FILE) if inside(folder / TIMING_FILE, folder) else {}
+    except (OSError, ValueError, RecursionError):
+        timing = {}
+        t.problems.append(f"{TIMING_FILE}: not valid JSON")
     phases = ", ".join(
         f"{name.replace('_', ' ')} {timing[name]:.1f}s"
         for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", "total")
@@ -504,6 +480,8 @@ def _trial_body(
     why = r.get("reason") or r.get("error") or (mine.reason if mine else None)
     if why:
         parts.append(f"<p class=why><span class=label>Why:</span> {_e(why)}</p>")
+    for problem in t.problems:
+        parts.append(f"<p class='why problem'><span class=label>Not read:</span> {_e(problem)}</p>")
     if state != "finished":
         parts.append("<p><span class='badge running'>running</span> updates as it goes</p>")
     same_task = [o for o in others if o.trial_id != trial_id]
@@ -513,34 +491,7 @@ def _trial_body(
     else:
         parts.append("<p class=muted>none in these folders</p>")
     parts += ["<h2>Instruction</h2>", _pre(t.instruction)]
-    steps = list(t.steps)
-    # the instruction is the first user message: shown once, above
-    if (
-        steps
-        and steps[0].kind == "user"
-        and t.instruction
-        and steps[0].text.strip() == t.instruction.strip()
-    ):
-        steps = steps[1:]
-    origin = instant(t.steps[0].at) if t.steps else None
-    parts.append(f"<h2>Turns and actions ({len(t.actions)} action(s))</h2>")
-    n_action = 0
-    for step in steps:
-        if step.action is not None:
-            n_action += 1
-            parts.append(_action_html(n_action, step.action, origin, raw))
-            continue
-        label = {"user": "User", "agent": "Agent", "thought": "Thought", "event": "Event"}.get(
-            step.kind, step.kind
-        )
-        start = _seconds_since(step.at, origin)
-        when = f" <span class=muted>at +{start:.1f}s</span>" if start is not None else ""
-        parts.append(
-            f'<div class="step {_e(step.kind)}"><div class=label>{_e(label)}{when}</div>'
-            f"{_pre(step.text)}</div>"
-        )
-    if not steps:
-        parts.append("<p class=muted>no trajectory recorded yet</p>")
+    parts.append(timeline_html(t, empty="no trajectory recorded yet"))
     parts += ["<h2>Agent's final message</h2>", _pre(t.final_message)]
     parts.append("<h2>Model calls and usage</h2>")
     parts.append(
@@ -637,17 +588,18 @@ def _compare_body(a: str, b: str, runs: list[RunRow]) -> str:
 
     def summary(trials: list[TrialRow]) -> str:
         best = [x for x in (_best([t for t in trials if t.task_id == k]) for k in tasks) if x]
-        rewards = [t.reward for t in best if t.reward is not None]
-        mean = sum(rewards) / len(rewards) if rewards else None
+        mean, graded = index.graded_mean(best)
         passed = sum(1 for t in best if t.outcome == "passed")
-        return f"{passed}/{len(best)} passed, mean reward {_num(mean)}"
+        if mean is None:
+            return f"{passed}/{len(best)} passed: nothing was graded"
+        return f"{passed}/{len(best)} passed, mean reward {_pct(mean)}% over {graded} graded"
 
     def cell(t: TrialRow | None) -> str:
         if t is None:
             return "<td class=muted>not run</td><td></td>"
         href = trial_href(t)
         badge = f'<a href="{_e(href)}">{_badge(t.outcome)}</a>' if href else _badge(t.outcome)
-        return f"<td>{badge}</td><td class=num>{_num(t.reward)}</td>"
+        return f"<td>{badge}</td><td class=num>{_pct(t.reward)}</td>"
 
     rows = []
     n_differ = 0
@@ -673,8 +625,8 @@ def _compare_body(a: str, b: str, runs: list[RunRow]) -> str:
         f"<span id=n-differ>{n_differ}</span> of {len(tasks)} task(s) differ</p>"
     )
     parts.append(
-        "<table id=compare><thead><tr><th>task</th><th>A</th><th class=num>reward</th>"
-        "<th>B</th><th class=num>reward</th><th>what differs</th></tr></thead>"
+        "<table id=compare><thead><tr><th>task</th><th>A</th><th class=num>reward (%)</th>"
+        "<th>B</th><th class=num>reward (%)</th><th>what differs</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
     return "".join(parts)
@@ -688,10 +640,11 @@ class Leaderboard:
     """Results files served beside the job folders (``view --results``), from the composition
     root: ``files`` lists the files now matching what was given; ``sections`` renders their
     leaderboard tables (HTML, with confidence intervals), linking each trial id it is given an
-    address for; ``style`` is those sections' CSS. Both may raise ValueError (a bad file)."""
+    address for and each row of the aggregate tables to the list of its trials (the second
+    callable: their ids -> that list's address); ``style`` is those sections' CSS. Both may raise ValueError (a bad file)."""
 
     files: Callable[[], list[Path]]
-    sections: Callable[[Callable[[str], str | None]], str]
+    sections: Callable[[Callable[[str], str | None], Callable[[list[str]], str | None]], str]
     style: str
 
 
@@ -703,9 +656,14 @@ def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
             "here, linked to the trials of these job folders.</p>"
         )
     links = {t.trial_id: href for run in runs for t in run.trials if (href := trial_href(t))}
+
+    def behind(trial_ids: list[str]) -> str | None:
+        held = [trial_id for trial_id in trial_ids if trial_id in links]
+        return "/trials?trials=" + quote(",".join(held), safe=",") if held else None
+
     try:
         files = board.files()
-        sections = board.sections(lambda trial_id: links.get(trial_id))
+        sections = board.sections(lambda trial_id: links.get(trial_id), behind)
     except ValueError as exc:
         return f"<h1>Leaderboard</h1><p class=why>{_e(exc)}</p>"
     listed = "".join(
@@ -724,12 +682,47 @@ def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
 # -- the app ----------------------------------------------------------------------------------
 
 
+def _host_name(header: str) -> str:
+    """The name of a Host header, without its port (``[::1]:9020`` -> ``[::1]``)."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[: header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class LoopbackHostOnly:
+    """Answers 421 to a request whose Host header is not a loopback name or address. A viewer
+    on 127.0.0.1 is still reached by a web page the user opens, through a name of the page's
+    own that is made to point at 127.0.0.1 (DNS rebinding): the browser then sends that name
+    as the Host, and it is refused, so no other site reads the trials."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not is_loopback_host(_host_name(host)):
+                refused = PlainTextResponse(
+                    "this viewer answers only to a loopback address (127.0.0.1, localhost): "
+                    "open it as http://127.0.0.1:PORT/",
+                    421,
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(
     roots: Iterable[Path],
     *,
     poll_seconds: float = POLL_SECONDS,
     leaderboard: Leaderboard | None = None,
-) -> Starlette:
+    loopback_only: bool = True,
+) -> ASGIApp:
+    """The viewer's app; ``loopback_only`` (it listens on loopback): requests must name a
+    loopback host (:class:`LoopbackHostOnly`)."""
     viewer = Viewer(roots, poll_seconds=poll_seconds)
 
     async def snapshot() -> tuple[list[RunRow], str]:
@@ -773,8 +766,7 @@ def create_app(
                 return None
             if number >= len(files) or not files[number].is_file():
                 return None
-            with files[number].open("rb") as handle:
-                return handle.read(MAX_RAW_BYTES)
+            return _read_capped(files[number])
 
         data = await asyncio.to_thread(read)
         if data is None:
@@ -820,11 +812,7 @@ def create_app(
         if ".." in Path(name).parts or not inside(path, folder) or not path.is_file():
             return not_found(name)
 
-        def read() -> bytes:
-            with path.open("rb") as handle:
-                return handle.read(MAX_RAW_BYTES)
-
-        return _plain(await asyncio.to_thread(read))
+        return _plain(await asyncio.to_thread(_read_capped, path))
 
     async def events(request: Request) -> Response:
         since = str(request.query_params.get("since") or "")
@@ -851,7 +839,7 @@ def create_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/", home),
             Route("/trials", trials),
@@ -863,3 +851,4 @@ def create_app(
             Route("/events", events),
         ]
     )
+    return LoopbackHostOnly(app) if loopback_only else app

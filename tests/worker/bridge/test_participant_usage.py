@@ -88,6 +88,7 @@ def test_reported_usage_is_summed_and_shown_as_the_participant_s(tmp_path: Path)
     final = html.split("<h2>Agent's final message</h2>")[1]
     assert final.startswith("\n<pre>done</pre>")
     assert html.count('class="step action') == 3  # exec, exec, read_file
+    assert html.count("<div class=muted>content read</div>") == 1  # what read_file read
     requests = cli("trials", "requests", str(tmp_path / "jobs"))
     assert requests.returncode == 0, requests.stderr
     lines = requests.stdout.splitlines()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worker.runs.store import read_run_document
+
 REPO = Path(__file__).resolve().parents[3]
 HOSTILE = "</pre><script>alert('owned')</script><img src=x onerror=alert(1)>&amp;"
 SECRET = "viewer-secret-outside-the-jobs-folder"
@@ -144,18 +146,30 @@ class LiveRun:
         self.save()
 
 
+def copy_run(jobs: Jobs, name: str, dest: Path) -> tuple[Path, dict[str, Any]]:
+    """A copy of run ``name`` as ``dest/<its run id>`` (its journal folded in) and its
+    document, to edit and save with :func:`write_json` (``journal_seq`` 0: no journal)."""
+    folder = dest / jobs.runs[name]
+    shutil.copytree(jobs.run_dir(name), folder, symlinks=True)
+    (folder / "journal.jsonl").unlink(missing_ok=True)
+    doc = read_run_document(jobs.run_dir(name))
+    doc["journal_seq"] = 0
+    write_json(folder / "run.json", doc)
+    return folder, doc
+
+
 @dataclass
 class Server:
     url: str
     proc: subprocess.Popen[str]
 
 
-def start_view(*args: str, poll: str = "0.2") -> Server:
+def start_view(*args: str, poll: str = "0.2", cwd: Path = REPO) -> Server:
     """`skillsbench-agentbeats view ARGS --port 0` as a subprocess; its URL once it listens."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "skillsbench_agentbeats", "view", *args, "--port", "0",
          "--poll", poll],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stderr is not None
     deadline = time.monotonic() + 60
@@ -173,3 +187,12 @@ def start_view(*args: str, poll: str = "0.2") -> Server:
             return Server(match.group(1), proc)
     proc.kill()
     raise AssertionError(f"the viewer did not start: {seen}")
+
+
+def stop_view(server: Server) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait()

@@ -143,6 +143,9 @@ def test_view_writes_an_escaped_self_contained_transcript(
     ):
         assert f"<h2>{heading}</h2>" in html
     assert "exit 3" in html and "second line of output" in html
+    # the instruction once (not again as the first user message); each action's timing
+    assert html.count("Write 42 to /root/answer.txt.") == 1
+    assert re.search(r"exit 3 · \d+\.\d\ds · at \+\d+\.\ds", html), html
 
 
 def test_view_creates_no_folder_outside_the_current_one(

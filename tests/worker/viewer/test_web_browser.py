@@ -102,6 +102,14 @@ def test_filters_from_the_page(browser: object, jobs: Jobs, server: Server) -> N
     rows = d.find_elements(By.CSS_SELECTOR, "tr.trial")  # type: ignore[attr-defined]
     assert len(rows) == 3 and {r.get_attribute("data-outcome") for r in rows} == {"failed"}
     shoot(d, "failures")
+    d.set_window_size(800, 900)  # type: ignore[attr-defined]
+    try:  # at 800 px the failures, with their reasons, fit the page: no column cut at its edge
+        overflow = d.execute_script(  # type: ignore[attr-defined]
+            "var s=document.querySelector('.scroll');return s.scrollWidth-s.clientWidth;"
+        )
+        assert overflow <= 1, f"the trials table overflows by {overflow} px at 800 px"
+    finally:
+        d.set_window_size(1280, 900)  # type: ignore[attr-defined]
     d.get(f"{server.url}/compare?a=agent:oracle&b=agent:nop")  # type: ignore[attr-defined]
     assert len(d.find_elements(By.CSS_SELECTOR, "#compare tr.differs")) == 3  # type: ignore[attr-defined]
     shoot(d, "compare")
@@ -140,6 +148,29 @@ def test_a_running_run_updates_the_open_page(
     # the same page all along, its content swapped in (never reloaded)
     updates = d.execute_script("return document.body.dataset.updates")  # type: ignore[attr-defined]
     assert int(updates) >= 3
+
+
+def test_a_log_opened_on_a_running_trial_stays_open(
+    browser: object, jobs: Jobs, server: Server, live_run: Callable[[str], LiveRun]
+) -> None:
+    """Following a running trial: an agent log the reader opened stays open (and the page where
+    it was) when the page takes in what the trial recorded since."""
+    d = browser
+    run = live_run("script")
+    trial = run.start(run.keys[0])
+    d.get(f"{server.url}/trial/0/{run.run_id}/{trial}")  # type: ignore[attr-defined]
+    WebDriverWait(d, WAIT).until(lambda drv: drv.find_element(By.ID, "live-state").text == "live")
+    d.execute_script("document.querySelector('details').open=true")  # type: ignore[attr-defined]
+    before = int(d.execute_script("return Number(document.body.dataset.updates||0)"))  # type: ignore[attr-defined]
+    run.finish(run.keys[0])
+    WebDriverWait(d, WAIT).until(
+        lambda drv: (
+            int(drv.execute_script("return Number(document.body.dataset.updates||0)")) > before
+            and "Verifier output" in drv.find_element(By.ID, "live").text
+            and "no verifier output recorded" not in drv.find_element(By.ID, "live").text
+        )
+    )
+    assert d.execute_script("return document.querySelector('details').open")  # type: ignore[attr-defined]
 
 
 def test_the_leaderboard_of_results_files_sorts_and_links_to_trials(

@@ -69,6 +69,33 @@ def test_trial_ids_link_to_the_trials_of_the_job_folders(
     assert len(links) == 4
 
 
+def test_each_row_of_the_tables_links_to_the_trials_behind_it(
+    jobs: Jobs, results_server: Server
+) -> None:
+    """Issue #34: the tables "linked to the trials behind each cell": a row's "Tasks passed"
+    opens the list of that agent's trials (in that category) the job folders hold; the
+    published file's agent, whose trials are not there, is not linked."""
+    html = get(results_server, "/leaderboard").text
+    overall = _table(html, "overall")
+    behind = {
+        agent: href.replace("&amp;", "&")
+        for agent, href in re.findall(
+            r'title="([^"]+)">.*?<a class="behind" href="([^"]+)">', overall, re.S
+        )
+    }
+    assert set(behind) == {ORACLE_ID, NOP_ID}, behind
+    for agent, name in ((ORACLE_ID, "oracle"), (NOP_ID, "nop")):
+        listed = get(results_server, behind[agent]).text
+        shown = re.findall(r'<a href="/trial/0/[^/]+/([^"]+)" title=', listed)
+        assert sorted(shown) == jobs.trial_ids(name), (agent, shown)
+        assert "2 trial(s) of a leaderboard row" in listed
+    by_category = _table(html, "by_category")
+    hrefs = re.findall(r'<a class="behind" href="([^"]+)">', by_category)
+    lists = [get(results_server, h.replace("&amp;", "&")).text for h in hrefs]
+    counts = sorted(len(re.findall(r'<tr class="trial"', page)) for page in lists)
+    assert counts and sum(counts) == 4 and all(n >= 1 for n in counts), counts
+
+
 def test_hostile_values_of_a_results_file_stay_text(results_server: Server) -> None:
     html = get(results_server, "/leaderboard").text
     assert html.count("<script") == 1  # the viewer's own, with its nonce
