@@ -8,7 +8,10 @@ a symlink pointing elsewhere is passed over): the viewer serves those folders an
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,35 @@ RUNS_DIR: Final = "runs"
 OUTCOMES: Final = ("passed", "failed", "error", "running", "queued", "cancelled")
 SORTS: Final = ("started", "task", "reward", "time", "outcome")
 MAX_TRIALS_PARAM: Final = 200_000  # characters of ?trials= (ids of one leaderboard row)
+# A link carries its trial ids in ?trials= up to this many characters; past it (a row of
+# hundreds of trials, beyond what a request line may hold) it names a set the viewer keeps.
+LINK_TRIALS_MAX: Final = 4_000
+TRIAL_SETS_MAX: Final = 4_096
+_TRIAL_SETS: OrderedDict[str, frozenset[str]] = OrderedDict()
+_TRIAL_SETS_LOCK = threading.Lock()
+
+
+def trials_query(trial_ids: Iterable[str]) -> str:
+    """The query (``trials=ID,ID`` or ``set=TOKEN``) of a link to the list of ``trial_ids``."""
+    from urllib.parse import quote
+
+    ids = sorted(set(trial_ids))
+    joined = ",".join(ids)
+    if len(joined) <= LINK_TRIALS_MAX:
+        return "trials=" + quote(joined, safe=",")
+    token = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:24]
+    with _TRIAL_SETS_LOCK:
+        _TRIAL_SETS[token] = frozenset(ids)
+        _TRIAL_SETS.move_to_end(token)
+        while len(_TRIAL_SETS) > TRIAL_SETS_MAX:
+            _TRIAL_SETS.popitem(last=False)
+    return f"set={token}"
+
+
+def trial_set(token: str) -> frozenset[str] | None:
+    """The trial ids a ``set=`` link names, or None (made by a viewer since restarted)."""
+    with _TRIAL_SETS_LOCK:
+        return _TRIAL_SETS.get(token)
 
 
 @dataclass(frozen=True)
@@ -234,6 +266,9 @@ class Filters:
     sort: str = "started"
     desc: bool = False
     trials: frozenset[str] = frozenset()  # these trial ids only (a leaderboard row's trials)
+    # the set those ids came from (``?set=``), kept by the filters form; "" for ``?trials=``
+    trial_set: str = ""
+    unknown_set: bool = False  # a ``?set=`` this viewer does not hold (restarted since)
 
     @classmethod
     def of(cls, params: Any) -> Filters:
@@ -241,6 +276,11 @@ class Filters:
             return str(params.get(name) or "")[:200]
 
         sort = one("sort")
+        token = one("set")
+        held = trial_set(token) if token else None
+        trials = frozenset(
+            t for t in str(params.get("trials") or "")[:MAX_TRIALS_PARAM].split(",") if t
+        )
         return cls(
             run=one("run"),
             task=one("task"),
@@ -251,12 +291,14 @@ class Filters:
             q=one("q"),
             sort=sort if sort in SORTS else "started",
             desc=one("desc") == "1",
-            trials=frozenset(
-                t for t in str(params.get("trials") or "")[:MAX_TRIALS_PARAM].split(",") if t
-            ),
+            trials=held if held is not None else trials,
+            trial_set=token if held is not None else "",
+            unknown_set=bool(token) and held is None,
         )
 
     def matches(self, t: TrialRow) -> bool:
+        if self.unknown_set:
+            return False
         if self.trials and t.trial_id not in self.trials:
             return False
         if self.run and t.run_id != self.run:

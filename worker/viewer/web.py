@@ -40,7 +40,7 @@ from worker.trial_record.paths import TIMING_FILE
 from worker.viewer import index
 from worker.viewer.html import model_calls_table, reported_table, timeline_html
 from worker.viewer.html import pre as _pre
-from worker.viewer.index import OUTCOMES, SORTS, Filters, RunRow, TrialRow
+from worker.viewer.index import OUTCOMES, SORTS, Filters, RunRow, TrialRow, trials_query
 from worker.viewer.trial_folder import inside, load, read_json
 
 POLL_SECONDS: Final = 1.0
@@ -322,12 +322,23 @@ def _filters_form(f: Filters, trials: list[TrialRow], runs: list[RunRow]) -> str
         return [(v, v) for v in sorted({v for v in values if v})]
 
     sort_choices = [(s, s) for s in SORTS if s != "started"]
-    kept = (
-        f'<input type="hidden" name="trials" value="{_e(",".join(f.trials))}">'
-        f"<span class=muted>{len(f.trials)} trial(s) of a leaderboard row</span>"
-        if f.trials
-        else ""
-    )
+    if f.unknown_set:
+        kept = (
+            "<span class=why>This list of a leaderboard row's trials was made by a viewer since "
+            "restarted: open the leaderboard again and follow its link.</span>"
+        )
+    elif f.trial_set:
+        kept = (
+            f'<input type="hidden" name="set" value="{_e(f.trial_set)}">'
+            f"<span class=muted>{len(f.trials)} trial(s) of a leaderboard row</span>"
+        )
+    elif f.trials:
+        kept = (
+            f'<input type="hidden" name="trials" value="{_e(",".join(sorted(f.trials)))}">'
+            f"<span class=muted>{len(f.trials)} trial(s) of a leaderboard row</span>"
+        )
+    else:
+        kept = ""
     return (
         '<form class="filters" method="get" action="/trials">'
         + kept
@@ -659,7 +670,7 @@ def _leaderboard_body(board: Leaderboard | None, runs: list[RunRow]) -> str:
 
     def behind(trial_ids: list[str]) -> str | None:
         held = [trial_id for trial_id in trial_ids if trial_id in links]
-        return "/trials?trials=" + quote(",".join(held), safe=",") if held else None
+        return "/trials?" + trials_query(held) if held else None
 
     try:
         files = board.files()

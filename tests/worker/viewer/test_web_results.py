@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.worker.viewer.support import (
     NOP_ID,
@@ -162,3 +163,37 @@ def test_a_results_file_that_cannot_be_read_is_named_on_the_page(
     finally:
         started.proc.terminate()
         started.proc.wait(timeout=20)
+
+
+async def test_a_row_of_many_trials_links_to_a_set_the_viewer_keeps(
+    jobs: Jobs, board: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row of hundreds of trials would not fit a request line in ?trials=: past
+    LINK_TRIALS_MAX characters the link names a set the viewer keeps (here from 11 on). The
+    viewer's app in this process, so that the limit can be lowered."""
+    import worker.viewer.index as index
+    from skillsbench_agentbeats.view import _leaderboard
+    from worker.viewer.web import create_app
+
+    monkeypatch.setattr(index, "LINK_TRIALS_MAX", 10)
+    app = create_app([jobs.root], leaderboard=_leaderboard((str(board),), None))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        html = (await client.get("/leaderboard")).text
+        overall = _table(html, "overall")
+        hrefs = [
+            h.replace("&amp;", "&")
+            for h in re.findall(r'<a class="behind" href="([^"]+)">', overall)
+        ]
+        assert hrefs and all(re.fullmatch(r"/trials\?set=[0-9a-f]{24}", h) for h in hrefs), hrefs
+        shown = []
+        for href in hrefs:
+            listed = (await client.get(href)).text
+            shown += re.findall(r'<a href="/trial/0/[^/]+/([^"]+)" title=', listed)
+            assert "2 trial(s) of a leaderboard row" in listed
+            # the filters form keeps the set: narrowing it by outcome stays within the row
+            assert f'name="set" value="{href.rsplit("=", 1)[1]}"' in listed
+        assert sorted(shown) == sorted(jobs.trial_ids("oracle") + jobs.trial_ids("nop"))
+        # a set this viewer never made (it restarted since): nothing listed, and why
+        stale = (await client.get("/trials?set=" + "0" * 24)).text
+        assert '<tr class="trial"' not in stale and "since restarted" in stale
