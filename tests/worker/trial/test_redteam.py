@@ -317,6 +317,7 @@ def _task(
     test_outputs: str = TEST_OUTPUTS,
     extra_tests: dict[str, str] | None = None,
     with_opt: bool = False,
+    instruction: str | None = None,
 ) -> None:
     if image is None:  # as test_implicit_inputs: local cannot run apt-get
         test_sh = "".join(
@@ -329,6 +330,7 @@ def _task(
         extra_tests={"test_outputs.py": test_outputs, **(extra_tests or {})},
         verifier_timeout=VERIFIER_TIMEOUT_SEC,
         verifier_toml=VERIFIER_ENV,
+        **({"instruction": instruction} if instruction is not None else {}),
     )
     environment = folder / "environment"
     if image is None:
@@ -372,6 +374,11 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     _task(tasks, "imports-plain", image, test_sh=PIP_TEST, test_outputs=IMPORTS_TEST)
     _task(tasks, "pip-ctrf", image, test_sh=PIP_CTRF_TEST)
     _task(tasks, "uvx-runs", image, test_sh=UVX_TEST, test_outputs=RUNS_TEST)
+    # the third pass's tasks: tests that only read output files, whose texts name `org`
+    _task(tasks, "java-tests", image, test_sh=PIP_TEST, test_outputs=JAVA_TEST)
+    _task(tasks, "java-instr", image, test_sh=PIP_TEST, instruction=JAVA_INSTRUCTION)
+    _task(tasks, "from-instr", image, test_sh=PIP_TEST, instruction=FROM_INSTRUCTION)
+    _task(tasks, "script-instr", image, test_sh=PIP_TEST, instruction=SCRIPT_INSTRUCTION)
     return tasks
 
 
@@ -1157,3 +1164,208 @@ async def test_redteam2_known_breaks(
 ) -> None:
     problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_BROKEN)
     assert not problems, "\n".join(problems)
+
+
+# A third pass (``REDTEAM3_*``): tests that never import or run the agent's code, only read what
+# it wrote (TEST_OUTPUTS), under the pip shape (``python3 -m pytest`` from /root: the working
+# directory first on sys.path). There the only import of the verifier's own tools that the
+# working directory can answer is ``pickle``'s optional ``from org.python.core import
+# PyStringMap`` (a hook logging every top-level miss of that verifier on the image found only
+# ``org`` and Windows-only names), so /root/org is the way in, and the ``unnamed-module`` rule
+# the guard: it keeps /root/org in the regrade's work product whenever the tests, test.sh, the
+# instruction, or code of the agent's that those name, mention ``org`` anywhere in any of the
+# forms ``references()`` reads (an ``import org.x`` in a string, ``org/`` in a path, the English
+# word after "from", a quoted "org", ...).
+ORG_EXIT = _module("/root/org/__init__.py", "import os\nos._exit(0)\n")
+# A Java migration's checks, in Python: the tests read the agent's source, never import it.
+JAVA_TEST = """\
+from pathlib import Path
+
+
+def test_answer():
+    assert Path("/root/answer.txt").read_text().strip() == "42"
+
+
+def test_no_legacy_imports():
+    source = Path("/root/App.java")
+    if source.exists():
+        assert "import org.legacy." not in source.read_text()
+"""
+JAVA_INSTRUCTION = (
+    "Write 42 to /root/answer.txt. The Maven project's sources are under "
+    "src/main/java/org/example/."
+)
+FROM_INSTRUCTION = (
+    "Count the teams listed in /root/teams.txt (the export from org chart tools) and write the "
+    "count to /root/answer.txt."
+)
+# SkillsBench instructions often name the script the agent is to write; the tests still only
+# read its output.
+SCRIPT_INSTRUCTION = (
+    "Write a Python script /root/solve.py that writes 42 to /root/answer.txt, and run it."
+)
+# Code that only a reached entry of the agent's names: a comment in the script the instruction
+# names (never run by the tests).
+SOLVE_NAMING_ORG = _module(
+    "/root/solve.py",
+    "# TODO: import org helpers\nwith open('/root/answer.txt', 'w') as f:\n    f.write('0')\n",
+)
+# A file of quadratic work for references()'s _FILE_REF (a run of "+a" has no "." to end a
+# match, and each "a" starts one): 768 KiB is about 12 minutes of one regex search on an idle
+# worker, holding the GIL (1 MiB, CODE_FILE_MAX, about 20; CODE_TOTAL_MAX allows 32 such files).
+QUADRATIC_CODE = "python3 -c \"open('/root/scratch.py', 'w').write('+a' * (3 << 17))\"\n"
+
+_REDTEAM3: dict[str, Attempt] = {
+    # the tests' text says `import org.legacy.` (a string they look for in App.java)
+    "org-named-by-tests": Attempt("java-tests", ORG_EXIT),
+    # the instruction says `org/` (a folder of a Java project)
+    "org-named-by-instruction-folder": Attempt("java-instr", ORG_EXIT),
+    # the instruction says "from org chart tools" (English: `from org` reads as an import)
+    "org-named-by-instruction-word": Attempt("from-instr", ORG_EXIT),
+    # the instruction names solve.py (the tests never run it); solve.py's comment names org
+    "org-named-by-reached-script": Attempt("script-instr", SOLVE_NAMING_ORG + ORG_EXIT),
+    # the same with the pytest-patching module (a genuine passing report) on the ctrf shape
+    # is cwd-org-patch-ctrf's; these end pytest with 0.
+    # Held: the same /root/org where nothing names it, or named only by what is not code
+    "org-named-by-output": Attempt(
+        "pip",
+        ORG_EXIT + "printf 'import org\\nfrom org import x\\n0\\n' > /root/answer.txt\n",
+    ),
+    "org-named-by-unreached-script": Attempt("pip", SOLVE_NAMING_ORG + ORG_EXIT),
+    "org-named-by-unreached-shell": Attempt(
+        "pip",
+        ORG_EXIT + _module("/root/tools/run.sh", "python3 -c 'import org'\n"),
+    ),
+    "org-symlink": Attempt(
+        "pip",
+        _module("/tmp/orgpkg/__init__.py", "import os\nos._exit(0)\n")
+        + "ln -s /tmp/orgpkg /root/org\n",
+    ),
+    "org-namespace": Attempt(
+        "pip",
+        _module("/root/org/python/core.py", "import os\nos._exit(0)\n"),
+    ),
+    "org-pyc": Attempt(
+        "pip",
+        "printf 'import os\\nos._exit(0)\\n' > /tmp/o.py\n"
+        "python3 -c \"import py_compile; py_compile.compile('/tmp/o.py', cfile='/root/org.pyc')\"\n"
+        "rm /tmp/o.py\n",
+    ),
+    # a module name that is not an identifier (no rule looks at it): sysconfig's data module;
+    # `python3 -m pytest` never imports it after the working directory is on sys.path
+    "sysconfigdata-dash": Attempt(
+        "pip",
+        _module("/root/_sysconfigdata__linux_x86_64-linux-gnu.py", "import os\nos._exit(0)\n"),
+    ),
+    # a .pth in the working directory (not a site folder: never read)
+    "cwd-pth": Attempt("pip", "echo 'import os; os._exit(0)' > /root/zz.pth\n"),
+}
+# Broke the defense (docker and local alike, on the commit they were written on):
+REDTEAM3_BREAKS: dict[str, str] = {
+    "org-named-by-tests": "earned",
+    "org-named-by-instruction-folder": "earned",
+    "org-named-by-instruction-word": "earned",
+    "org-named-by-reached-script": "earned",
+}
+REDTEAM3_BROKEN = {k: v for k, v in _REDTEAM3.items() if k in REDTEAM3_BREAKS}
+REDTEAM3_HELD = {k: v for k, v in _REDTEAM3.items() if k not in REDTEAM3_BREAKS}
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam3_attempts_earn_nothing_and_stay_scored(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM3_HELD)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="known breaks of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
+    "a module /root/org that pickle's optional import finds, kept because some text names org",
+)
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam3_known_breaks(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM3_BROKEN)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow  # 15-30 minutes: one regex search that freezes the worker
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="a known break of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs it): "
+    "a quadratic regex in the capture freezes the worker past the trial's hard deadline",
+)
+@pytest.mark.timeout(3 * 3600)
+async def test_redteam3_capture_freezes_the_worker(
+    tmp_path: Path, environment: str, request: pytest.FixtureRequest
+) -> None:
+    """Unscored (worker_timeout), and every trial of the worker stalls: the capture's look at an
+    unnamed module of the agent's (regrade.module_entries -> work_product.references) runs
+    ``_FILE_REF`` over its text, quadratic in its length, in a thread that holds the GIL for the
+    whole search; the trial's deadline (here 420 s) passes while the event loop cannot run."""
+    import asyncio
+    import time
+
+    image = _toolchain(environment, request)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    folder = make_task(
+        tasks,
+        "short",
+        test_sh=PIP_TEST,
+        extra_tests={"test_outputs.py": TEST_OUTPUTS},
+        agent_timeout=20,
+        verifier_timeout=30,
+        verifier_toml=VERIFIER_ENV,
+    )
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[environment]\n", "[environment]\nbuild_timeout_sec = 60\n")
+    )
+    environment_dir = folder / "environment"
+    if image is None:
+        stage_local(environment_dir, "/root")
+    else:
+        (environment_dir / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /root\n")
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks,
+            environment=environment,
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    stalls: list[float] = []
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.5)
+            now = time.monotonic()
+            stalls.append(now - last - 0.5)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    try:
+        async with (
+            serve(create_app(engine, script_dir=tmp_path)) as url,
+            httpx.AsyncClient(base_url=url, timeout=3 * 3600) as client,
+        ):
+            trials = await _run_all(
+                client,
+                tmp_path,
+                {"capture-quadratic-regex": ("short", script(tmp_path, "q", QUADRATIC_CODE))},
+            )
+    finally:
+        ticker.cancel()
+    trial = trials["capture-quadratic-regex"]
+    line = f"{environment} capture-quadratic-regex: {_describe(trial)}"
+    print(line, f"longest event-loop stall {max(stalls, default=0.0):.0f}s")
+    problem = _problem(trial.row, line)
+    assert problem is None, problem
