@@ -21,6 +21,12 @@ products meant to fail the regrade; the local storage cap's inodes used up; a sp
 What broke the defense is in ``REDTEAM2_BREAKS`` and runs, skipped unless
 ``SKILLSBENCH_REDTEAM_BREAKS=1``, in ``test_redteam2_known_breaks``.
 
+A third pass (``REDTEAM3_*``) aims at tests that only read output files: the ``unnamed-module``
+rule defeated by a name some text happens to contain (``org``, which ``pickle`` imports
+optionally), a library the tests import shadowed from the working directory after hiding the
+installed one, and the capture itself made to freeze the worker past the trial's deadline
+(``test_redteam3_capture_freezes_the_worker``, slow, also only with the variable set).
+
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
 
@@ -1365,6 +1371,10 @@ REDTEAM3_BREAKS: dict[str, str] = {
     "org-named-by-instruction-folder": "earned",
     "org-named-by-instruction-word": "earned",
     "org-named-by-reached-script": "earned",
+    # earned 1.0: the look after the verifier finds no tinyyaml installed (the agent's deleted
+    # it and its metadata while the tests imported it), and installed_modules() only knows
+    # "tiny_yaml_reader": the agent's /root/tinyyaml.py is kept, and shadows it again
+    "shadow-lib-hide": "earned",
 }
 REDTEAM3_BROKEN = {k: v for k, v in _REDTEAM3.items() if k in REDTEAM3_BREAKS}
 REDTEAM3_HELD = {k: v for k, v in _REDTEAM3.items() if k not in REDTEAM3_BREAKS}
