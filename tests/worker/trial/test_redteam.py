@@ -337,7 +337,7 @@ def _task(
         extra_tests={"test_outputs.py": test_outputs, **(extra_tests or {})},
         verifier_timeout=VERIFIER_TIMEOUT_SEC,
         verifier_toml=VERIFIER_ENV,
-        **({"instruction": instruction} if instruction is not None else {}),
+        instruction=instruction if instruction is not None else "Write 42 to /root/answer.txt.",
     )
     environment = folder / "environment"
     if image is None:
