@@ -1233,14 +1233,21 @@ SOLVE_NAMING_ORG = _module(
 # A file of quadratic work for references()'s _FILE_REF (a run of "+a" has no "." to end a
 # match, and each "a" starts one): 768 KiB is about 12 minutes of one regex search on an idle
 # worker, holding the GIL (1 MiB, CODE_FILE_MAX, about 20; CODE_TOTAL_MAX allows 32 such files).
-QUADRATIC_CODE = "python3 -c \"open('/root/scratch.py', 'w').write('+a' * (3 << 17))\"\n"
+# SKILLSBENCH_REDTEAM_FREEZE_SCALE scales both (the work grows with its square): 1 is sized
+# for an idle worker; on a loaded one a third already carries the trial past its deadline.
+_FREEZE_SCALE = float(os.environ.get("SKILLSBENCH_REDTEAM_FREEZE_SCALE", "1"))
+_FREEZE_PAIRS = int((3 << 17) * _FREEZE_SCALE)
+_FREEZE_FILES = int(15000 * _FREEZE_SCALE)
+QUADRATIC_CODE = f"python3 -c \"open('/root/scratch.py', 'w').write('+a' * {_FREEZE_PAIRS})\"\n"
 # classify() tries every change its other rules leave alone against every excluded ground entry
 # (``excluded_roots``), synchronously on the worker's event loop: 15,000 hidden files in / (each
 # ground-config) and 15,000 plain ones under /srv are 2.25e8 ``under()`` calls, about 11
 # minutes on an idle worker (2,000 and 2,000 took 13 s).
 QUADRATIC_ROOTS = (
-    "python3 -c \"\nimport os\nfor i in range(15000):\n    open(f'/.h{i}', 'w').close()\n"
-    "os.makedirs('/srv/many', exist_ok=True)\nfor i in range(15000):\n"
+    f'python3 -c "\nimport os\nfor i in range({_FREEZE_FILES}):\n'
+    "    open(f'/.h{i}', 'w').close()\n"
+    "os.makedirs('/srv/many', exist_ok=True)\n"
+    f"for i in range({_FREEZE_FILES}):\n"
     "    open(f'/srv/many/f{i}', 'w').close()\n\"\n"
 )
 REDTEAM3_FREEZES: dict[str, str] = {
