@@ -1432,11 +1432,15 @@ async def test_redteam3_known_breaks(
 async def test_redteam3_capture_freezes_the_worker(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest, name: str
 ) -> None:
-    """Unscored (worker_timeout), and every trial of the worker stalls: the capture's look at an
-    unnamed module of the agent's (regrade.module_entries -> work_product.references) runs
-    ``_FILE_REF`` over its text, quadratic in its length, in a thread that holds the GIL for the
-    whole search; classify() compares the changes pairwise on the event loop itself. The
-    trial's deadline (here 420 s) passes while the event loop cannot run."""
+    """Unscored, and every trial of the worker stalls: the capture's look at an unnamed module
+    of the agent's (regrade.module_entries -> work_product.references) runs ``_FILE_REF`` over
+    its text, quadratic in its length, in a thread that holds the GIL for the whole search;
+    classify() compares the changes pairwise on the event loop itself. On docker the capture
+    runs inside the verifier's exec and its timeout (the tamper gate): a capture past
+    [verifier].timeout_sec leaves no work product, and the row is verifier_timeout, unscored
+    (docker, scale 0.33 on a loaded host: the regex stalled the loop 140 s, classify 15 s, both
+    verifier_timeout). On local the capture is outside that timeout: the trial's hard deadline
+    (here 420 s) is what it must outlast (local, scale 0.33: a 75 s stall, scored)."""
     import asyncio
     import time
 
