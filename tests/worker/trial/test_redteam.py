@@ -1440,7 +1440,9 @@ async def test_redteam3_capture_freezes_the_worker(
     [verifier].timeout_sec leaves no work product, and the row is verifier_timeout, unscored
     (docker, scale 0.33 on a loaded host: the regex stalled the loop 140 s, classify 15 s, both
     verifier_timeout). On local the capture is outside that timeout: the trial's hard deadline
-    (here 420 s) is what it must outlast (local, scale 0.33: a 75 s stall, scored)."""
+    (here 420 s) is what it must outlast (local, classify: scale 0.33 a 75 s stall, scale 1 a
+    314 s stall of every trial of the worker, the row still scored; a larger scale, untried,
+    would outlast it)."""
     import asyncio
     import time
 
