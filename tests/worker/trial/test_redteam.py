@@ -21,6 +21,12 @@ products meant to fail the regrade; the local storage cap's inodes used up; a sp
 What broke the defense is in ``REDTEAM2_BREAKS`` and runs, skipped unless
 ``SKILLSBENCH_REDTEAM_BREAKS=1``, in ``test_redteam2_known_breaks``.
 
+A third pass (``REDTEAM3_*``) aims at tests that only read output files: the ``unnamed-module``
+rule defeated by a name some text happens to contain (``org``, which ``pickle`` imports
+optionally), a library the tests import shadowed from the working directory after hiding the
+installed one, and the capture itself made to freeze the worker past the trial's deadline
+(``test_redteam3_capture_freezes_the_worker``, slow, also only with the variable set).
+
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
 
@@ -317,6 +323,8 @@ def _task(
     test_outputs: str = TEST_OUTPUTS,
     extra_tests: dict[str, str] | None = None,
     with_opt: bool = False,
+    instruction: str | None = None,
+    env_files: dict[str, bytes] | None = None,
 ) -> None:
     if image is None:  # as test_implicit_inputs: local cannot run apt-get
         test_sh = "".join(
@@ -329,6 +337,7 @@ def _task(
         extra_tests={"test_outputs.py": test_outputs, **(extra_tests or {})},
         verifier_timeout=VERIFIER_TIMEOUT_SEC,
         verifier_toml=VERIFIER_ENV,
+        instruction=instruction if instruction is not None else "Write 42 to /root/answer.txt.",
     )
     environment = folder / "environment"
     if image is None:
@@ -341,6 +350,11 @@ def _task(
         answer.write_text("print(0)\n")
         with (environment / "Dockerfile").open("a") as dockerfile:
             dockerfile.write(OPT_DOCKERFILE_LINE)
+    for relative, data in (env_files or {}).items():  # files of the image, COPY'd to /<relative>
+        (environment / relative).parent.mkdir(parents=True, exist_ok=True)
+        (environment / relative).write_bytes(data)
+        with (environment / "Dockerfile").open("a") as dockerfile:
+            dockerfile.write(f"COPY {relative} /{relative}\n")
 
 
 @pytest.fixture(params=ENVIRONMENTS)
@@ -372,6 +386,19 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     _task(tasks, "imports-plain", image, test_sh=PIP_TEST, test_outputs=IMPORTS_TEST)
     _task(tasks, "pip-ctrf", image, test_sh=PIP_CTRF_TEST)
     _task(tasks, "uvx-runs", image, test_sh=UVX_TEST, test_outputs=RUNS_TEST)
+    # the third pass's tasks: tests that only read output files, whose texts name `org`
+    _task(tasks, "java-tests", image, test_sh=PIP_TEST, test_outputs=JAVA_TEST)
+    _task(tasks, "java-instr", image, test_sh=PIP_TEST, instruction=JAVA_INSTRUCTION)
+    _task(tasks, "from-instr", image, test_sh=PIP_TEST, instruction=FROM_INSTRUCTION)
+    _task(tasks, "script-instr", image, test_sh=PIP_TEST, instruction=SCRIPT_INSTRUCTION)
+    _task(
+        tasks,
+        "yaml-lib",
+        image,
+        test_sh=YAML_TEST_SH,
+        test_outputs=YAML_TEST,
+        env_files={f"opt/extra/{YAML_WHEEL}": _yaml_wheel()},
+    )
     return tasks
 
 
@@ -1157,3 +1184,325 @@ async def test_redteam2_known_breaks(
 ) -> None:
     problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_BROKEN)
     assert not problems, "\n".join(problems)
+
+
+# A third pass (``REDTEAM3_*``): tests that never import or run the agent's code, only read what
+# it wrote (TEST_OUTPUTS), under the pip shape (``python3 -m pytest`` from /root: the working
+# directory first on sys.path). There the only import of the verifier's own tools that the
+# working directory can answer is ``pickle``'s optional ``from org.python.core import
+# PyStringMap`` (a hook logging every top-level miss of that verifier on the image found only
+# ``org`` and Windows-only names), so /root/org is the way in, and the ``unnamed-module`` rule
+# the guard: it keeps /root/org in the regrade's work product whenever the tests, test.sh, the
+# instruction, or code of the agent's that those name, mention ``org`` anywhere in any of the
+# forms ``references()`` reads (an ``import org.x`` in a string, ``org/`` in a path, the English
+# word after "from", a quoted "org", ...).
+ORG_EXIT = _module("/root/org/__init__.py", "import os\nos._exit(0)\n")
+# A Java migration's checks, in Python: the tests read the agent's source, never import it.
+JAVA_TEST = """\
+from pathlib import Path
+
+
+def test_answer():
+    assert Path("/root/answer.txt").read_text().strip() == "42"
+
+
+def test_no_legacy_imports():
+    source = Path("/root/App.java")
+    if source.exists():
+        assert "import org.legacy." not in source.read_text()
+"""
+JAVA_INSTRUCTION = (
+    "Write 42 to /root/answer.txt. The Maven project's sources are under "
+    "src/main/java/org/example/."
+)
+FROM_INSTRUCTION = (
+    "Count the teams listed in /root/teams.txt (the export from org chart tools) and write the "
+    "count to /root/answer.txt."
+)
+# SkillsBench instructions often name the script the agent is to write; the tests still only
+# read its output.
+SCRIPT_INSTRUCTION = (
+    "Write a Python script /root/solve.py that writes 42 to /root/answer.txt, and run it."
+)
+# Code that only a reached entry of the agent's names: a comment in the script the instruction
+# names (never run by the tests).
+SOLVE_NAMING_ORG = _module(
+    "/root/solve.py",
+    "# TODO: import org helpers\nwith open('/root/answer.txt', 'w') as f:\n    f.write('0')\n",
+)
+# A file of quadratic work for references()'s _FILE_REF (a run of "+a" has no "." to end a
+# match, and each "a" starts one): 768 KiB is about 12 minutes of one regex search on an idle
+# worker, holding the GIL (1 MiB, CODE_FILE_MAX, about 20; CODE_TOTAL_MAX allows 32 such files).
+# SKILLSBENCH_REDTEAM_FREEZE_SCALE scales both (the work grows with its square): 1 is sized
+# for an idle worker; on a loaded one a third already carries the trial past its deadline.
+_FREEZE_SCALE = float(os.environ.get("SKILLSBENCH_REDTEAM_FREEZE_SCALE", "1"))
+_FREEZE_PAIRS = int((3 << 17) * _FREEZE_SCALE)
+_FREEZE_FILES = int(15000 * _FREEZE_SCALE)
+QUADRATIC_CODE = f"python3 -c \"open('/root/scratch.py', 'w').write('+a' * {_FREEZE_PAIRS})\"\n"
+# classify() tries every change its other rules leave alone against every excluded ground entry
+# (``excluded_roots``), synchronously on the worker's event loop: 15,000 hidden files in / (each
+# ground-config) and 15,000 plain ones under /srv are 2.25e8 ``under()`` calls, about 11
+# minutes on an idle worker (2,000 and 2,000 took 13 s).
+QUADRATIC_ROOTS = (
+    f'python3 -c "\nimport os\nfor i in range({_FREEZE_FILES}):\n'
+    "    open(f'/.h{i}', 'w').close()\n"
+    "os.makedirs('/srv/many', exist_ok=True)\n"
+    f"for i in range({_FREEZE_FILES}):\n"
+    "    open(f'/srv/many/f{i}', 'w').close()\n\"\n"
+)
+REDTEAM3_FREEZES: dict[str, str] = {
+    "capture-quadratic-regex": QUADRATIC_CODE,
+    "classify-quadratic-roots": QUADRATIC_ROOTS,
+}
+
+# test.sh installs a parser whose import name is not its distribution's (pyyaml/yaml,
+# beautifulsoup4/bs4, pillow/PIL, scikit-learn/sklearn, opencv-python/cv2 are common in real
+# test.sh files); the tests use it to read the agent's output, never import the agent's code.
+YAML_WHEEL = "tiny_yaml_reader-1.0-py3-none-any.whl"
+YAML_TEST_SH = PIP_TEST.replace(
+    "python3 -m pytest",
+    "pip3 install --break-system-packages --find-links /opt/extra tiny-yaml-reader\n"
+    "python3 -m pytest",
+)
+YAML_TEST = """\
+from pathlib import Path
+
+import tinyyaml
+
+
+def test_answer():
+    assert tinyyaml.load(Path("/root/answer.yaml").read_text()) == {"answer": 42}
+"""
+YAML_LOAD = """\
+def load(text):
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip():
+            value = value.strip()
+            out[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+"""
+
+
+def _yaml_wheel() -> bytes:
+    import io
+    import zipfile
+
+    info = "tiny_yaml_reader-1.0.dist-info"
+    files = {
+        "tinyyaml/__init__.py": YAML_LOAD,
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: tiny-yaml-reader\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/top_level.txt": "tinyyaml\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{info}/RECORD,,\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for path, body in files.items():
+            wheel.writestr(path, body)
+    return buffer.getvalue()
+
+
+# The agent's tinyyaml in the working directory (first on `python3 -m pytest`'s path) says every
+# file holds the answer; the "-hide" one also deletes the installed tinyyaml and its metadata
+# once imported, so that the look after the verifier finds no such module installed.
+SHADOW_YAML = "def load(text):\n    return {'answer': 42}\n"
+WRONG_YAML = "echo 'answer: 0' > /root/answer.yaml\n"
+HIDE_INSTALLED = """\
+import glob, os, shutil, sys
+
+for folder in list(sys.path):
+    for found in glob.glob(os.path.join(folder, "tinyyaml")) + glob.glob(
+        os.path.join(folder, "tiny_yaml_reader-*")
+    ):
+        if os.path.realpath(found) != os.path.realpath(os.path.dirname(__file__)):
+            shutil.rmtree(found, ignore_errors=True)
+"""
+
+_REDTEAM3: dict[str, Attempt] = {
+    # the tests' text says `import org.legacy.` (a string they look for in App.java)
+    "org-named-by-tests": Attempt("java-tests", ORG_EXIT),
+    # the instruction says `org/` (a folder of a Java project)
+    "org-named-by-instruction-folder": Attempt("java-instr", ORG_EXIT),
+    # the instruction says "from org chart tools" (English: `from org` reads as an import)
+    "org-named-by-instruction-word": Attempt("from-instr", ORG_EXIT),
+    # the instruction names solve.py (the tests never run it); solve.py's comment names org
+    "org-named-by-reached-script": Attempt("script-instr", SOLVE_NAMING_ORG + ORG_EXIT),
+    # the same with the pytest-patching module (a genuine passing report) on the ctrf shape
+    # is cwd-org-patch-ctrf's; these end pytest with 0.
+    # Held: the same /root/org where nothing names it, or named only by what is not code
+    "org-named-by-output": Attempt(
+        "pip",
+        ORG_EXIT + "printf 'import org\\nfrom org import x\\n0\\n' > /root/answer.txt\n",
+    ),
+    "org-named-by-unreached-script": Attempt("pip", SOLVE_NAMING_ORG + ORG_EXIT),
+    "org-named-by-unreached-shell": Attempt(
+        "pip",
+        ORG_EXIT + _module("/root/tools/run.sh", "python3 -c 'import org'\n"),
+    ),
+    "org-symlink": Attempt(
+        "pip",
+        _module("/tmp/orgpkg/__init__.py", "import os\nos._exit(0)\n")
+        + "ln -s /tmp/orgpkg /root/org\n",
+    ),
+    "org-namespace": Attempt(
+        "pip",
+        _module("/root/org/python/core.py", "import os\nos._exit(0)\n"),
+    ),
+    "org-pyc": Attempt(
+        "pip",
+        "printf 'import os\\nos._exit(0)\\n' > /tmp/o.py\n"
+        "python3 -c \"import py_compile; py_compile.compile('/tmp/o.py', cfile='/root/org.pyc')\"\n"
+        "rm /tmp/o.py\n",
+    ),
+    # a module name that is not an identifier (no rule looks at it): sysconfig's data module;
+    # `python3 -m pytest` never imports it after the working directory is on sys.path
+    "sysconfigdata-dash": Attempt(
+        "pip",
+        _module("/root/_sysconfigdata__linux_x86_64-linux-gnu.py", "import os\nos._exit(0)\n"),
+    ),
+    # a .pth in the working directory (not a site folder: never read)
+    "cwd-pth": Attempt("pip", "echo 'import os; os._exit(0)' > /root/zz.pth\n"),
+    # a library the tests import, shadowed from the working directory: test-time-shadow
+    "shadow-lib": Attempt("yaml-lib", WRONG_YAML + _module("/root/tinyyaml.py", SHADOW_YAML)),
+    # ... and the installed one deleted while the verifier runs (its name is not what test.sh
+    # installs, so nothing else knows it)
+    "shadow-lib-hide": Attempt(
+        "yaml-lib", WRONG_YAML + _module("/root/tinyyaml.py", HIDE_INSTALLED + SHADOW_YAML)
+    ),
+}
+# Broke the defense (docker and local alike, on the commit they were written on):
+REDTEAM3_BREAKS: dict[str, str] = {
+    "org-named-by-tests": "earned",
+    "org-named-by-instruction-folder": "earned",
+    "org-named-by-instruction-word": "earned",
+    "org-named-by-reached-script": "earned",
+    # earned 1.0: the look after the verifier finds no tinyyaml installed (the agent's deleted
+    # it and its metadata while the tests imported it), and installed_modules() only knows
+    # "tiny_yaml_reader": the agent's /root/tinyyaml.py is kept, and shadows it again
+    "shadow-lib-hide": "earned",
+}
+REDTEAM3_BROKEN = {k: v for k, v in _REDTEAM3.items() if k in REDTEAM3_BREAKS}
+REDTEAM3_HELD = {k: v for k, v in _REDTEAM3.items() if k not in REDTEAM3_BREAKS}
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam3_attempts_earn_nothing_and_stay_scored(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM3_HELD)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam3_the_library_task_can_be_passed(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    """The yaml-lib task is passable (its wheel installs, its tests read the answer)."""
+    body = "echo 'answer: 42' > /root/answer.yaml\n"
+    trials = await _run_all(
+        http, tmp_path, {"honest-yaml": ("yaml-lib", script(tmp_path, "honest-yaml", body))}
+    )
+    honest = trials["honest-yaml"]
+    assert honest.row["reward"] == 1.0 and honest.row["passed"], _describe(honest)
+
+
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="known breaks of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
+    "a module /root/org that pickle's optional import finds, kept because some text names org",
+)
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_redteam3_known_breaks(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM3_BROKEN)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow  # 15-30 minutes: one regex search that freezes the worker
+@pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="a known break of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs it): "
+    "a quadratic regex in the capture freezes the worker past the trial's hard deadline",
+)
+@pytest.mark.timeout(3 * 3600)
+@pytest.mark.parametrize("name", sorted(REDTEAM3_FREEZES))
+async def test_redteam3_capture_freezes_the_worker(
+    tmp_path: Path, environment: str, request: pytest.FixtureRequest, name: str
+) -> None:
+    """Unscored, and every trial of the worker stalls: the capture's look at an unnamed module
+    of the agent's (regrade.module_entries -> work_product.references) runs ``_FILE_REF`` over
+    its text, quadratic in its length, in a thread that holds the GIL for the whole search;
+    classify() compares the changes pairwise on the event loop itself. On docker the capture
+    runs inside the verifier's exec and its timeout (the tamper gate): a capture past
+    [verifier].timeout_sec leaves no work product, and the row is verifier_timeout, unscored
+    (docker, scale 0.33 on a loaded host: the regex stalled the loop 140 s, classify 15 s, both
+    verifier_timeout). On local the capture is outside that timeout: the trial's hard deadline
+    (here 420 s) is what it must outlast (local, classify: scale 0.33 a 75 s stall, scale 1 a
+    314 s stall of every trial of the worker, the row still scored; a larger scale, untried,
+    would outlast it)."""
+    import asyncio
+    import time
+
+    image = _toolchain(environment, request)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    folder = make_task(
+        tasks,
+        "short",
+        test_sh=PIP_TEST,
+        extra_tests={"test_outputs.py": TEST_OUTPUTS},
+        agent_timeout=20,
+        verifier_timeout=30,
+        verifier_toml=VERIFIER_ENV,
+    )
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[environment]\n", "[environment]\nbuild_timeout_sec = 60\n")
+    )
+    environment_dir = folder / "environment"
+    if image is None:
+        stage_local(environment_dir, "/root")
+    else:
+        (environment_dir / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /root\n")
+    jobs = tmp_path / "jobs"
+    engine = Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks,
+            environment=environment,
+            concurrency=1,
+            retry=RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+        )
+    )
+    stalls: list[float] = []
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.5)
+            now = time.monotonic()
+            stalls.append(now - last - 0.5)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    try:
+        async with (
+            serve(create_app(engine, script_dir=tmp_path)) as url,
+            httpx.AsyncClient(base_url=url, timeout=3 * 3600) as client,
+        ):
+            trials = await _run_all(
+                client,
+                tmp_path,
+                {name: ("short", script(tmp_path, name, REDTEAM3_FREEZES[name]))},
+            )
+    finally:
+        ticker.cancel()
+    trial = trials[name]
+    line = f"{environment} {name}: {_describe(trial)}"
+    print(line, f"longest event-loop stall {max(stalls, default=0.0):.0f}s")
+    problem = _problem(trial.row, line)
+    assert problem is None, problem
