@@ -614,7 +614,8 @@ def _tests_facts(task: Task) -> _TestsFacts:
                         with path.open("rb") as handle:
                             data = handle.read(min(budget, 4_000_000))
                         budget -= len(data)
-                        named = named | references(data.decode("utf-8", "replace"))
+                        text = data.decode("utf-8", "replace")
+                        named = named | references(text, path.name)
         _TESTS_FACTS[key] = _TestsFacts(
             extra_starts=start_folders(script),
             module_paths=module_paths(script, sources),
@@ -647,7 +648,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         installed_modules=facts.installed_modules,
         input_dirs=facts.input_dirs,
         test_names=facts.test_names,
-        named=facts.named | references(plan.task.instruction),
+        named=facts.named,
     )
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import posixpath
 import re
 import tarfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,8 +40,9 @@ from worker.trial.work_product import (
     link_escapes,
     module_folders,
     module_name,
-    references,
+    python_references,
     shadow_candidates,
+    shell_references,
     under,
     unnamed_candidates,
     unreached_modules,
@@ -47,8 +50,8 @@ from worker.trial.work_product import (
 
 EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted)
 # How much of the agent's code in its module folders is read for the names it uses.
-CODE_FILE_MAX: Final = 1 << 20
-CODE_TOTAL_MAX: Final = 32 << 20
+CODE_FILE_MAX: Final = 256 << 10
+CODE_TOTAL_MAX: Final = 8 << 20
 # The listing of the image's Python module folders (one exec per task, cached by the caller).
 IMAGE_MODULES_SCRIPT: Final = (
     'echo "PATH=$PATH"; '
@@ -138,7 +141,7 @@ async def capture(
     changes = await sandbox.work_changes()
     if changes is None:
         return None
-    product = classify(changes, ground)
+    product = await asyncio.to_thread(classify, changes, ground)  # large lists: off the loop
     # The agent's files, wherever the rule puts them (the harness's own places are not among
     # them: the verifier's folder is emptied before test.sh runs).
     agents = [*(c.path for c in product.applied if c.kind != "deleted")]
@@ -176,9 +179,17 @@ async def capture(
     found.interpreters = await asyncio.to_thread(managed_interpreters, archive, product)
     if unnamed and ground.named is not None:
         entries = await asyncio.to_thread(module_entries, archive, product, ground)
-        unreached = [p for p in unreached_modules(entries, ground.named) if p in unnamed]
-        exclude_unnamed(product, [p for top in unreached for p in entries[top].import_paths])
+        exclude_unnamed(product, unnamed_paths(entries, ground.named, unnamed))
     return found
+
+
+def unnamed_paths(
+    entries: dict[str, ModuleEntry], named: References, candidates: Collection[str]
+) -> list[str]:
+    """What to leave out of the candidate entries (``unnamed_candidates``): the importable
+    files the tests and the code they reach do not name (``unreached_modules``)."""
+    of_entry = {p: top for top, entry in entries.items() for p in entry.import_paths}
+    return [p for p in unreached_modules(entries, named) if of_entry.get(p) in candidates]
 
 
 def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[str, ModuleEntry]:
@@ -211,7 +222,7 @@ def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[
                 head = _read_head(tar, member, min(CODE_FILE_MAX, budget))
                 budget -= len(head)
                 text = head.decode("utf-8", "replace")
-            refs = references(text) if text else None
+            refs = _code_references(name, text) if text else None
             for top in tops:
                 importable.setdefault(top, [])
                 if is_code:
@@ -295,6 +306,22 @@ async def install_interpreters(
                 f"installed with the image's uv (exit {result.exit_code}): {detail}"
             )
     return notes
+
+
+def _code_references(name: str, text: str) -> References | None:
+    """What a code file of the agent's names: Python by its syntax tree (a file that does not
+    parse names nothing), a notebook by its code cells, a shell script as shell."""
+    if name.endswith((".sh", ".bash")):
+        return shell_references(text)
+    if name.endswith(".ipynb"):
+        try:
+            cells = json.loads(text).get("cells") or []
+            text = "\n".join(
+                "".join(c.get("source") or "") for c in cells if c.get("cell_type") == "code"
+            )
+        except (ValueError, AttributeError, TypeError):
+            return None
+    return python_references(text)
 
 
 def _entry(folder: str, path: str) -> str | None:

@@ -36,6 +36,7 @@ under this rule. Pure: callers give the change list and the facts of the image.
 from __future__ import annotations
 
 import functools
+import itertools
 import posixpath
 import re
 import sys
@@ -123,6 +124,24 @@ RUNNER_MODULES: Final = frozenset(
         "execnet",
     }
 )
+# Names outside the standard library that it imports in a try, for other platforms or as an
+# option (pickle and copy: org.python.core; platform: java.lang, _winreg, vms_lib; logging:
+# win32evtlog; distutils: docutils, win32api): under `python3 -m pytest` a module of the
+# working directory by that name runs inside the verifier whatever the tests say. Read off
+# CPython 3.11's library (its try blocks' imports).
+STDLIB_OPTIONAL_IMPORTS: Final = frozenset(
+    {
+        "org",
+        "java",
+        "_winreg",
+        "vms_lib",
+        "win32api",
+        "win32con",
+        "win32evtlog",
+        "win32evtlogutil",
+        "docutils",
+    }
+)
 BENIGN_NAMES: Final = frozenset(
     {
         ".bash_history",
@@ -194,42 +213,98 @@ class References:
         )
 
 
-_IMPORT_REF = re.compile(r"\b(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)")
-_IMPORT_LIST = re.compile(r"\bimport\s+([A-Za-z_][A-Za-z0-9_., \t]*)")
-_RUN_MODULE_REF = re.compile(
-    r"(?<![\w-])-m\s*([A-Za-z_][A-Za-z0-9_]*)|[\"']-m[\"']\s*,\s*[\"']([A-Za-z_][A-Za-z0-9_]*)"
-)
+# What a shell text (test.sh, a script of the agent's the tests run) names: `python3 -m x`,
+# `import x` in a `python3 -c`, a module file (`x.py`, `x.cpython-311-x86_64-linux-gnu.so`), a
+# folder (`/root/x/`), a file name. Every repetition is bounded: the agent's text is read too,
+# and an unbounded one is quadratic on a crafted run (`+a+a+a…`: minutes of the worker's loop).
+_IMPORT_REF = re.compile(r"\b(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]{0,127})")
+_RUN_MODULE_REF = re.compile(r"(?<![\w-])-m[ \t]*([A-Za-z_][A-Za-z0-9_]{0,127})")
 _MODULE_FILE_REF = re.compile(
-    r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_]*)(?:\.(?:py|pyc|pyw|pyx|pyi)\b|\.[A-Za-z0-9_-]*\.?so\b)"
+    r"(?<![\w.+-])([A-Za-z_][A-Za-z0-9_]{0,127})"
+    r"(?:\.(?:py|pyc|pyw|pyx|pyi)\b|\.[A-Za-z0-9_-]{0,64}\.?so\b)"
 )
-_IMPORT_CALL_REF = re.compile(
-    r"(?:import_module|__import__|find_spec|run_module|importorskip)\(\s*[rRbBuUfF]?[\"']"
-    r"([A-Za-z_][A-Za-z0-9_]*)"
+_FOLDER_REF = re.compile(r"(?<![\w.+-])([A-Za-z_][A-Za-z0-9_]{0,127})/")
+_FILE_REF = re.compile(r"(?<![\w.+-])([A-Za-z0-9_][A-Za-z0-9_.+-]{0,254}\.[A-Za-z0-9_+-]{1,32})")
+# Python's ways to import by a name given as a string.
+_IMPORT_CALLS: Final = frozenset(
+    {"import_module", "__import__", "find_spec", "run_module", "importorskip"}
 )
-# A quoted bare name ("solution", os.path.join("/root", "out")); a quoted "answer.json" names a
-# file, not a module.
-_QUOTED_REF = re.compile(r"[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']")
-_FOLDER_REF = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_]*)/")
-_FILE_REF = re.compile(r"(?<![\w.-])([A-Za-z0-9_][A-Za-z0-9_.+-]*\.[A-Za-z0-9_+-]+)")
 
 
 def _groups(pattern: re.Pattern[str], text: str) -> set[str]:
     return {g for m in pattern.finditer(text) for g in m.groups() if g}
 
 
-def references(text: str) -> References:
-    """What ``text`` (a test module, test.sh, the instruction, the agent's code they reach)
-    names, read generously: a name read wrongly only keeps more of the work product."""
-    modules = _groups(_IMPORT_REF, text)
-    for match in _IMPORT_LIST.finditer(text):  # import a, b.c, d as e
-        for part in match.group(1).split(","):
-            first = part.strip().split(".")[0].split()
-            if first:
-                modules.add(first[0])
-    for pattern in (_RUN_MODULE_REF, _MODULE_FILE_REF, _IMPORT_CALL_REF):
-        modules |= _groups(pattern, text)
-    places = _groups(_QUOTED_REF, text) | _groups(_FOLDER_REF, text)
-    return References(frozenset(modules), frozenset(places), frozenset(_groups(_FILE_REF, text)))
+def shell_references(text: str) -> References:
+    """What a shell text names (test.sh, a script the tests run, a file of tests/ that is not
+    Python)."""
+    modules = (
+        _groups(_IMPORT_REF, text)
+        | _groups(_RUN_MODULE_REF, text)
+        | _groups(_MODULE_FILE_REF, text)
+    )
+    return References(
+        frozenset(modules),
+        frozenset(_groups(_FOLDER_REF, text)),
+        frozenset(_groups(_FILE_REF, text)),
+    )
+
+
+def python_references(source: str) -> References | None:
+    """What Python code names, read from its syntax tree: what it imports (statements, and
+    ``import_module("x")``-like calls), and in its strings the module files, folders and
+    files it names (``"/root/x.py"``, ``["python3", "-m", "x"]``). Never its comments, nor a
+    word in a string: ``"import org"`` in a message imports nothing. None when it is not
+    Python."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    modules: set[str] = set()
+    found = References()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0]
+            if (
+                name in _IMPORT_CALLS
+                and isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and first.value
+            ):
+                modules.add(first.value.split(".")[0])
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            items = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            for flag, value in itertools.pairwise(items):
+                if flag == "-m" and isinstance(value, str):
+                    modules.add(value.split(".")[0])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value[:100_000]
+            refs = References(
+                frozenset(_groups(_MODULE_FILE_REF, text) | _groups(_RUN_MODULE_REF, text)),
+                frozenset(_groups(_FOLDER_REF, text)),
+                frozenset(_groups(_FILE_REF, text)),
+            )
+            found = found | refs
+    return found | References(modules=frozenset(modules))
+
+
+def references(text: str, name: str = "") -> References:
+    """What a file of the task's tests names: Python by its syntax tree, anything else (or
+    Python that does not parse) as shell. Generous on purpose: a name read wrongly only
+    keeps more of the work product."""
+    if name.endswith(".py"):
+        found = python_references(text)
+        if found is not None:
+            return found
+    return shell_references(text)
 
 
 # The files whose text says what a reached entry's code names: Python, shell, notebooks, by
@@ -284,10 +359,12 @@ def unnamed_candidates(product: WorkProduct, ground: Ground) -> dict[str, str]:
 
 
 def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> list[str]:
-    """The importable new entries that neither ``named`` nor the code they reach names,
-    transitively: a test imports ``solution`` (or runs ``run.sh``), whose code names
-    ``helpers``, which is kept too. An entry named only as a place (``/root/out/``) is kept,
-    but of the code in it only the files named by their whole name count."""
+    """What Python could import of the new entries that neither ``named`` nor the code they
+    reach names, transitively: a test imports ``solution`` (or runs ``/root/run.sh``), whose
+    code imports ``helpers``, which is kept too. An entry is reached by its module name (an
+    import, ``-m``, ``x.py``) or its whole file name; a folder named as a place only
+    (``/root/out/``) keeps its data, and of its code only the files named by their whole name
+    (whose code is then read)."""
     reached: set[str] = set()
     read: set[tuple[str, str]] = set()  # (entry, code file) whose names are known
     known = named
@@ -298,19 +375,28 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
             imported = entry.name in known.files or (
                 entry.module is not None and entry.module in known.modules
             )
-            if path not in reached and (
-                imported or (entry.module is not None and entry.module in known.places)
-            ):
+            if imported and path not in reached:
                 reached.add(path)
                 grew = True
-            if path not in reached:
-                continue
+            placed = entry.module is not None and entry.module in known.places
             for file, refs in entry.code:
-                if (path, file) not in read and (imported or file in known.files):
+                if (path, file) in read:
+                    continue
+                if path in reached or (placed and file in known.files):
                     read.add((path, file))
                     known = known | refs
                     grew = True
-    return sorted(p for p, e in entries.items() if e.importable and e.added and p not in reached)
+    hit: list[str] = []
+    for path, entry in sorted(entries.items()):
+        if not entry.added or not entry.importable or path in reached:
+            continue
+        placed = entry.module is not None and entry.module in known.places
+        hit += [
+            p
+            for p in entry.import_paths
+            if not (placed and p != path and posixpath.basename(p) in known.files)
+        ]
+    return hit
 
 
 def exclude_unnamed(product: WorkProduct, paths: Iterable[str]) -> None:
@@ -365,6 +451,7 @@ class Ground:
     def shadow_names(self) -> frozenset[str]:
         return (
             frozenset(sys.stdlib_module_names)
+            | STDLIB_OPTIONAL_IMPORTS
             | RUNNER_MODULES
             | self.image_modules
             | self.installed_modules
@@ -617,9 +704,11 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             # folder itself is the image's either way.
             rule = "benign"
         if rule is None:
-            for root, root_rule in excluded_roots.items():
-                if under(path, [root]):
-                    rule = root_rule
+            # the nearest excluded entry above it, by its ancestors (a path's depth, not the
+            # number of entries left out: 15,000 of each stalled the worker for minutes)
+            for above in ancestors(path)[1:]:
+                if above in excluded_roots:
+                    rule = excluded_roots[above]
                     break
         if rule is None:
             result.applied.append(change)

@@ -25,7 +25,7 @@ A third pass (``REDTEAM3_*``) aims at tests that only read output files: the ``u
 rule defeated by a name some text happens to contain (``org``, which ``pickle`` imports
 optionally), a library the tests import shadowed from the working directory after hiding the
 installed one, and the capture itself made to freeze the worker past the trial's deadline
-(``test_redteam3_capture_freezes_the_worker``, slow, also only with the variable set).
+(``test_redteam3_capture_freezes_the_worker``, held since).
 
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
@@ -1374,10 +1374,10 @@ _REDTEAM3: dict[str, Attempt] = {
 }
 # Broke the defense (docker and local alike, on the commit they were written on):
 REDTEAM3_BREAKS: dict[str, str] = {
-    "org-named-by-tests": "earned",
-    "org-named-by-instruction-folder": "earned",
-    "org-named-by-instruction-word": "earned",
-    "org-named-by-reached-script": "earned",
+    # (held since the rule reads what the tests import and run, not their words, and never the
+    # instruction, and the standard library's optional imports outside it (org, java, ...) are
+    # shadows whatever the tests say -- org-named-by-tests, -instruction-folder,
+    # -instruction-word, -reached-script)
     # earned 1.0: the look after the verifier finds no tinyyaml installed (the agent's deleted
     # it and its metadata while the tests imported it), and installed_modules() only knows
     # "tiny_yaml_reader": the agent's /root/tinyyaml.py is kept, and shadows it again
@@ -1421,18 +1421,15 @@ async def test_redteam3_known_breaks(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.slow  # 15-30 minutes: one regex search that freezes the worker
-@pytest.mark.skipif(
-    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
-    reason="a known break of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs it): "
-    "a quadratic regex in the capture freezes the worker past the trial's hard deadline",
-)
-@pytest.mark.timeout(3 * 3600)
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize("name", sorted(REDTEAM3_FREEZES))
 async def test_redteam3_capture_freezes_the_worker(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest, name: str
 ) -> None:
-    """Unscored, and every trial of the worker stalls: the capture's look at an unnamed module
+    """Held since the fix (a scored 0 in about a minute at scale 1): the names are read with
+    bounded patterns (Python by its syntax tree), classify() finds an excluded folder above a
+    path by its ancestors and runs off the event loop. It was unscored, and every trial of the
+    worker stalled: the capture's look at an unnamed module
     of the agent's (regrade.module_entries -> work_product.references) runs ``_FILE_REF`` over
     its text, quadratic in its length, in a thread that holds the GIL for the whole search;
     classify() compares the changes pairwise on the event loop itself. On docker the capture

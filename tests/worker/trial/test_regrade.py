@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from worker.sandbox.tamper import Change
-from worker.trial.regrade import managed_interpreters, module_entries
+from worker.trial.regrade import managed_interpreters, module_entries, unnamed_paths
 from worker.trial.work_product import (
     Ground,
     WorkProduct,
@@ -58,7 +58,7 @@ def _product() -> WorkProduct:
 def test_only_what_the_tests_reach_of_the_agents_modules_stays(tmp_path: Path) -> None:
     ground = Ground(
         workdir="/root",
-        named=references("from solution import merge\nopen('/root/answer.json')\n"),
+        named=references("from solution import merge\nopen('/root/answer.json')\n", "t.py"),
     )
     assert ground.named is not None
     product = _product()
@@ -68,9 +68,14 @@ def test_only_what_the_tests_reach_of_the_agents_modules_stays(tmp_path: Path) -
     assert not entries["/root/answer.json"].code  # an output's words are never read
     assert entries["/root/linked"].importable  # a link may reach code: no trust
     unnamed = unnamed_candidates(product, ground)
-    hit = [p for p in unreached_modules(entries, ground.named) if p in unnamed]
-    assert hit == ["/root/linked", "/root/org", "/root/scratch.py"]
-    exclude_unnamed(product, [p for top in hit for p in entries[top].import_paths])
+    hit = unnamed_paths(entries, ground.named, unnamed)
+    assert hit == [
+        "/root/linked",
+        "/root/org/__init__.py",
+        "/root/org/python/core.py",
+        "/root/scratch.py",
+    ]
+    exclude_unnamed(product, hit)
     applied = {c.path for c in product.applied}
     assert {"/root/solution.py", "/root/helpers.py", "/root/answer.json"} <= applied
     assert "/root/data/table.csv" in applied
@@ -96,7 +101,7 @@ def test_code_past_the_reading_budget_names_nothing(
     import worker.trial.regrade as regrade
 
     monkeypatch.setattr(regrade, "CODE_TOTAL_MAX", 10)  # only solution.py's first bytes read
-    ground = Ground(workdir="/root", named=references("import solution"))
+    ground = Ground(workdir="/root", named=references("import solution", "t.py"))
     assert ground.named is not None
     entries = module_entries(_archive(tmp_path / "wp.tar"), _product(), ground)
     assert "/root/helpers.py" in unreached_modules(entries, ground.named)

@@ -551,9 +551,9 @@ def test_files_named_like_the_tasks_test_code_stay_out() -> None:
     assert {c.path for c in product.applied} >= {"/aaa", "/root/answer.json", "/root/expected.json"}
 
 
-# The ways a test module, a test.sh or the instruction name a module or a file (taken from the
-# 87 real tasks' tests: imports, spec_from_file_location, sys.path folders, python3 -m, scripts
-# run by name, import_module).
+# The ways a test module or a test.sh names a module or a file (taken from the 87 real tasks'
+# tests: imports, spec_from_file_location, sys.path folders, python3 -m, scripts run by name,
+# import_module).
 @pytest.mark.parametrize(
     ("text", "module"),
     [
@@ -561,72 +561,94 @@ def test_files_named_like_the_tasks_test_code_stay_out() -> None:
         ("import numpy as np, helpers.core as h\n", "helpers"),
         ("spec_from_file_location('acc_system', '/root/acc_system.py')", "acc_system"),
         ('subprocess.run(["python3", "/root/solve.py"])', "solve"),
-        ("python3 -m mytool --check", "mytool"),
         ('importlib.import_module("pkg.sub")', "pkg"),
-        ('run(["python3", "/root/mypkg/main.py"])', "main"),
         ('subprocess.run([sys.executable, "-m", "solver"])', "solver"),
-        ("cython module /root/fast.cpython-311-x86_64-linux-gnu.so", "fast"),
+        ('run(["python3", "/root/mypkg/main.py"])', "main"),
+        ("x = '/root/fast.cpython-311-x86_64-linux-gnu.so'", "fast"),
     ],
 )
-def test_references_name_modules_the_way_tests_do(text: str, module: str) -> None:
-    assert module in references(text).modules
+def test_python_tests_name_modules_by_what_they_import_and_run(text: str, module: str) -> None:
+    assert module in references(text, "test_outputs.py").modules
+
+
+@pytest.mark.parametrize(
+    ("text", "module"),
+    [
+        ("python3 -m mytool --check\n", "mytool"),
+        ("python3 /root/solve.py > out.txt\n", "solve"),
+        ('python3 -c "import answerlib; print(answerlib.X)"\n', "answerlib"),
+    ],
+)
+def test_shell_names_modules_by_what_it_runs(text: str, module: str) -> None:
+    assert module in references(text, "test.sh").modules
 
 
 @pytest.mark.parametrize(
     "text",
     [
         'json.load(open("/root/answer.json"))',  # a file, not the module answer
-        "See https://example.org/docs and the org chart.",  # a word, no import of it
-        "assert Path('/root/answer.json').exists()",
+        'msg = "See https://example.org/docs and import org.legacy. from org chart"',
+        "# import org helpers\nassert Path('/root/answer.json').exists()",
+        'assert "org" in result',  # a quoted word
     ],
 )
-def test_references_do_not_take_a_file_or_a_word_for_a_module(text: str) -> None:
-    assert not {"answer", "org"} & references(text).modules
+def test_a_file_a_word_or_a_comment_is_no_module(text: str) -> None:
+    assert not {"answer", "org"} & references(text, "test_outputs.py").modules
 
 
-def test_folders_and_quoted_words_are_places() -> None:
-    found = references('run(["python3", "/root/mypkg/main.py"]); os.path.join("/root", "out")')
+def test_folders_are_places_and_files_whole_names() -> None:
+    found = references('run(["python3", "/root/mypkg/main.py"]); p = "/root/out/"', "t.py")
     assert {"mypkg", "out"} <= found.places
     assert not {"mypkg", "out"} & found.modules
-
-
-def test_references_name_files_by_their_whole_name() -> None:
-    found = references("bash /root/run.sh && cat /root/out/answer.json")
+    found = references("bash /root/run.sh && cat /root/out/answer.json", "test.sh")
     assert {"run.sh", "answer.json"} <= found.files
+
+
+def test_a_crafted_text_is_read_in_linear_time() -> None:
+    """A run like ``+a+a+a…`` made the file-name pattern quadratic: 1 MiB took about 20 minutes
+    of the worker's event loop (red team 3). Now bounded: this 512 KiB takes well under a
+    second on any machine, so a regression shows as a test past its timeout."""
+    text = "+a" * (256 << 10)
+    references(text, "test.sh")
+    references(f"x = {text!r}", "t.py")
 
 
 def _entry(
     name: str, module: str | None, refs: str = "", *, importable: bool = True, **files: str
 ) -> ModuleEntry:
-    """An entry: a file whose text is ``refs``, or a folder of ``files`` (name_py="...")."""
-    code = [(name, references(refs))] if refs else []
-    code += [
-        (f.replace("_py", ".py").replace("_sh", ".sh"), references(t)) for f, t in files.items()
-    ]
-    return ModuleEntry(name, module, importable, added=True, code=tuple(code))
+    """An entry: a file whose code is ``refs``, or a folder of ``files`` (name_py="...")."""
+    path = f"/root/{name}"
+    code = [(name, references(refs, name))] if refs else []
+    paths = [path] if importable and not files else []
+    for key, text in files.items():
+        file = key.replace("_py", ".py").replace("_sh", ".sh")
+        code.append((file, references(text, file)))
+        if file.endswith(".py"):
+            paths.append(f"{path}/{file}")
+    return ModuleEntry(name, module, importable, True, tuple(code), tuple(paths))
 
 
 def test_a_module_only_an_optional_import_could_find_is_unreached() -> None:
     # pickle's `from org.python.core import PyStringMap` finds /root/org under python3 -m pytest
     entries = {
-        "/root/org": _entry("org", "org"),
+        "/root/org": _entry("org", "org", __init___py="import os\n"),
         "/root/solution.py": _entry("solution.py", "solution", "def merge(x):\n    return x\n"),
         "/root/answer.json": _entry("answer.json", None, importable=False),
     }
-    named = references("from solution import merge\nopen('/root/answer.json')")
-    assert unreached_modules(entries, named) == ["/root/org"]
+    named = references("from solution import merge\nopen('/root/answer.json')\n", "t.py")
+    assert unreached_modules(entries, named) == ["/root/org/__init__.py"]
 
 
-def test_modules_the_reached_code_names_are_kept_transitively() -> None:
+def test_modules_the_reached_code_imports_are_kept_transitively() -> None:
     entries = {
         "/root/solution.py": _entry("solution.py", "solution", "from helpers import f\n"),
         "/root/helpers": _entry("helpers", "helpers", __init___py="import _impl\n"),
-        "/root/_impl.py": _entry("_impl.py", "_impl"),
+        "/root/_impl.py": _entry("_impl.py", "_impl", "x = 1\n"),
         "/root/run.sh": _entry("run.sh", None, "python3 /root/main.py\n", importable=False),
-        "/root/main.py": _entry("main.py", "main"),
-        "/root/scratch.py": _entry("scratch.py", "scratch"),
+        "/root/main.py": _entry("main.py", "main", "# import scratch\n"),
+        "/root/scratch.py": _entry("scratch.py", "scratch", "x = 1\n"),
     }
-    named = references("from solution import f\nsubprocess.run(['bash', '/root/run.sh'])")
+    named = references("from solution import f\nsubprocess.run(['bash', '/root/run.sh'])", "t.py")
     assert unreached_modules(entries, named) == ["/root/scratch.py"]
 
 
@@ -636,10 +658,10 @@ def test_an_output_file_cannot_name_a_module_for_the_agent() -> None:
     entries = {
         "/root/answer.json": _entry("answer.json", None, importable=False),
         "/root/answer.py": _entry("answer.py", "answer", "import org\n"),
-        "/root/org": _entry("org", "org"),
+        "/root/org": _entry("org", "org", __init___py="x = 1\n"),
     }
-    named = references("json.load(open('/root/answer.json'))")
-    assert unreached_modules(entries, named) == ["/root/answer.py", "/root/org"]
+    named = references("json.load(open('/root/answer.json'))", "t.py")
+    assert unreached_modules(entries, named) == ["/root/answer.py", "/root/org/__init__.py"]
 
 
 def test_unnamed_candidates_are_new_modules_of_the_module_folders_only() -> None:
@@ -669,18 +691,31 @@ def test_unnamed_candidates_are_new_modules_of_the_module_folders_only() -> None
     assert unnamed_candidates(product, Ground(workdir="/root")) == {}  # facts unknown: off
 
 
-def test_a_folder_named_as_a_place_keeps_only_its_named_code_files_reach() -> None:
+def test_a_folder_named_as_a_place_keeps_its_data_and_only_its_named_code() -> None:
     # The tests read /root/out/answer.json: out/ is kept, but a module in it they never run
-    # names nothing (else it could name /root/org for the agent).
+    # names nothing (else it could name /root/org for the agent), and goes.
     entries = {
         "/root/out": _entry("out", "out", x_py="import org\n", run_sh="python3 -m tool\n"),
-        "/root/org": _entry("org", "org"),
-        "/root/tool": _entry("tool", "tool"),
+        "/root/org": _entry("org", "org", __init___py="x = 1\n"),
+        "/root/tool": _entry("tool", "tool", __init___py="x = 1\n"),
     }
-    assert unreached_modules(entries, references("open('/root/out/answer.json')")) == [
-        "/root/org",
-        "/root/tool",
+    named = references("open('/root/out/answer.json')", "t.py")
+    assert unreached_modules(entries, named) == [
+        "/root/org/__init__.py",
+        "/root/out/x.py",
+        "/root/tool/__init__.py",
     ]
-    # ... while a script of it the tests run by name is read.
-    named = references("subprocess.run(['bash', '/root/out/run.sh'])")
-    assert unreached_modules(entries, named) == ["/root/org"]
+    # ... while a script of it the tests run by name is read (run.sh runs tool), and a module of
+    # it they run is kept with what it imports (x.py is graded code: its org is its own)
+    named = references("subprocess.run(['bash', '/root/out/run.sh'])", "t.py")
+    assert unreached_modules(entries, named) == ["/root/org/__init__.py", "/root/out/x.py"]
+    named = references("subprocess.run(['python3', '/root/out/x.py'])", "t.py")
+    assert unreached_modules(entries, named) == ["/root/tool/__init__.py"]
+
+
+def test_the_standard_librarys_optional_imports_are_shadows_whatever_the_tests_say() -> None:
+    # `import org.legacy` in the tests' text, or a test that imports org itself: /root/org still
+    # runs first under python3 -m pytest (pickle's optional org.python.core)
+    ground = Ground(workdir="/root", named=references("import org.legacy\n", "t.py"))
+    rules = _rule(ground, Change("/root/org", "added"), Change("/root/org/__init__.py", "added"))
+    assert rules == {"/root/org": "ground-module", "/root/org/__init__.py": "ground-module"}
