@@ -821,19 +821,33 @@ def _names_planted_path(evidence: list[str], planted: str) -> bool:
     return False
 
 
+# Probes per test item: as many as the test's worker runs at once (concurrency=3), so that an
+# item's trials overlap their waits.
+PER_ITEM = 3
+
+
 def _probe_cases(shapes: tuple[str, ...], probes: dict[str, Probe]) -> list[Any]:
-    """One test item per sandbox, shape and probe (``docker-pip-conftest``), so that pytest-xdist
-    spreads the probes over its workers instead of one item running a shape's 20-30 trials; the
-    toolchain image and each task's image are built once (cached by tag) and shared by the items."""
-    return [
-        pytest.param(
-            str(env.values[0]), shape, name, id=f"{env.id}-{shape}-{name}", marks=env.marks
-        )
-        for env in ENVIRONMENTS
-        for shape in shapes
-        for name, probe in probes.items()
-        if shape in probe.shapes
-    ]
+    """Test items of ``PER_ITEM`` probes each, per sandbox and shape (``docker-pip-conftest+...``),
+    so that pytest-xdist spreads a shape's 10-30 probes over its workers instead of one item
+    running them all; the toolchain image and each task's image are built once (cached by tag)
+    and shared by the items. Probes are dealt round-robin."""
+    cases = []
+    for env in ENVIRONMENTS:
+        for shape in shapes:
+            names = [name for name, probe in probes.items() if shape in probe.shapes]
+            items = -(-len(names) // PER_ITEM)
+            for i in range(items):
+                chunk = tuple(names[i::items])
+                cases.append(
+                    pytest.param(
+                        str(env.values[0]),
+                        shape,
+                        chunk,
+                        id=f"{env.id}-{shape}-{'+'.join(chunk)}",
+                        marks=env.marks,
+                    )
+                )
+    return cases
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
@@ -846,12 +860,12 @@ async def test_each_shape_passes_its_oracle_and_fails_nop(
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize(
-    ("environment", "shape", "probe"), _probe_cases(SHAPES, PROBES), indirect=["environment"]
+    ("environment", "shape", "names"), _probe_cases(SHAPES, PROBES), indirect=["environment"]
 )
 async def test_no_implicit_input_earns_a_reward(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str, probe: str
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str, names: tuple[str, ...]
 ) -> None:
-    await _probe_shape(http, tmp_path, environment, shape, {probe: PROBES[probe]})
+    await _probe_shape(http, tmp_path, environment, shape, {n: PROBES[n] for n in names})
 
 
 @contextlib.asynccontextmanager
@@ -886,21 +900,27 @@ async def test_each_tool_shape_passes_its_oracle_and_fails_nop(
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize(
-    ("environment", "shape", "probe"),
+    ("environment", "shape", "names"),
     _probe_cases(TOOL_SHAPES, TOOL_PROBES),
     indirect=["environment"],
 )
 async def test_no_implicit_input_of_git_node_npm_maven_earns_a_reward(
-    tmp_path: Path, environment: str, shape: str, probe: str, request: pytest.FixtureRequest
+    tmp_path: Path,
+    environment: str,
+    shape: str,
+    names: tuple[str, ...],
+    request: pytest.FixtureRequest,
 ) -> None:
-    chosen = TOOL_PROBES[probe]
-    if probe == "mvn-jvm-config":
+    probes = {n: TOOL_PROBES[n] for n in names}
+    if "mvn-jvm-config" in probes:
         jar = _agent_jar_b64(tmp_path)
-        if jar is None:
-            pytest.skip("no JDK on this host to build the Java agent with")
-        chosen = Probe(chosen.shapes, chosen.body.replace("@AGENT_JAR_B64@", jar))
+        if jar is None:  # no JDK on this host to build the Java agent with
+            del probes["mvn-jvm-config"]
+        else:
+            body = probes["mvn-jvm-config"].body.replace("@AGENT_JAR_B64@", jar)
+            probes["mvn-jvm-config"] = Probe(frozenset({"mvn"}), body)
     async with _tool_worker(tmp_path, environment, shape, request) as client:
-        await _probe_shape(client, tmp_path, environment, shape, {probe: chosen})
+        await _probe_shape(client, tmp_path, environment, shape, probes)
 
 
 async def _probe_shape(
