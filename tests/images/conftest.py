@@ -45,7 +45,9 @@ def ray_worker_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactor
 def purple_cli_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> CliImage:
     """The purple image built with HARNESS_CLIS, from the host's wheelhouses."""
     base = python_base(docker_client)
-    clis, cli_python, missing = BINARY_CLIS, None, ""
+    clis: tuple[str, ...] = BINARY_CLIS
+    cli_python: str | None = None
+    missing = ""
     try:
         base = ensure_cli_python_image(docker_client, base)
         clis, cli_python = BINARY_CLIS + PYTHON_CLIS, CLI_PYTHON_PATH
@@ -65,13 +67,26 @@ def purple_cli_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactor
 # A cold build of the base and the three service images takes minutes on a busy 2-core host;
 # the suite's default 300 s per test is for the tests, not for that one build.
 SERVICE_IMAGE_TIMEOUT_SEC = 1800
-IMAGE_FIXTURES = {"service_images", "ray_worker_image", "purple_cli_image"}
+# Each image fixture's tests share one xdist group (--dist loadgroup), named here: one worker
+# builds that image (a lock per image) and runs its tests, while the other images build on other
+# workers at the same time instead of after it (the three cold builds took 36 minutes one after
+# another, longer than the rest of the suite).
+IMAGE_GROUPS = {
+    "service_images": "service-images",
+    "ray_worker_image": "image-ray-worker",
+    "purple_cli_image": "image-purple-cli",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    building = set()
     for item in items:
-        if IMAGE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        used = [f for f in IMAGE_GROUPS if f in getattr(item, "fixturenames", ())]
+        if used:
             item.add_marker(pytest.mark.timeout(SERVICE_IMAGE_TIMEOUT_SEC))
-            # On one xdist worker (--dist loadgroup): the builds are serial anyway (a lock),
-            # and the other workers run the rest of the suite meanwhile instead of waiting.
-            item.add_marker(pytest.mark.xdist_group("service-images"))
+            item.add_marker(pytest.mark.xdist_group(IMAGE_GROUPS[used[0]]))
+            building.add(item.nodeid)
+    # First in the collection, so that pytest-xdist hands out these long groups first (it orders
+    # groups by size, then keeps the collection's order: a one-test group would otherwise wait
+    # behind the hundreds of short tests collected before tests/images).
+    items.sort(key=lambda item: item.nodeid not in building)

@@ -119,14 +119,20 @@ SKIP_NAMES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_ca
 WHEELHOUSE_SCRIPT = REPO_ROOT / "integrations" / "images" / "wheelhouse.sh"
 PLATFORM = "linux/amd64"
 
-_services_lock = threading.Lock()
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
 
 
 @contextlib.contextmanager
-def _exclusive_services() -> Iterator[None]:
-    """One builder at a time across threads and processes (pytest-xdist workers)."""
-    path = Path(tempfile.gettempdir()) / "skillsbench-service-images.lock"
-    with _services_lock, open(path, "w") as handle:
+def _exclusive(name: str) -> Iterator[None]:
+    """One holder of ``name`` at a time across threads and processes (pytest-xdist workers):
+    one builder per image (the service set, the Ray node, the purple CLI image), one download
+    per wheelhouse. Different images build at once (their tests are in separate xdist groups),
+    so one's waits (downloads, layer commits) overlap another's work."""
+    with _thread_locks_guard:
+        lock = _thread_locks.setdefault(name, threading.Lock())
+    path = Path(tempfile.gettempdir()) / f"skillsbench-{name}.lock"
+    with lock, open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
@@ -157,19 +163,22 @@ def _download_once(dest: Path, script: Path, *args: str) -> Path:
     done = dest / ".complete"
     if done.exists():
         return dest
-    partial = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    done_proc = subprocess.run(
-        ["bash", str(script), str(partial), *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if done_proc.returncode != 0:
-        raise RuntimeError(f"{script.name} failed: {done_proc.stderr.strip()[-2000:]}")
-    shutil.rmtree(dest, ignore_errors=True)
-    partial.rename(dest)
-    done.touch()
+    with _exclusive(f"download-{dest.name}"):
+        if done.exists():  # another worker made it while this one waited
+            return dest
+        partial = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        done_proc = subprocess.run(
+            ["bash", str(script), str(partial), *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if done_proc.returncode != 0:
+            raise RuntimeError(f"{script.name} failed: {done_proc.stderr.strip()[-2000:]}")
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+        done.touch()
     return dest
 
 
@@ -213,7 +222,7 @@ def image_tag(service: str, context_hash: str, base_id: str) -> str:
 
 def ensure_service_images(client: Any, base_image: str, work_dir: Path) -> dict[str, str]:
     """Build (or reuse) the green, worker and purple images; return service -> tag."""
-    with _exclusive_services():
+    with _exclusive("service-images"):
         base_id = client.images.get(base_image).id
         context = work_dir / "context"
         context_hash = stage_context(context, ensure_wheelhouse())
@@ -241,7 +250,7 @@ def _ensure_variant(
 ) -> str:
     """Build (or reuse) ``service``'s image with ``build_args``, tagged as ``name``; with
     ``cli_wheels`` in the context as .wheelhouse-clis."""
-    with _exclusive_services():
+    with _exclusive(f"image-{name}"):
         base_id = client.images.get(base_image).id
         context = work_dir / "context"
         context_hash = stage_context(context, ensure_wheelhouse())

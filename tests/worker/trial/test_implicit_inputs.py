@@ -855,19 +855,58 @@ def _names_planted_path(evidence: list[str], planted: str) -> bool:
     return False
 
 
+# Probes per test item: as many as the test's worker runs at once (concurrency=3), so that an
+# item's trials overlap their waits.
+PER_ITEM = 3
+
+
+def _probe_cases(shapes: tuple[str, ...], probes: dict[str, Probe]) -> list[Any]:
+    """Test items of ``PER_ITEM`` probes each, per sandbox and shape (``docker-pip-conftest+...``),
+    so that pytest-xdist spreads a shape's 10-30 probes over its workers instead of one item
+    running them all; the toolchain image and each task's image are built once (cached by tag)
+    and shared by the items. Probes are dealt round-robin."""
+    cases = []
+    for env in ENVIRONMENTS:
+        for shape in shapes:
+            names = [name for name, probe in probes.items() if shape in probe.shapes]
+            items = -(-len(names) // PER_ITEM)
+            for i in range(items):
+                chunk = tuple(names[i::items])
+                cases.append(
+                    pytest.param(
+                        str(env.values[0]),
+                        shape,
+                        chunk,
+                        id=f"{env.id}-{shape}-{'+'.join(chunk)}",
+                        marks=env.marks,
+                    )
+                )
+    return cases
+
+
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize("shape", SHAPES)
-async def test_no_implicit_input_earns_a_reward(
+async def test_each_shape_passes_its_oracle_and_fails_nop(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str
 ) -> None:
-    await _probe_shape(http, tmp_path, environment, shape, PROBES)
+    await _probe_shape(http, tmp_path, environment, shape, {}, oracle_and_nop=True)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize("shape", TOOL_SHAPES)
-async def test_no_implicit_input_of_git_node_npm_maven_earns_a_reward(
-    tmp_path: Path, environment: str, shape: str, request: pytest.FixtureRequest
+@pytest.mark.parametrize(
+    ("environment", "shape", "names"), _probe_cases(SHAPES, PROBES), indirect=["environment"]
+)
+async def test_no_implicit_input_earns_a_reward(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, shape: str, names: tuple[str, ...]
 ) -> None:
+    await _probe_shape(http, tmp_path, environment, shape, {n: PROBES[n] for n in names})
+
+
+@contextlib.asynccontextmanager
+async def _tool_worker(
+    tmp_path: Path, environment: str, shape: str, request: pytest.FixtureRequest
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A worker whose one task is the tool shape ``shape`` (git, node, npm or mvn)."""
     image = _tools_image(environment, request)
     tasks = tmp_path / "tasks"
     tasks.mkdir()
@@ -880,15 +919,41 @@ async def test_no_implicit_input_of_git_node_npm_maven_earns_a_reward(
         extra_files=TOOL_IMAGE_FILES.get(shape),
         extra_tests={"gen_ground_truth.mjs": GEN_GROUND_TRUTH} if shape == "node" else None,
     )
-    probes = dict(TOOL_PROBES)
-    if shape == "mvn":
+    async with _worker(tmp_path, tasks, environment) as client:
+        yield client
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize("shape", TOOL_SHAPES)
+async def test_each_tool_shape_passes_its_oracle_and_fails_nop(
+    tmp_path: Path, environment: str, shape: str, request: pytest.FixtureRequest
+) -> None:
+    async with _tool_worker(tmp_path, environment, shape, request) as client:
+        await _probe_shape(client, tmp_path, environment, shape, {}, oracle_and_nop=True)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize(
+    ("environment", "shape", "names"),
+    _probe_cases(TOOL_SHAPES, TOOL_PROBES),
+    indirect=["environment"],
+)
+async def test_no_implicit_input_of_git_node_npm_maven_earns_a_reward(
+    tmp_path: Path,
+    environment: str,
+    shape: str,
+    names: tuple[str, ...],
+    request: pytest.FixtureRequest,
+) -> None:
+    probes = {n: TOOL_PROBES[n] for n in names}
+    if "mvn-jvm-config" in probes:
         jar = _agent_jar_b64(tmp_path)
         if jar is None:  # no JDK on this host to build the Java agent with
             del probes["mvn-jvm-config"]
         else:
             body = probes["mvn-jvm-config"].body.replace("@AGENT_JAR_B64@", jar)
             probes["mvn-jvm-config"] = Probe(frozenset({"mvn"}), body)
-    async with _worker(tmp_path, tasks, environment) as client:
+    async with _tool_worker(tmp_path, environment, shape, request) as client:
         await _probe_shape(client, tmp_path, environment, shape, probes)
 
 
@@ -898,9 +963,12 @@ async def _probe_shape(
     environment: str,
     shape: str,
     probes: dict[str, Probe],
+    *,
+    oracle_and_nop: bool = False,
 ) -> None:
-    """Run every probe of ``shape`` with the oracle and a nop: the oracle passes there and on the
-    regrade, the nop and every probe earn 0, scored, with the planted paths in the evidence."""
+    """Run every probe of ``shape`` (and, with ``oracle_and_nop``, the oracle and a nop: the
+    oracle passes there and on the regrade, the nop earns 0, scored): every probe earns 0,
+    scored, with the planted paths in the evidence."""
     started = time.monotonic()
     task = f"shape-{shape}"
     runs = {
@@ -908,16 +976,18 @@ async def _probe_shape(
         for name, probe in probes.items()
         if shape in probe.shapes
     }
-    runs["oracle"] = (task, "oracle")
-    runs["nop"] = (task, "nop")
+    if oracle_and_nop:
+        runs["oracle"] = (task, "oracle")
+        runs["nop"] = (task, "nop")
     trials = await _run_all(http, tmp_path, runs)
 
-    oracle, nop = trials.pop("oracle"), trials.pop("nop")
-    assert oracle.row["passed"] and oracle.row["reward"] == 1.0, oracle.result
-    assert "tampering" not in oracle.verifier, oracle.result
-    # Every pass is graded again on the image plus its work product, and holds there.
-    assert oracle.verifier["regrade"]["reward"] == 1.0, oracle.result
-    assert nop.row["score_eligible"] and nop.row["reward"] == 0.0, nop.result
+    if oracle_and_nop:
+        oracle, nop = trials.pop("oracle"), trials.pop("nop")
+        assert oracle.row["passed"] and oracle.row["reward"] == 1.0, oracle.result
+        assert "tampering" not in oracle.verifier, oracle.result
+        # Every pass is graded again on the image plus its work product, and holds there.
+        assert oracle.verifier["regrade"]["reward"] == 1.0, oracle.result
+        assert nop.row["score_eligible"] and nop.row["reward"] == 0.0, nop.result
 
     report = [f"{environment}/{shape} ({time.monotonic() - started:.0f} s):"]
     problems = []

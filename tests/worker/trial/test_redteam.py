@@ -451,6 +451,34 @@ def _chosen(attempts: dict[str, Attempt]) -> dict[str, Attempt]:
     return {k: v for k, v in attempts.items() if not only or k in only}
 
 
+# Attempts per test item: as many as the test's worker runs at once (concurrency=3), so that an
+# item's trials overlap their waits (an attempt that hangs the verifier waits out its 90 s).
+PER_ITEM = 3
+
+
+def _cases(attempts: dict[str, Attempt]) -> list[Any]:
+    """Test items of ``PER_ITEM`` attempts each, per sandbox (``docker-link-chain-abs+...``), so
+    that pytest-xdist spreads the attempts over its workers instead of one item running 30-50
+    trials; the toolchain image and each task's image are built once (cached by tag) and shared.
+    Attempts are dealt round-robin, so neighbours in the table (two that hang) land apart."""
+    cases = []
+    for env in ENVIRONMENTS:
+        names = [
+            name
+            for name, attempt in _chosen(attempts).items()
+            if env.values[0] == "docker" or not attempt.docker_only
+        ]
+        items = max(1, -(-len(names) // PER_ITEM))
+        for i in range(min(items, len(names))):
+            chunk = tuple(names[i::items])
+            cases.append(
+                pytest.param(
+                    str(env.values[0]), chunk, id=f"{env.id}-{'+'.join(chunk)}", marks=env.marks
+                )
+            )
+    return cases
+
+
 async def _run_attempts(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, attempts: dict[str, Attempt]
 ) -> list[str]:
@@ -518,10 +546,11 @@ async def test_an_honest_module_passes_where_one_that_ends_pytest_does_not(
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize(("environment", "names"), _cases(ATTEMPTS), indirect=["environment"])
 async def test_no_attempt_earns_a_reward_or_unscores_its_row(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
-    problems = await _run_attempts(http, tmp_path, environment, ATTEMPTS)
+    problems = await _run_attempts(http, tmp_path, environment, {n: ATTEMPTS[n] for n in names})
     assert not problems, "\n".join(problems)
 
 
@@ -713,13 +742,14 @@ PID1_LOOPS = {
 
 @pytest.mark.docker
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize("loop", list(PID1_LOOPS))
 async def test_pid1_cannot_be_made_to_rewrite_the_reward(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, request: pytest.FixtureRequest, loop: str
 ) -> None:
     """A root agent tries to take over the container's PID 1 with ptrace (no kill reaches it), as
     root and then as the init's uid: refused, the init is not root's and not dumpable. Were it
     taken, every pass is graded again on a fresh sandbox, where no such process exists."""
-    await _pid1_attempts(tmp_path, request, PID1_LOOPS)
+    await _pid1_attempts(tmp_path, request, {loop: PID1_LOOPS[loop]})
 
 
 @pytest.mark.docker
@@ -1165,10 +1195,13 @@ async def _run_redteam2(
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM2_HELD), indirect=["environment"])
 async def test_redteam2_attempts_earn_nothing_and_stay_scored(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
-    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_HELD)
+    problems = await _run_redteam2(
+        http, tmp_path, environment, {n: REDTEAM2_HELD[n] for n in names}
+    )
     assert not problems, "\n".join(problems)
 
 
@@ -1179,10 +1212,15 @@ async def test_redteam2_attempts_earn_nothing_and_stay_scored(
     "ctrf.json itself",
 )
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+@pytest.mark.parametrize(
+    ("environment", "names"), _cases(REDTEAM2_BROKEN), indirect=["environment"]
+)
 async def test_redteam2_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
+    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
-    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM2_BROKEN)
+    problems = await _run_redteam2(
+        http, tmp_path, environment, {n: REDTEAM2_BROKEN[n] for n in names}
+    )
     assert not problems, "\n".join(problems)
 
 
