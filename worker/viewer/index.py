@@ -212,6 +212,21 @@ def run_folders(jobs: Path) -> list[Path]:
     return found
 
 
+def unreadable_runs(roots: list[Path]) -> list[tuple[Path, str]]:
+    """The run folders of ``roots`` whose document cannot be read (not JSON, not a run
+    record, unreadable), each with why: :func:`scan` passes over them, the runs page names
+    them."""
+    found = []
+    for root in roots:
+        for folder in run_folders(root):
+            try:
+                RunRecord.model_validate(read_run_document(folder))
+            except (OSError, ValueError, ValidationError) as exc:
+                why = " ".join(str(exc).split())
+                found.append((folder, why[:300]))
+    return found
+
+
 def jobs_of(folder: Path) -> Path:
     """The jobs folder trial paths are relative to: a run folder's ``../..``."""
     return folder.parent.parent if (folder / RUN_FILENAME).is_file() else folder

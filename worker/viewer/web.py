@@ -274,6 +274,16 @@ def _runs_body(viewer: Viewer, runs: list[RunRow]) -> str:
         + ", ".join(f"<code>{_e(root)}</code>" for root in viewer.given)
         + "</p>"
     )
+    bad = index.unreadable_runs(viewer.roots)
+    if bad:
+        parts.append(
+            "<details class=why open><summary>Not read: "
+            f"{len(bad)} run folder(s) whose run.json is not a run's document</summary><ul>"
+            + "".join(
+                f"<li><code>{_e(folder.name)}</code>: {_e(why)}</li>" for folder, why in bad[:50]
+            )
+            + "</ul></details>"
+        )
     if not runs:
         parts.append("<p>No runs yet: they appear here as soon as one starts.</p>")
         return "".join(parts)

@@ -184,3 +184,26 @@ def test_a_huge_file_is_served_cut_with_a_note(
     raw = httpx.get(f"{server.url}/raw/0/{folder.name}/{trial}/agent/huge.txt", timeout=30)
     assert raw.status_code == 200 and raw.text.startswith("A" * 1000)
     assert raw.text.endswith("[cut: the first 2,000,000 bytes of 3,000,000 are shown]\n")
+
+
+def test_a_run_whose_document_is_unreadable_is_named_on_the_runs_page(
+    jobs: Jobs, tmp_path: Path, serving: list[Server]
+) -> None:
+    """Not listed (it has no run to show), but named with why, and escaped; the other runs
+    stay."""
+    runs = tmp_path / "jobs" / "runs"
+    runs.mkdir(parents=True)
+    _, good = copy_run(jobs, "oracle", runs)
+    broken = runs / "run-broken"
+    broken.mkdir()
+    (broken / "run.json").write_text("{not json " + HOSTILE)
+    wrong = runs / "run-wrong-shape"
+    wrong.mkdir()
+    write_json(wrong / "run.json", {"run_id": HOSTILE})
+    server = start_view(str(tmp_path / "jobs"))
+    serving.append(server)
+    home = httpx.get(server.url + "/", timeout=30).text
+    assert f'data-run="{good["run_id"]}"' in home
+    assert "Not read: 2 run folder(s)" in home
+    assert "<code>run-broken</code>" in home and "<code>run-wrong-shape</code>" in home
+    assert HOSTILE not in home  # escaped
