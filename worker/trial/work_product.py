@@ -449,13 +449,15 @@ class Ground:
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
-        return (
+        """Lower case: compared so (``PyPDF2`` is what ``pip install pypdf2`` installs)."""
+        names = (
             frozenset(sys.stdlib_module_names)
             | STDLIB_OPTIONAL_IMPORTS
             | RUNNER_MODULES
             | self.image_modules
             | self.installed_modules
         )
+        return frozenset(name.lower() for name in names)
 
 
 @dataclass(frozen=True)
@@ -551,6 +553,44 @@ def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, 
     return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
 
 
+# Distributions whose import name is not their name, among what real test.sh files install
+# (and their common neighbours): the look after the verifier finds these too, unless the
+# agent's module deleted the installed one first (red team 3, shadow-lib-hide).
+IMPORT_NAMES: Final = {
+    "pillow": ("PIL",),
+    "python_docx": ("docx",),
+    "python_pptx": ("pptx",),
+    "opencv_python": ("cv2",),
+    "opencv_python_headless": ("cv2",),
+    "opencv_contrib_python": ("cv2",),
+    "beautifulsoup4": ("bs4",),
+    "pyyaml": ("yaml", "_yaml"),
+    "scikit_learn": ("sklearn",),
+    "scikit_image": ("skimage",),
+    "pymupdf": ("fitz", "pymupdf"),
+    "protobuf": ("google",),
+    "python_dateutil": ("dateutil",),
+    "pyjwt": ("jwt",),
+    "attrs": ("attr", "attrs"),
+    "hf_doc_builder": ("doc_builder",),
+    "pyannote_metrics": ("pyannote",),
+    "pyannote_audio": ("pyannote",),
+    "faiss_cpu": ("faiss",),
+    "mysql_connector_python": ("mysql",),
+    "psycopg2_binary": ("psycopg2",),
+    "pytorch_lightning": ("pytorch_lightning", "lightning"),
+    "tensorflow_cpu": ("tensorflow",),
+    "pycryptodome": ("Crypto",),
+    "pyserial": ("serial",),
+    "pyzmq": ("zmq",),
+    "python_magic": ("magic",),
+    "ruamel_yaml": ("ruamel",),
+    "msgpack_python": ("msgpack",),
+    "google_cloud_storage": ("google",),
+    "xlsxwriter": ("xlsxwriter",),
+}
+
+
 def installed_modules(test_script: str) -> frozenset[str]:
     """The module names a test.sh installs, as import names (``pytest-json-ctrf`` →
     ``pytest_json_ctrf``); generous on purpose: a wrong extra name only leaves out more."""
@@ -564,6 +604,7 @@ def installed_modules(test_script: str) -> frozenset[str]:
                 if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", base):
                     name = base.lower().replace("-", "_").replace(".", "_")
                     names.add(name)
+                    names.update(IMPORT_NAMES.get(name, ()))
                     # a pytest plugin's module is often its name's tail (pytest-json-ctrf:
                     # ``ctrf``), known here even if its code deletes it while the verifier runs
                     if name.startswith("pytest_") and len(name) > len("pytest_"):
@@ -654,7 +695,7 @@ def new_site_package(path: str, added: set[str], shadows: frozenset[str]) -> str
     if top not in added or is_distribution_metadata(name) or name == "__pycache__":
         return None
     module = module_name(name)
-    if module is None or module in shadows or module in ("sitecustomize", "usercustomize"):
+    if module is None or module.lower() in shadows or module in ("sitecustomize", "usercustomize"):
         return None
     return top
 
@@ -804,7 +845,7 @@ def _ground_rule(
             return "ground-config"
         if base in module_dirs and (entry in added or entry not in known):
             module = module_name(entry_name)
-            if module is not None and module in shadows:
+            if module is not None and module.lower() in shadows:
                 return "ground-module"
     return None
 

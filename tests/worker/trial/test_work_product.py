@@ -719,3 +719,15 @@ def test_the_standard_librarys_optional_imports_are_shadows_whatever_the_tests_s
     ground = Ground(workdir="/root", named=references("import org.legacy\n", "t.py"))
     rules = _rule(ground, Change("/root/org", "added"), Change("/root/org/__init__.py", "added"))
     assert rules == {"/root/org": "ground-module", "/root/org/__init__.py": "ground-module"}
+
+
+def test_libraries_installed_under_another_import_name_are_shadows() -> None:
+    script = (
+        "pip3 install --break-system-packages pyyaml==6.0 python-docx Pillow beautifulsoup4 "
+        "opencv-python PyPDF2 scikit-learn\n"
+    )
+    names = installed_modules(script)
+    assert {"yaml", "docx", "PIL", "bs4", "cv2", "pypdf2", "sklearn"} <= names
+    ground = Ground(workdir="/root", installed_modules=names)
+    for planted in ("/root/yaml.py", "/root/PyPDF2/__init__.py", "/root/pil/__init__.py"):
+        assert _rule(ground, Change(planted, "added"))[planted] == "ground-module", planted
