@@ -472,6 +472,8 @@ async def _trial_body(plan: TrialPlan, state: _TrialState) -> TrialOutcome:
             reward_source = state.regrade_source
         elif reward and state.capture is not None and state.capture.candidates:
             await _test_time_shadows(state)
+            with phases.phase("regrade"):
+                await _image_shadows(plan, state, snapshot)
         if reward and state.fresh_only is None and state.capture is not None:
             # Every pass, not only those that left something out: what the agent's sandbox
             # still held besides its files (a process it took over, PID 1 on docker, that no
@@ -1093,6 +1095,68 @@ async def _test_time_shadows(state: _TrialState) -> None:
         return
     if await _exclude_shadows(sandbox, found):
         state.verifier["work_product"] = found.evidence()
+
+
+# What the verifier's Python can import once test.sh ran on the image alone, per task: listed
+# where no code of an agent ran (the agent's own module, imported by the tests, can delete the
+# library it shadows, and its metadata, before any look in its sandbox).
+_IMAGE_TEST_TIME: dict[tuple[str, str], list[str]] = {}
+
+
+async def _image_shadows(plan: TrialPlan, state: _TrialState, snapshot: str) -> None:
+    """A pass whose work product still holds modules where the verifier imports: which of them
+    shadow what test.sh installs on the image alone (red team 3, shadow-lib-hide: a module
+    named like a library's import name, tinyyaml of tiny-yaml-reader, that deletes it)."""
+    found = state.capture
+    assert found is not None
+    applied = {c.path for c in found.product.applied}
+    remaining = {e: v for e, v in found.candidates.items() if e in applied}
+    if not remaining:
+        return
+    listing = await _image_test_time_modules(plan, state, snapshot)
+    if listing and exclude_test_time_shadows(found.product, remaining, listing):
+        state.verifier["work_product"] = found.evidence()
+
+
+async def _image_test_time_modules(
+    plan: TrialPlan, state: _TrialState, snapshot: str
+) -> list[str] | None:
+    """:data:`TEST_TIME_MODULES_SCRIPT`'s lines on a fresh sandbox of the image after its
+    verifier ran there (once per task); None when it could not be had."""
+    key = (plan.environment, str(plan.task.path))
+    if key in _IMAGE_TEST_TIME:
+        return _IMAGE_TEST_TIME[key]
+    assert state.spec is not None
+    if state.sandbox is not None:
+        await _stop(state.sandbox, state)  # the agent's: its look is done, its logs are in
+    backend = sandbox_class(plan.environment)
+    kept_verifier, kept_removed = dict(state.verifier), state.removed_files
+    try:
+        fresh = await fresh_sandbox(backend, state.spec, plan.trial_dir, role="image-listing")
+    except SandboxError:
+        return None
+    state.sandbox, state.stopped = fresh, False
+    try:
+        await _run_verifier(
+            plan,
+            fresh,
+            snapshot,
+            state,
+            state.verifier_env,
+            plan.trial_dir / "image-listing" / "verifier",
+            timeout_sec=plan.task.config.verifier.timeout_sec,
+        )
+        result = await fresh.exec(
+            ["/bin/sh", "-c", TEST_TIME_MODULES_SCRIPT], user="0:0", timeout_sec=300
+        )
+    except (_Failed, _Tampered, SandboxError):
+        return None
+    finally:
+        state.verifier, state.removed_files = kept_verifier, kept_removed
+        await _stop(fresh, state)
+    listing = result.stdout.splitlines()
+    _IMAGE_TEST_TIME[key] = listing
+    return listing
 
 
 async def _exclude_shadows(sandbox: Sandbox, found: Capture) -> list[str]:

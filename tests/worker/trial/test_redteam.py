@@ -25,7 +25,7 @@ A third pass (``REDTEAM3_*``) aims at tests that only read output files: the ``u
 rule defeated by a name some text happens to contain (``org``, which ``pickle`` imports
 optionally), a library the tests import shadowed from the working directory after hiding the
 installed one, and the capture itself made to freeze the worker past the trial's deadline
-(``test_redteam3_capture_freezes_the_worker``, held since).
+(``test_redteam3_capture_freezes_the_worker``); all held since.
 
 Docker parts skip where no engine answers; local ones where the worker is not root.
 """
@@ -1416,12 +1416,10 @@ REDTEAM3_BREAKS: dict[str, str] = {
     # instruction, and the standard library's optional imports outside it (org, java, ...) are
     # shadows whatever the tests say -- org-named-by-tests, -instruction-folder,
     # -instruction-word, -reached-script)
-    # earned 1.0: the look after the verifier finds no tinyyaml installed (the agent's deleted
-    # it and its metadata while the tests imported it), and installed_modules() only knows
-    # "tiny_yaml_reader": the agent's /root/tinyyaml.py is kept, and shadows it again
-    "shadow-lib-hide": "earned",
+    # (held since what test.sh installs is also listed on a fresh sandbox of the image after its
+    # verifier, once per task, where no code of the agent's ran: shadow-lib-hide's tinyyaml,
+    # which deleted the installed one and its metadata in the agent's sandbox)
 }
-REDTEAM3_BROKEN = {k: v for k, v in _REDTEAM3.items() if k in REDTEAM3_BREAKS}
 REDTEAM3_HELD = {k: v for k, v in _REDTEAM3.items() if k not in REDTEAM3_BREAKS}
 
 
@@ -1444,19 +1442,6 @@ async def test_redteam3_the_library_task_can_be_passed(
     )
     honest = trials["honest-yaml"]
     assert honest.row["reward"] == 1.0 and honest.row["passed"], _describe(honest)
-
-
-@pytest.mark.skipif(
-    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
-    reason="known breaks of the third red-team pass (SKILLSBENCH_REDTEAM_BREAKS=1 runs them): "
-    "a module /root/org that pickle's optional import finds, kept because some text names org",
-)
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-async def test_redteam3_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    problems = await _run_redteam2(http, tmp_path, environment, REDTEAM3_BROKEN)
-    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
