@@ -546,11 +546,8 @@ def ensure_tools_image(client: Any, verifier_tag: str) -> str:
     digest = hashlib.sha256(f"v1\0{base_id}\0{' '.join(TOOL_PACKAGES)}".encode()).hexdigest()
     tag = f"skillsbench-test/verifier-tools:{digest[:12]}"
     with _locked("verifier-tools-image"):
-        try:
-            client.images.get(tag)
+        if has_image(client, tag):
             return tag
-        except docker.errors.ImageNotFound:
-            pass
         with tempfile.TemporaryDirectory(prefix="skillsbench-tools-image-") as tmp:
             (Path(tmp) / "Dockerfile").write_text(
                 f"FROM {verifier_tag}\n"

@@ -21,7 +21,7 @@ product is everything the agent changed *except* these classes, which must come 
   on ``sys.path``) named like one the verifier's Python resolves or installs (the standard
   library, the image's site folders, the test runner's family, what ``test.sh`` installs);
 * ``unnamed-module``: what Python could import of a module the agent added to those folders
-  that neither the tests, the instruction nor the agent's code they reach name (an optional
+  that neither the tests nor the agent's code they reach import or run (an optional
   import, ``pickle``'s ``org.python.core``, would find it first): decided on the exported work
   product (:func:`unreached_modules`);
 * ``harness-link``: a symbolic link that reaches what the harness places later (``/tests``,
@@ -183,7 +183,7 @@ REASONS: Final = {
     "verifier-input": "a folder the verifier's own configuration names (a wheelhouse, a package "
     "index, a cache its environment points at) holds what the image had",
     "unnamed-module": "a module or package in the verifier's module folders that neither the "
-    "tests nor the agent's code they reach name: only an import the verifier's own tools make by "
+    "tests nor the agent's code they reach import or run: only an import the verifier's own tools make by "
     "themselves (an optional import) could find it there, and that must find the image's",
     "test-name": "named like the task's own test code (test.sh, its test modules): a verifier "
     "that searches for its tests must find only those in /tests",
@@ -442,9 +442,8 @@ class Ground:
     # verifier that looks for its tests (``find / -name test_outputs.py | head -1``) must not
     # find the agent's.
     test_names: frozenset[str] = frozenset()
-    # What the task's tests and instruction name (:func:`references`): a module the agent put
-    # in a module folder counts as work product only if these, or its code they reach, name
-    # it. None: the ``unnamed-module`` rule is off (the facts are unknown).
+    # What the task's tests import and run (:func:`references`): a module the agent put in a
+    # module folder counts as work product only if they, or its code they reach, name it. None: the ``unnamed-module`` rule is off (the facts are unknown).
     named: References | None = None
 
     @functools.cached_property

@@ -77,11 +77,8 @@ from tests.images.support import (
     stage_local,
     wheelhouse,
 )
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
-from worker.service.app import create_app
+from tests.worker.support import make_task, run_payload, script, submit_and_follow
+from tests.worker.trial.support import serve_worker
 
 ENVIRONMENTS = [
     pytest.param("local", id="local"),
@@ -350,8 +347,8 @@ PROBES: dict[str, Probe] = {
 PIP_TAIL = PIP_TEST.removeprefix("#!/bin/bash\n")
 GIT_TEST = (
     "#!/bin/bash\n"
-    "mkdir -p /root/work\n"
-    "cd /root/work && git init -q . && echo a > f && git add f && "
+    "mkdir -p /root/repo\n"
+    "cd /root/repo && git init -q . && echo a > f && git add f && "
     "git -c user.name=v -c user.email=v@v.invalid commit -qm base && echo b > f && "
     "git diff HEAD > /logs/verifier/diff.txt 2>&1\n"
     "cd /root\n" + PIP_TAIL
@@ -432,9 +429,9 @@ TOOL_PROBES: dict[str, Probe] = {
     "git-repo": Probe(
         frozenset({"git"}),
         HOOK
-        + "mkdir -p /root/work && (cd /root/work && git init -q .)\n"
-        + f"plant /root/work/.git/config <<'EOF'\n{GIT_CONFIG}EOF\n"
-        + "cp /tmp/h.sh /root/work/.git/hooks/pre-commit && echo PLANTED:/root/work/.git/hooks\n",
+        + "mkdir -p /root/repo && (cd /root/repo && git init -q .)\n"
+        + f"plant /root/repo/.git/config <<'EOF'\n{GIT_CONFIG}EOF\n"
+        + "cp /tmp/h.sh /root/repo/.git/hooks/pre-commit && echo PLANTED:/root/repo/.git/hooks\n",
     ),
     # node: the library the ground truth comes from, and the script's package scope (a package
     # named like the library, whose "exports" a bare import of that name resolves to)
@@ -715,34 +712,11 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     return tasks
 
 
-@contextlib.asynccontextmanager
-async def _worker(
-    tmp_path: Path, tasks_dir: Path, environment: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    """A worker over ``tasks_dir``, served on loopback, and a client of it."""
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=3,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=120) as client,
-    ):
-        yield client
-
-
 @pytest.fixture
 async def http(
     tmp_path: Path, tasks_dir: Path, environment: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    async with _worker(tmp_path, tasks_dir, environment) as client:
+    async with serve_worker(tmp_path, tasks_dir, environment) as client:
         yield client
 
 
@@ -919,7 +893,7 @@ async def _tool_worker(
         extra_files=TOOL_IMAGE_FILES.get(shape),
         extra_tests={"gen_ground_truth.mjs": GEN_GROUND_TRUTH} if shape == "node" else None,
     )
-    async with _worker(tmp_path, tasks, environment) as client:
+    async with serve_worker(tmp_path, tasks, environment) as client:
         yield client
 
 

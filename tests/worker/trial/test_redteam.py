@@ -43,7 +43,8 @@ import httpx
 import pytest
 
 from tests.images.support import stage_local
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
+from tests.worker.support import make_task, run_payload, script, submit_and_follow
+from tests.worker.trial.support import serve_worker
 from tests.worker.trial.test_implicit_inputs import (
     PIP_TEST,
     TEST_OUTPUTS,
@@ -55,10 +56,6 @@ from tests.worker.trial.test_implicit_inputs import (
     _run_all,
     _toolchain,
 )
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
-from worker.service.app import create_app
 
 ENVIRONMENTS = [
     pytest.param("local", id="local"),
@@ -406,22 +403,42 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
 async def http(
     tmp_path: Path, tasks_dir: Path, environment: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=3,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=120) as client,
-    ):
+    async with serve_worker(tmp_path, tasks_dir, environment) as client:
         yield client
+
+
+def _one_task(
+    tmp_path: Path,
+    name: str,
+    image: str | None,
+    *,
+    test_outputs: str,
+    agent_timeout: float,
+    verifier_timeout: float,
+) -> Path:
+    """A tasks folder of one pip-shaped task with short timeouts (its image built within a
+    minute); the folder."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    folder = make_task(
+        tasks,
+        name,
+        test_sh=PIP_TEST,
+        extra_tests={"test_outputs.py": test_outputs},
+        agent_timeout=agent_timeout,
+        verifier_timeout=verifier_timeout,
+        verifier_toml=VERIFIER_ENV,
+    )
+    toml = folder / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[environment]\n", "[environment]\nbuild_timeout_sec = 60\n")
+    )
+    environment_dir = folder / "environment"
+    if image is None:
+        stage_local(environment_dir, "/root")
+    else:
+        (environment_dir / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /root\n")
+    return tasks
 
 
 def _describe(trial: Trial) -> str:
@@ -589,48 +606,22 @@ async def test_a_regrade_past_the_trial_deadline_is_still_scored(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest
 ) -> None:
     image = _toolchain(environment, request)
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    folder = make_task(
-        tasks,
+    tasks = _one_task(
+        tmp_path,
         "slow",
-        test_sh=PIP_TEST,
-        extra_tests={"test_outputs.py": DEADLINE_TEST},
+        image,
+        test_outputs=DEADLINE_TEST,
         agent_timeout=DEADLINE_AGENT_SEC,
         verifier_timeout=DEADLINE_VERIFIER_SEC,
-        verifier_toml=VERIFIER_ENV,
     )
-    toml = folder / "task.toml"
-    toml.write_text(
-        toml.read_text().replace("[environment]\n", "[environment]\nbuild_timeout_sec = 60\n")
-    )
-    environment_dir = folder / "environment"
-    if image is None:
-        stage_local(environment_dir, "/root")
-    else:
-        (environment_dir / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /root\n")
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=120) as client,
-    ):
+    async with serve_worker(tmp_path, tasks, environment, concurrency=1) as client:
         run_id, _, status = await submit_and_follow(
             client,
             run_payload(["slow"], agent=script(tmp_path, "deadline", DEADLINE_SCRIPT)),
             timeout=1700,
         )
     (row,) = status["rows"]
-    trial_dir = jobs / "runs" / run_id / "trials" / row["trial_id"]
+    trial_dir = tmp_path / "jobs" / "runs" / run_id / "trials" / row["trial_id"]
     trial = Trial(row, json.loads((trial_dir / "result.json").read_text()), "", trial_dir)
     line = f"{environment} deadline: {_describe(trial)} timing={json.dumps(trial.result.get('timing'))}"
     print(line)
@@ -769,21 +760,7 @@ async def _pid1_attempts(
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     _task(tasks, "pip", image, test_sh=PIP_TEST)
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="docker",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=120) as client,
-    ):
+    async with serve_worker(tmp_path, tasks, "docker", concurrency=2) as client:
         trials = await _run_all(
             client,
             tmp_path,
@@ -1444,59 +1421,25 @@ async def test_redteam3_the_library_task_can_be_passed(
     assert honest.row["reward"] == 1.0 and honest.row["passed"], _describe(honest)
 
 
+STALL_MAX_SEC = 60.0
+
+
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize("name", sorted(REDTEAM3_FREEZES))
 async def test_redteam3_capture_freezes_the_worker(
     tmp_path: Path, environment: str, request: pytest.FixtureRequest, name: str
 ) -> None:
-    """Held since the fix (a scored 0 in about a minute at scale 1): the names are read with
-    bounded patterns (Python by its syntax tree), classify() finds an excluded folder above a
-    path by its ancestors and runs off the event loop. It was unscored, and every trial of the
-    worker stalled: the capture's look at an unnamed module
-    of the agent's (regrade.module_entries -> work_product.references) runs ``_FILE_REF`` over
-    its text, quadratic in its length, in a thread that holds the GIL for the whole search;
-    classify() compares the changes pairwise on the event loop itself. On docker the capture
-    runs inside the verifier's exec and its timeout (the tamper gate): a capture past
-    [verifier].timeout_sec leaves no work product, and the row is verifier_timeout, unscored
-    (docker, scale 0.33 on a loaded host: the regex stalled the loop 140 s, classify 15 s, both
-    verifier_timeout). On local the capture is outside that timeout: the trial's hard deadline
-    (here 420 s) is what it must outlast (local, classify: scale 0.33 a 75 s stall, scale 1 a
-    314 s stall of every trial of the worker, the row still scored; a larger scale, untried,
-    would outlast it)."""
+    """A scored 0, and the worker's event loop never held for minutes. Before the fix the
+    capture's name patterns were quadratic in the agent's text (held the GIL: a 140 s stall at a
+    third of this scale on docker) and classify() compared the changes pairwise on the loop (a
+    314 s stall of every trial on local); on docker the capture overran the verifier's timeout:
+    verifier_timeout, unscored."""
     import asyncio
     import time
 
     image = _toolchain(environment, request)
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    folder = make_task(
-        tasks,
-        "short",
-        test_sh=PIP_TEST,
-        extra_tests={"test_outputs.py": TEST_OUTPUTS},
-        agent_timeout=20,
-        verifier_timeout=30,
-        verifier_toml=VERIFIER_ENV,
-    )
-    toml = folder / "task.toml"
-    toml.write_text(
-        toml.read_text().replace("[environment]\n", "[environment]\nbuild_timeout_sec = 60\n")
-    )
-    environment_dir = folder / "environment"
-    if image is None:
-        stage_local(environment_dir, "/root")
-    else:
-        (environment_dir / "Dockerfile").write_text(f"FROM {image}\nWORKDIR /root\n")
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    tasks = _one_task(
+        tmp_path, "short", image, test_outputs=TEST_OUTPUTS, agent_timeout=20, verifier_timeout=30
     )
     stalls: list[float] = []
 
@@ -1510,10 +1453,7 @@ async def test_redteam3_capture_freezes_the_worker(
 
     ticker = asyncio.create_task(tick())
     try:
-        async with (
-            serve(create_app(engine, script_dir=tmp_path)) as url,
-            httpx.AsyncClient(base_url=url, timeout=3 * 3600) as client,
-        ):
+        async with serve_worker(tmp_path, tasks, environment, concurrency=1) as client:
             trials = await _run_all(
                 client,
                 tmp_path,
@@ -1523,6 +1463,9 @@ async def test_redteam3_capture_freezes_the_worker(
         ticker.cancel()
     trial = trials[name]
     line = f"{environment} {name}: {_describe(trial)}"
-    print(line, f"longest event-loop stall {max(stalls, default=0.0):.0f}s")
+    longest = max(stalls, default=0.0)
+    print(line, f"longest event-loop stall {longest:.0f}s")
     problem = _problem(trial.row, line)
     assert problem is None, problem
+    # generous for a busy machine; the freezes held the loop for minutes
+    assert longest < STALL_MAX_SEC, f"{line}: the event loop stalled {longest:.0f} s"

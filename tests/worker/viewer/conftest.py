@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from tests.worker.viewer.support import (
     hostile_task,
     run_rows,
     start_view,
+    stop_view,
 )
 
 
@@ -113,12 +113,7 @@ def board(jobs: Jobs, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def results_server(jobs: Jobs, board: Path) -> Iterator[Server]:
     started = start_view(str(jobs.root), "--results", str(board))
     yield started
-    started.proc.terminate()
-    try:
-        started.proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        started.proc.kill()
-        started.proc.wait()
+    stop_view(started)
 
 
 @pytest.fixture
@@ -139,9 +134,4 @@ def live_run(jobs: Jobs) -> Iterator[Callable[[str], LiveRun]]:
 def server(jobs: Jobs) -> Iterator[Server]:
     started = start_view(str(jobs.root))
     yield started
-    started.proc.terminate()
-    try:
-        started.proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        started.proc.kill()
-        started.proc.wait()
+    stop_view(started)
