@@ -257,7 +257,13 @@ class HarnessAgent(TurnAgent):
 
         def wrapper(argv: list[str]) -> list[str]:
             return wrap(
-                bwrap, argv, binds, keep, chdir=ctx.workspace, keep_writable=[str(session.root)]
+                bwrap,
+                argv,
+                binds,
+                keep,
+                chdir=ctx.workspace,
+                keep_writable=[str(session.root)],
+                needed=[h for h in [self._environ.get("HOME")] if h],
             )
 
         return ctx.workspace, shown_skills, wrapper

@@ -71,12 +71,23 @@ def host_mounts() -> list[str]:
     return points
 
 
-def _mirror(folder: str, missing: Sequence[str], mounts: Sequence[str], args: list[str]) -> None:
+_REBUILD_LIMIT = 256  # entries of one rebuilt folder; bwrap refuses more than 9000 arguments
+
+
+def _mirror(
+    folder: str,
+    missing: Sequence[str],
+    mounts: Sequence[str],
+    args: list[str],
+    needed: Sequence[str] = (),
+) -> None:
     """Show host ``folder`` at its own path so that each path in ``missing`` (beneath it, absent
     on the host) can become a mount point without writing to the host. A folder with mounts
     nested below is rebuilt from its children, leaving the nested mount points out: a recursive
     bind remounts each of them, and one that vanishes meanwhile (a container's overlay under
-    /var/lib/docker) makes bwrap fail."""
+    /var/lib/docker) makes bwrap fail. A rebuilt folder of more than ``_REBUILD_LIMIT`` entries
+    (Docker's layer store holds thousands) shows only those on the way to a ``needed`` or
+    ``missing`` path: one argument triple per entry would pass bwrap's limit of 9000."""
     inside = [m for m in missing if _under(m, folder) and m != folder]
     nested = [m for m in mounts if _under(m, folder) and m != folder]
     if not inside and not nested:
@@ -87,6 +98,9 @@ def _mirror(folder: str, missing: Sequence[str], mounts: Sequence[str], args: li
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
         entries = []
+    if len(entries) > _REBUILD_LIMIT:
+        wanted = [*inside, *needed]
+        entries = [e for e in entries if any(_under(w, e.path) for w in wanted)]
     for entry in entries:
         path = entry.path
         if path in nested:
@@ -94,15 +108,21 @@ def _mirror(folder: str, missing: Sequence[str], mounts: Sequence[str], args: li
         if entry.is_symlink():
             args += ["--symlink", os.readlink(path), path]
         elif entry.is_dir(follow_symlinks=False):
-            _mirror(path, inside, nested, args)
+            _mirror(path, inside, nested, args, needed)
         else:  # -try: an entry removed meanwhile (another session's file in /tmp) is skipped
             args += ["--dev-bind-try", path, path]
 
 
-def root_args(targets: Iterable[str]) -> list[str]:
-    """The host's root, each entry bound at its own path, ready for ``targets`` to be mounted."""
+def root_args(
+    targets: Iterable[str], needed: Iterable[str] = (), mounts: Sequence[str] | None = None
+) -> list[str]:
+    """The host's root, each entry bound at its own path, ready for ``targets`` to be mounted;
+    ``needed`` paths stay visible even inside a folder too large to rebuild whole."""
+    targets = list(targets)
     missing = [t for t in targets if not os.path.lexists(t)]
-    mounts = [m for m in host_mounts() if m.count("/") > 1 or m.strip("/") not in _SPECIAL]
+    shown = [os.path.abspath(p) for p in [*targets, *needed] if p]
+    table = host_mounts() if mounts is None else mounts
+    mounts = [m for m in table if m.count("/") > 1 or m.strip("/") not in _SPECIAL]
     args: list[str] = ["--die-with-parent", "--unshare-pid"]
     for entry in sorted(os.scandir("/"), key=lambda e: e.name):
         if entry.name in _SPECIAL:
@@ -110,7 +130,7 @@ def root_args(targets: Iterable[str]) -> list[str]:
         if entry.is_symlink():
             args += ["--symlink", os.readlink(entry.path), entry.path]
         elif entry.is_dir(follow_symlinks=False):
-            _mirror(entry.path, missing, mounts, args)
+            _mirror(entry.path, missing, mounts, args, shown)
         else:
             args += ["--dev-bind", entry.path, entry.path]
     args += ["--proc", "/proc", "--dev-bind", "/dev", "/dev"]
@@ -149,12 +169,16 @@ def wrap(
     keep: Iterable[str],
     chdir: str,
     keep_writable: Iterable[str] = (),
+    needed: Iterable[str] = (),
 ) -> list[str]:
     """``argv`` under bubblewrap: ``binds`` (task path -> local copy) over the host's view, then
     each ``keep`` folder that lies under a bound path, read-only at its own place
-    (``keep_writable``: writable, e.g. the session's own folder)."""
+    (``keep_writable``: writable, e.g. the session's own folder). ``needed`` (the CLI's home,
+    say) is shown however crowded the folder it lies in."""
+    keep, keep_writable = list(keep), list(keep_writable)
     targets = sorted(binds, key=lambda p: p.count("/"))
-    args = [bwrap, *root_args(targets)]
+    shown = [*keep, *keep_writable, *(str(p) for p in binds.values()), chdir, *needed]
+    args = [bwrap, *root_args(targets, shown)]
     for target in targets:
         args += ["--bind", str(binds[target]), target]
     for folder, flag in [
