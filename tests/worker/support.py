@@ -22,7 +22,12 @@ import httpx
 from task_sets.task import Task, load_task
 from tests.support import PASS_TEST, SOLVE, free_port, make_task, serve, wait_for_http
 from worker.agents.base import Agent, AgentContext, AgentOutcome
+from worker.api import RunRequest, RunTask
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine, EngineSettings
+from worker.runs.meta import ProofSettings
 from worker.sandbox.base import Sandbox, sandbox_class
+from worker.service.app import create_app
 
 DIGEST = "sha256:" + "0" * 64
 
@@ -282,3 +287,82 @@ def trial_file(tmp: Path, name: str) -> Path:
     found = sorted((tmp / "jobs").glob(f"runs/*/trials/*/**/{name}"))
     assert found, f"no {name} under {tmp / 'jobs'}"
     return found[-1]
+
+
+def make_engine(
+    jobs: Path,
+    tasks_dir: Path,
+    environment: str = "local",
+    *,
+    concurrency: int = 1,
+    retry: RetryPolicy | None = None,
+    **settings: Any,
+) -> Engine:
+    """An engine as the worker tests use it: jobs in ``jobs``, one attempt a trial unless
+    ``retry`` says otherwise, proofs as the environment configures them."""
+    return Engine(
+        EngineSettings(
+            jobs_dir=jobs,
+            tasks_dir=tasks_dir,
+            environment=environment,
+            concurrency=concurrency,
+            retry=retry or RetryPolicy(max_attempts=1),
+            proof=ProofSettings.from_env(jobs, {}),
+            **settings,
+        )
+    )
+
+
+@contextlib.asynccontextmanager
+async def started_engine(
+    jobs: Path, tasks_dir: Path, environment: str = "local", **options: Any
+) -> AsyncIterator[Engine]:
+    """:func:`make_engine`, started (no resume) and closed afterwards."""
+    engine = make_engine(jobs, tasks_dir, environment, **options)
+    await engine.start(resume=False)
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+@contextlib.asynccontextmanager
+async def serve_worker(
+    tmp_path: Path,
+    tasks_dir: Path,
+    environment: str = "local",
+    *,
+    concurrency: int = 3,
+    timeout: float = 120,
+    **options: Any,
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A worker over ``tasks_dir`` (jobs in ``tmp_path/jobs``), served on loopback, and a
+    client of it."""
+    engine = make_engine(
+        tmp_path / "jobs", tasks_dir, environment, concurrency=concurrency, **options
+    )
+    async with (
+        serve(create_app(engine, script_dir=tmp_path)) as url,
+        httpx.AsyncClient(base_url=url, timeout=timeout) as client,
+    ):
+        yield client
+
+
+async def run_rows(
+    engine: Engine, jobs: Path, task_ids: list[str], agent: str, task_set: str = "test-tasks"
+) -> list[tuple[dict[str, Any], dict[str, Any], Path]]:
+    """One run of ``agent`` over ``task_ids`` on a started engine, waited for: each trial's
+    public row, its ``result.json`` and its folder."""
+    request = RunRequest(
+        config={"condition": "with_skills"},
+        task_set=task_set,
+        task_set_digest="sha256:" + "0" * 64,
+        tasks=[RunTask(task_id=t) for t in task_ids],
+        agent=agent,
+    )
+    run = await engine.wait((await engine.submit(request)).run_id)
+    done = []
+    for row in run.rows():
+        folder = jobs / "runs" / run.run_id / "trials" / row["trial_id"]
+        done.append((row, json.loads((folder / "result.json").read_text()), folder))
+    return done

@@ -8,16 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.docker_images import ensure_test_image
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
-from worker.core.failures import RetryPolicy
+from tests.worker.support import (
+    make_task,
+    run_payload,
+    script,
+    serve_worker,
+    submit_and_follow,
+)
 from worker.core.limits import OutputCaps
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
-from worker.service.app import create_app
 
 SPARSE = """\
 truncate -s 1G /logs/agent/sparse.bin
@@ -51,21 +52,9 @@ async def test_a_sparse_gigabyte_in_logs_stays_under_the_cap(
     make_task(tasks, "answer-42")
     jobs = tmp_path / "jobs"
     caps = OutputCaps()
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-            caps=caps,
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
-    ):
+    async with serve_worker(
+        tmp_path, tasks, environment, concurrency=1, timeout=30, caps=caps
+    ) as http:
         payload = run_payload(["answer-42"], agent=script(tmp_path, "sparse", SPARSE))
         _, _, status = await submit_and_follow(http, payload, timeout=300)
     [row] = status["rows"]

@@ -1,5 +1,5 @@
 """Helpers of the trial tests: the cheat probes (``script:`` agents) and their probe task's
-verifier, a started sandbox to harden by hand, and a worker served on loopback."""
+verifier, and a started sandbox to harden by hand (a served worker: ``tests.worker.support``)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from task_sets.task import load_task
-from tests.worker.support import serve
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.sandbox.base import Sandbox, sandbox_class
-from worker.service.app import create_app
 
 PLANTED = (
     "/conftest.py /root/conftest.py /tmp/conftest.py /root/sitecustomize.py /pytest.ini "
@@ -99,32 +93,3 @@ async def started_sandbox(
         yield sandbox
     finally:
         await sandbox.stop()
-
-
-@contextlib.asynccontextmanager
-async def serve_worker(
-    tmp_path: Path,
-    tasks_dir: Path,
-    environment: str,
-    *,
-    concurrency: int = 3,
-    timeout: float = 120,
-) -> AsyncIterator[httpx.AsyncClient]:
-    """A worker over ``tasks_dir`` (jobs in ``tmp_path/jobs``, one attempt a trial), served on
-    loopback, and a client of it."""
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=concurrency,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=timeout) as client,
-    ):
-        yield client

@@ -17,13 +17,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
+from tests.worker.support import (
+    make_task,
+    run_payload,
+    script,
+    serve_worker,
+    submit_and_follow,
+)
 from tests.worker.trial.support import PROBE_TEST, PROBES, started_sandbox
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.sandbox.base import SandboxTampered
-from worker.service.app import create_app
 from worker.trial.verifier import snapshot_plantables
 
 
@@ -44,20 +46,7 @@ def tasks_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            concurrency=3,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as client,
-    ):
+    async with serve_worker(tmp_path, tasks_dir, timeout=30) as client:
         yield client
 
 

@@ -8,7 +8,6 @@ and the prebuilt image is built here and tagged with the task's name."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import subprocess
@@ -19,10 +18,7 @@ import pytest
 
 from tests.support import PASS_TEST, make_task
 from tests.support.docker_images import ensure_test_image
-from worker.api import RunRequest, RunTask
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from tests.worker.support import run_rows, started_engine
 from worker.sandbox.base import sandbox_class
 
 HARBOR_ENV = Path(__file__).parents[1] / "trial_record" / "harbor-env.sh"
@@ -159,35 +155,11 @@ async def test_harbor_tasks_in_docker(
     tb2_task(tasks, "tb2-image-only", dockerfile=False)
     build_prebuilt(docker_client, python_image, tmp_path / "prebuilt")
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="docker",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    await engine.start(resume=False)
     task_ids = ["separate-task", "tb2-shaped", "tb2-image-only"]
-
-    async def one(agent: str) -> list[tuple[dict[str, Any], dict[str, Any], Path]]:
-        run_request = RunRequest(
-            config={"condition": "with_skills"},
-            task_set="harbor-shaped",
-            task_set_digest="sha256:" + "0" * 64,
-            tasks=[RunTask(task_id=t) for t in task_ids],
-            agent=agent,
+    async with started_engine(jobs, tasks, "docker", concurrency=2) as engine:
+        oracle, nop = await asyncio.gather(
+            run_rows(engine, jobs, task_ids, "oracle"), run_rows(engine, jobs, task_ids, "nop")
         )
-        run = await engine.wait((await engine.submit(run_request)).run_id)
-        done = []
-        for row in run.rows():
-            folder = jobs / "runs" / run.run_id / "trials" / row["trial_id"]
-            done.append((row, json.loads((folder / "result.json").read_text()), folder))
-        return done
-
-    oracle, nop = await asyncio.gather(one("oracle"), one("nop"))
     for agent, trials in (("oracle", oracle), ("nop", nop)):
         by_task = {row["task_id"]: (row, result, folder) for row, result, folder in trials}
         assert sorted(by_task) == sorted(task_ids), trials
@@ -260,32 +232,11 @@ async def test_separate_verifier_on_a_fresh_copy_of_the_environment(
     tasks = tmp_path / "tasks"
     separate_fresh_task(tasks)
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
+    async with started_engine(jobs, tasks, environment, concurrency=2) as engine:
+        [(oracle, oracle_result, _)], [(nop, nop_result, _)] = await asyncio.gather(
+            run_rows(engine, jobs, ["separate-fresh"], "oracle"),
+            run_rows(engine, jobs, ["separate-fresh"], "nop"),
         )
-    )
-    await engine.start(resume=False)
-
-    async def one(agent: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        run_request = RunRequest(
-            config={"condition": "with_skills"},
-            task_set="separate-fresh",
-            task_set_digest="sha256:" + "0" * 64,
-            tasks=[RunTask(task_id="separate-fresh")],
-            agent=agent,
-        )
-        run = await engine.wait((await engine.submit(run_request)).run_id)
-        (row,) = run.rows()
-        folder = jobs / "runs" / run.run_id / "trials" / row["trial_id"]
-        return row, json.loads((folder / "result.json").read_text())
-
-    (oracle, oracle_result), (nop, nop_result) = await asyncio.gather(one("oracle"), one("nop"))
     assert oracle["reward"] == 1.0 and oracle["score_eligible"], oracle_result
     assert nop["reward"] == 0.0 and nop["score_eligible"], nop_result
     assert oracle_result["verifier"]["separate"]["artifacts"][-1] == "/root/answer.txt"

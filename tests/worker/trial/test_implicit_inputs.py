@@ -77,8 +77,7 @@ from tests.images.support import (
     stage_local,
     wheelhouse,
 )
-from tests.worker.support import make_task, run_payload, script, submit_and_follow
-from tests.worker.trial.support import serve_worker
+from tests.worker.support import make_task, run_payload, script, serve_worker, submit_and_follow
 
 ENVIRONMENTS = [
     pytest.param("local", id="local"),

@@ -6,19 +6,13 @@ top-level names earns nothing (docs/sandboxes.md, "Writable places")."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support import make_task
-from tests.worker.support import script
-from worker.api import RunRequest, RunTask
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from tests.worker.support import run_rows, script, started_engine
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="local: the work-product regrade needs the root worker's diff"
@@ -70,17 +64,6 @@ async def test_output_task_in_the_local_sandbox(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     civ6_shaped(tasks)
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="local",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    await engine.start(resume=False)
     agents = {
         "oracle": "oracle",
         "nop": "nop",
@@ -92,20 +75,11 @@ async def test_output_task_in_the_local_sandbox(tmp_path: Path) -> None:
         "hostile": script(tmp_path, "hostile", HOSTILE),
     }
 
-    async def one(agent: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        request = RunRequest(
-            config={"condition": "with_skills"},
-            task_set="local-output",
-            task_set_digest="sha256:" + "0" * 64,
-            tasks=[RunTask(task_id="output-task")],
-            agent=agent,
+    async with started_engine(jobs, tasks, concurrency=2) as engine:
+        trials = await asyncio.gather(
+            *(run_rows(engine, jobs, ["output-task"], agent) for agent in agents.values())
         )
-        run = await engine.wait((await engine.submit(request)).run_id)
-        (row,) = run.rows()
-        folder = jobs / "runs" / run.run_id / "trials" / row["trial_id"]
-        return row, json.loads((folder / "result.json").read_text())
-
-    done = dict(zip(agents, await asyncio.gather(*map(one, agents.values())), strict=True))
+    done = {name: (row, result) for name, [(row, result, _)] in zip(agents, trials, strict=True)}
     for name, (row, result) in done.items():
         assert row["score_eligible"], (name, row, result)
     oracle, nop, regraded, hostile = (done[n] for n in agents)

@@ -43,8 +43,7 @@ import httpx
 import pytest
 
 from tests.images.support import stage_local
-from tests.worker.support import make_task, run_payload, script, submit_and_follow
-from tests.worker.trial.support import serve_worker
+from tests.worker.support import make_task, run_payload, script, serve_worker, submit_and_follow
 from tests.worker.trial.test_implicit_inputs import (
     PIP_TEST,
     TEST_OUTPUTS,

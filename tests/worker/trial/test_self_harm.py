@@ -22,11 +22,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
+from tests.worker.support import (
+    make_task,
+    run_payload,
+    script,
+    serve_worker,
+    submit_and_follow,
+)
 from worker.core.failures import FailureKind, RetryPolicy, semantics
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
-from worker.service.app import create_app
 
 MEMORY_MB = 64
 SELF_HARM = {
@@ -57,21 +60,10 @@ async def http(tmp_path: Path, environment: str) -> AsyncIterator[httpx.AsyncCli
     folder = make_task(tasks, "answer-42")
     with (folder / "task.toml").open("a") as toml:
         toml.write(f"memory_mb = {MEMORY_MB}\n")
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=60) as client,
-    ):
+    retry = RetryPolicy(max_attempts=3, backoff_base_sec=0.0)
+    async with serve_worker(
+        tmp_path, tasks, environment, concurrency=2, timeout=60, retry=retry
+    ) as client:
         yield client
 
 

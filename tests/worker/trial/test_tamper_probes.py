@@ -25,11 +25,13 @@ import httpx
 import pytest
 
 from tests.support.docker_images import ensure_test_image
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
-from worker.service.app import create_app
+from tests.worker.support import (
+    make_task,
+    run_payload,
+    script,
+    serve_worker,
+    submit_and_follow,
+)
 from worker.viewer.cli import summary
 
 ENVIRONMENTS = [
@@ -201,21 +203,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
 async def http(
     tmp_path: Path, tasks_dir: Path, environment: str
 ) -> AsyncIterator[httpx.AsyncClient]:
-    jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment=environment,
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    async with (
-        serve(create_app(engine, script_dir=tmp_path)) as url,
-        httpx.AsyncClient(base_url=url, timeout=60) as client,
-    ):
+    async with serve_worker(tmp_path, tasks_dir, environment, concurrency=2, timeout=60) as client:
         yield client
 
 

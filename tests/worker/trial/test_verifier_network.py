@@ -16,11 +16,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests.worker.support import make_task, run_payload
+from tests.worker.support import make_task, run_payload, started_engine
 from worker.api import RunRequest
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 
 TEST_SH = """\
 #!/bin/sh
@@ -65,22 +62,9 @@ def index() -> Iterator[int]:
 
 async def _oracle_run(tmp_path: Path, task_id: str) -> tuple[dict[str, Any], str]:
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tmp_path / "tasks",
-            environment="local",
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1, backoff_base_sec=0.0),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
-    await engine.start(resume=False)
-    try:
+    async with started_engine(jobs, tmp_path / "tasks") as engine:
         run = await engine.submit(RunRequest.model_validate(run_payload([task_id], agent="oracle")))
         record = await asyncio.wait_for(engine.wait(run.run_id), 300)
-    finally:
-        await engine.close()
     (row,) = record.rows()
     trial = jobs / "runs" / record.run_id / "trials" / row["trial_id"]
     return row, (trial / "verifier" / "test-stdout.txt").read_text()

@@ -19,10 +19,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support import make_task
+from tests.worker.support import started_engine
 from worker.api import RunRequest, RunTask, UsageSettings
-from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"  # the model-calling test agents
 ENVIRONMENT = "local"  # the worker's bubblewrap sandbox
@@ -76,18 +74,6 @@ async def run_one(
         # agent start into a failed trial; these tests check what was recorded, not speed.
         make_task(tasks, "answer-42", internet=internet, agent_timeout=300)
     jobs = tmp / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment=environment,
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-            env={},
-        )
-    )
-    await engine.start(resume=False)
     request = RunRequest(
         config={"task_set": "usage-tests", "condition": "with_skills"},
         task_set="usage-tests",
@@ -96,11 +82,9 @@ async def run_one(
         agent=agent,
         usage=usage,
     )
-    try:
+    async with started_engine(jobs, tasks, environment, env={}) as engine:
         record = await engine.submit(request)
         await asyncio.wait_for(engine.wait(record.run_id), 120)
-    finally:
-        await engine.close()
     (trial_dir,) = sorted((jobs / "runs").glob("*/trials/*"))
 
     def load(name: str) -> dict[str, Any]:
