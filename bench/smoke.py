@@ -35,6 +35,8 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("trial_overhead.py", ["--environment", "local"], False),
     ("trial_overhead.py", ["--environment", "local", "--agent", "oracle", "--regrade"], False),
     ("trial_overhead.py", ["--environment", "docker", "--agent", "oracle", "--regrade"], True),
+    ("trial_overhead.py", ["--environment", "local", "--agent", "oracle", "--module"], False),
+    ("trial_overhead.py", ["--environment", "docker", "--agent", "oracle", "--module"], True),
     ("host_capacity.py", ["--environment", "local"], False),
     ("leaderboard_queries.py", [], False),
     ("cancel_latency.py", [], False),

@@ -7,10 +7,13 @@ concurrency 1 and 2. ``--agent oracle`` measures a passing trial instead (its so
 the answer): every pass is graded again on a fresh sandbox of the image plus its work product
 (worker/trial/regrade.py), so the difference of ``oracle`` and ``nop`` is mostly the regrade's
 cost. ``--regrade`` makes the solution also leave a file in HOME's ``.cache``, which is not work
-product (a pass that the regrade could change).
+product (a pass that the regrade could change). ``--module`` makes the answer a module the
+verifier imports from its working directory: such a pass also has the verifier run once per task
+on the image alone, to list what its Python imports there (lifecycle.py, ``_image_shadows``);
+the first trial pays it (printed apart), the others find it cached.
 
     uv run --frozen python bench/trial_overhead.py --environment local|docker [--trials 20] [--smoke]
-        [--agent nop|oracle] [--regrade]
+        [--agent nop|oracle] [--regrade] [--module]
 """
 
 from __future__ import annotations
@@ -54,22 +57,36 @@ ORACLE_TEST_SH = (
     "echo $r > /logs/verifier/reward.txt\n"
 )
 SOLVE_SH = "#!/bin/sh\necho 42 > /root/answer.txt\n"
+# The answer as a module the verifier imports from its working directory (/root).
+MODULE_TEST_SH = (
+    "#!/bin/sh\n"
+    "cd /root\n"
+    "if python3 -c 'import answer_module; assert answer_module.ANSWER == 42'; then r=1; else r=0; fi\n"
+    "echo $r > /logs/verifier/reward.txt\n"
+)
+MODULE_SOLVE_SH = "#!/bin/sh\necho 'ANSWER = 42' > /root/answer_module.py\n"
 # A cache of the solution's tools in HOME: not work product, so the pass is graded again.
 REGRADE_SOLVE_SH = SOLVE_SH + "mkdir -p /root/.cache/bench && echo x > /root/.cache/bench/x\n"
 
 
-def make_task(root: Path, dockerfile: str, agent: str = "nop", regrade: bool = False) -> Path:
+def make_task(
+    root: Path, dockerfile: str, agent: str = "nop", regrade: bool = False, module: bool = False
+) -> Path:
     folder = root / "trivial"
     (folder / "environment").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "task.toml").write_text(TASK_TOML)
     (folder / "instruction.md").write_text("Do nothing.\n")
     (folder / "environment" / "Dockerfile").write_text(dockerfile)
-    (folder / "tests" / "test.sh").write_text(TEST_SH if agent == "nop" else ORACLE_TEST_SH)
+    test_sh = MODULE_TEST_SH if module else ORACLE_TEST_SH
+    (folder / "tests" / "test.sh").write_text(TEST_SH if agent == "nop" else test_sh)
     os.chmod(folder / "tests" / "test.sh", 0o755)
     if agent == "oracle":
         (folder / "solution").mkdir()
-        (folder / "solution" / "solve.sh").write_text(REGRADE_SOLVE_SH if regrade else SOLVE_SH)
+        solve_sh = MODULE_SOLVE_SH if module else SOLVE_SH
+        if regrade:
+            solve_sh += REGRADE_SOLVE_SH.removeprefix(SOLVE_SH)
+        (folder / "solution" / "solve.sh").write_text(solve_sh)
         os.chmod(folder / "solution" / "solve.sh", 0o755)
     return folder
 
@@ -160,23 +177,30 @@ async def main() -> None:
         action="store_true",
         help="with --agent oracle: the solution also leaves a cache in HOME (a regrade)",
     )
+    parser.add_argument(
+        "--module",
+        action="store_true",
+        help="with --agent oracle: the answer is a module the verifier imports (an image listing)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.trials = 1
+    if args.module and args.agent != "oracle":
+        parser.error("--module needs --agent oracle")
     dockerfile = args.dockerfile or (
         "FROM python:3.11-slim\nWORKDIR /root\n"
         if args.environment == "local"
-        else docker_base_dockerfile()
+        else docker_base_dockerfile("python" if args.module else "busybox")
     )
     with tempfile.TemporaryDirectory(prefix="trial-overhead-") as tmp:
         root = Path(tmp)
         tasks = root / "tasks"
-        folder = make_task(tasks, dockerfile, args.agent, args.regrade)
+        folder = make_task(tasks, dockerfile, args.agent, args.regrade, args.module)
         n = args.trials
         agent = args.agent
         # warm-up (image builds, caches), not measured
         await bare_cycles(args.environment, folder, root / "warm", 1)
-        await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1, agent)
+        first, _ = await engine_run(args.environment, tasks, root / "jobs-warm", 1, 1, agent)
         # Alternating rounds (one bare cycle, one trial) so that the load of a shared machine
         # weighs on both sides alike.
         bare: list[float] = []
@@ -193,19 +217,24 @@ async def main() -> None:
     print(f"environment                 {args.environment}")
     print(f"trials per measurement      {n}")
     print(f"bare start+exec+stop median {bare_med * 1000:8.1f} ms")
-    label = f"{args.agent}{' (regraded)' if args.regrade else ''} trial median"
+    kind = " (regraded)" if args.regrade else ""
+    kind += " (module)" if args.module else ""
+    label = f"{args.agent}{kind} trial median"
     print(f"{label:<28}{trial_med * 1000:8.1f} ms")
+    if args.module:
+        print(f"{'first trial of the task':<28}{first[0] * 1000:8.1f} ms   (the image listing)")
     print(f"ratio                       {ratio:8.2f}   (target <= {target})")
     print(f"trials/s at concurrency 1   {n / wall1:8.2f}")
     print(f"trials/s at concurrency 2   {n / wall2:8.2f}")
 
 
-def docker_base_dockerfile() -> str:
-    """No registry here: the busybox test image, built locally from the host's busybox-static."""
+def docker_base_dockerfile(name: str = "busybox") -> str:
+    """No registry here: a test image built locally (busybox from the host's busybox-static;
+    python for a verifier that imports the answer)."""
     from tests.support.docker_images import ensure_test_image
     from worker.sandbox._docker.client import docker_client
 
-    return f"FROM {ensure_test_image(docker_client(), 'busybox')}\nWORKDIR /root\n"
+    return f"FROM {ensure_test_image(docker_client(), name)}\nWORKDIR /root\n"
 
 
 if __name__ == "__main__":
