@@ -341,7 +341,8 @@ def _wrap(table: str) -> str:
 def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: Names) -> str:
     """Horizontal bars of pass rate per (group, agent) with Wilson whiskers, inline SVG.
 
-    The SVG scales to the page's full width (``width="100%"`` over a fixed viewBox).
+    The SVG scales to the page's full width (``width="100%"`` over a fixed viewBox), down to
+    a width where its text is still readable; below that its box scrolls sideways.
     """
     groups: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for record in result.records():
@@ -398,7 +399,8 @@ def _chart(result: QueryResult, dimension: str, colors: dict[str, str], names: N
         f"{escape(names.text(agent))}</span>"
         for agent, color in colors.items()
     )
-    return f'<div class="legend">{legend}</div>\n' + "".join(parts) + "\n"
+    chart = "".join(parts)
+    return f'<div class="legend">{legend}</div>\n<div class="chart-box">{chart}</div>\n'
 
 
 # Whose word each usage source is (rows' usage_source, docs/usage.md): measured and reported usage
@@ -578,7 +580,8 @@ tr.pass td{background:#f0fdf4}tr.infra td{background:#fff7ed}
 td.partial{white-space:normal}td.unknown{color:#6b7280;font-style:italic}
 td.agent .name{font-weight:600;display:block}
 code.uuid{font-family:ui-monospace,monospace;font-size:.75rem;color:#4b5563}
-svg.chart{display:block;margin:.5rem 0;width:100%;height:auto;font-size:12px}
+.chart-box{max-width:100%;overflow-x:auto}
+svg.chart{display:block;margin:.5rem 0;width:100%;min-width:1000px;height:auto;font-size:12px}
 svg .grid{stroke:#e5e7eb}svg .tick{fill:#6b7280;text-anchor:middle}
 svg .label{fill:#111827;text-anchor:end}svg .value{fill:#374151}
 svg .ci{stroke:#111827;stroke-width:1.2}svg .track{fill:#f3f4f6}

@@ -188,6 +188,15 @@ def test_the_leaderboard_of_results_files_sorts_and_links_to_trials(
     )
     assert HOSTILE_CATEGORY in texts  # the category's text, not an element made from it
     shoot(d, "leaderboard")
+    d.set_window_size(800, 900)  # type: ignore[attr-defined]
+    try:  # at 800 px the chart's text stays readable (its box scrolls sideways instead)
+        size = d.execute_script(  # type: ignore[attr-defined]
+            "var t=document.querySelector('svg.chart .value');"
+            "return t.getBoundingClientRect().height;"
+        )
+        assert size >= 9.5, f"the chart's text is {size} px high at 800 px"
+    finally:
+        d.set_window_size(1280, 900)  # type: ignore[attr-defined]
     order_script = (
         "return Array.from(document.querySelector('table[data-query=\"overall\"]').tBodies[0]"
         ".rows).map(function(r){return r.cells[0].getAttribute('title');})"
