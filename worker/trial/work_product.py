@@ -674,6 +674,12 @@ def module_name(entry: str) -> str | None:
     return match.group(1) if match else None
 
 
+def is_module_file(name: str) -> bool:
+    """A file name Python's path finder imports (``x.py``, ``x.pyc``, ``x.cpython-311-….so``)."""
+    match = _MODULE.match(name)
+    return match is not None and match.group(2) is not None
+
+
 def is_distribution_metadata(name: str) -> bool:
     """``importlib.metadata`` finds distributions by suffix whatever its case
     (``Plug-1.0.DIST-INFO`` registers a pytest plugin like ``plug-1.0.dist-info``)."""
@@ -723,6 +729,16 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     shadows = ground.shadow_names
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
     parents = {posixpath.dirname(c.path) for c in changes}
+    # Folders of the agent's that hold no module file at any depth: data (an output folder
+    # named html/). Such a folder is at most a namespace portion, which never shadows what a
+    # later sys.path folder has and adds nothing to import; a link or a file keeps the rule.
+    holders = {
+        a
+        for c in changes
+        if c.kind != "deleted" and is_module_file(posixpath.basename(c.path))
+        for a in ancestors(posixpath.dirname(c.path))
+    }
+    data_folders = parents - holders
     for change in changes:
         path = change.path
         if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
@@ -736,7 +752,9 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
         if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
             result.exclude(change, "test-name")
             continue
-        rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows)
+        rule = _rule(
+            path, change, ground, added, known, ground_dirs, module_dirs, shadows, data_folders
+        )
         environment = rule in ("system", "home-config", "toolchain")
         if environment and change.kind == "modified" and path in parents:
             # A folder of the image marked only because an entry in it changed (a .pyc Python
@@ -768,6 +786,7 @@ def _rule(
     ground_dirs: set[str],
     module_dirs: set[str],
     shadows: frozenset[str],
+    data_folders: set[str],
 ) -> str | None:
     name = posixpath.basename(path)
     if name in BENIGN_NAMES or under(path, ["/var/log"]):
@@ -787,7 +806,16 @@ def _rule(
         NODE_PROJECT_FILES if ground.builds_node_project else frozenset()
     )
     return _ground_rule(
-        path, change, project_files, starts, added, known, ground_dirs, module_dirs, shadows
+        path,
+        change,
+        project_files,
+        starts,
+        added,
+        known,
+        ground_dirs,
+        module_dirs,
+        shadows,
+        data_folders,
     )
 
 
@@ -826,6 +854,7 @@ def _ground_rule(
     ground_dirs: set[str],
     module_dirs: set[str],
     shadows: frozenset[str],
+    data_folders: set[str],
 ) -> str | None:
     folder = posixpath.dirname(path)
     if change.kind == "deleted":
@@ -844,7 +873,7 @@ def _ground_rule(
             return "ground-config"
         if base in module_dirs and (entry in added or entry not in known):
             module = module_name(entry_name)
-            if module is not None and module.lower() in shadows:
+            if module is not None and module.lower() in shadows and entry not in data_folders:
                 return "ground-module"
     return None
 

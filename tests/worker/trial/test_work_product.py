@@ -178,6 +178,22 @@ def test_an_image_folder_named_like_a_module_is_not_the_agents_shadow() -> None:
     assert set(rules.values()) == {"ground-module"}
 
 
+def test_a_data_folder_named_like_a_module_is_work_product() -> None:
+    # red team 4, honest-html-folder: /root/html/index.html is the answer; `html` is also a
+    # standard-library package, but a folder holding no module file cannot shadow it.
+    data = [Change("/root/html", "added"), Change("/root/html/index.html", "added")]
+    data.append(Change("/root/html/assets", "added"))
+    data.append(Change("/root/html/assets/site.css", "added"))
+    assert set(_rule(ROOT, *data).values()) == {None}
+    # Any module file inside, at any depth, makes it a package again (or a namespace portion,
+    # which can add submodules): the whole folder stays the image's.
+    for module in ("/root/html/__init__.py", "/root/html/assets/x.py", "/root/html/parser.pyc"):
+        rules = _rule(ROOT, *data, Change(module, "added"))
+        assert set(rules.values()) == {"ground-module"}, (module, rules)
+    # A lone entry (a file or a link, whose target is not listed) keeps the rule.
+    assert _rule(ROOT, Change("/root/html", "added"))["/root/html"] == "ground-module"
+
+
 def test_a_new_environment_is_work_product_but_one_the_image_had_is_not() -> None:
     new = [Change("/app/lib/.venv", "added"), Change("/app/lib/.venv/lib/python3.12", "added")]
     new.append(Change("/app/lib/.venv/lib/python3.12/site-packages/x.py", "added"))
