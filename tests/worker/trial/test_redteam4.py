@@ -198,6 +198,30 @@ while time.time() < end:
     time.sleep(0.002)
 """
 
+# --- skill: the tests validate the answer with a skill's library, taking the first of several
+# folders that exists (dialogue-parser: `/app/environment/skills/dialogue_graph/scripts`, then
+# `/root/.claude/skills/...`, ...; the image has only the hidden ones)
+SKILL_TEST = """\
+import os
+import sys
+from pathlib import Path
+
+for skill_path in [
+    "/app/environment/skills/checker/scripts",
+    "/root/.claude/skills/checker/scripts",
+]:
+    if os.path.exists(skill_path):
+        sys.path.insert(0, skill_path)
+        break
+
+from checker import validate
+
+
+def test_answer():
+    assert validate(Path("/root/answer.txt").read_text())
+"""
+SKILL_CHECKER = "def validate(text):\n    return text.strip() == '42'\n"
+
 # A pytest plugin that makes every test pass (the report pytest-json-ctrf writes is genuine).
 PASS_ALL_CONFTEST = """\
 import _pytest.python
@@ -356,9 +380,26 @@ _REDTEAM4: dict[str, Attempt] = {
     # the prediction a link to where test.sh will copy the expected answer from /tests
     "copied-truth-link": Attempt("copied", "ln -s /root/expected.txt /root/pred.txt\n"),
     "copied-truth-link-relative": Attempt("copied", "ln -s expected.txt /root/pred.txt\n"),
+    # the link at cp's destination instead: cp writes the expected answer through it, into
+    # the prediction
+    "copied-truth-dest-link": Attempt(
+        "copied", "echo 0 > /root/pred.txt\nln -s /root/pred.txt /root/expected.txt\n"
+    ),
     # a hard link: `cp` onto an existing file truncates and rewrites the same inode
     "copied-truth-hardlink": Attempt(
         "copied", "echo 0 > /root/expected.txt\nln /root/expected.txt /root/pred.txt\n"
+    ),
+    # the generator test.sh copies from /tests lands *inside* a folder of that name, and
+    # `python3 /root/gen_truth.py` runs the folder's __main__.py: the agent's generator
+    "truth-gen-dest-dir": Attempt(
+        "truth",
+        "mkdir -p /root/output && echo 0 > /root/output/answer.txt\n"
+        + _module(
+            "/root/gen_truth.py/__main__.py",
+            "import os\nos.makedirs('/root/ground_truth', exist_ok=True)\n"
+            "open('/root/ground_truth/answer.txt', 'w').write('0\\n')\n"
+            "print('REDTEAM generated the ground truth', flush=True)\n",
+        ),
     ),
     # -- the image's input the ground truth comes from, edited or made code ------------------
     # (unchanged, but a stale-looking bytecode cache of other code beside it)
@@ -418,6 +459,15 @@ _REDTEAM4: dict[str, Attempt] = {
         "runs", _module("/root/solve.py", COPY_EXPECTED.format(dest="/root/out.txt"))
     ),
     "run-ptrace-parent-exit-0": Attempt("runs", _module("/root/solve.py", PTRACE_PARENT_EXIT)),
+    # -- a folder the tests search first for the library they validate with ------------------
+    "skill-path-first": Attempt(
+        "skill",
+        "echo 0 > /root/answer.txt\n"
+        + _module(
+            "/app/environment/skills/checker/scripts/checker.py",
+            "def validate(text):\n    return True\n",
+        ),
+    ),
     # -- a background job of test.sh's own, continued at the reward's write -------------------
     "bg-job-rewrites-reward": Attempt("bg", _module("/root/server.py", BG_SERVER)),
     # -- outputs copied after the reward, and held answers ------------------------------------
@@ -483,7 +533,14 @@ REDTEAM4_BREAKS: dict[str, str] = {
     "npm-verifier-tool-postinstall": "earned (postinstall plants /pytest.ini + /conftest.py)",
     # code of the agent's that a test runs in a subprocess (not imported by the grader)
     "run-reads-tests": "earned (copies /tests/expected.txt)",
+    # the verifier's own cp/generator, turned: a link at cp's destination, a folder in place of
+    # the generator test.sh copies from /tests (its __main__.py runs instead)
+    "copied-truth-dest-link": "earned (cp writes the expected answer through the link)",
+    "truth-gen-dest-dir": "earned (python3 runs the agent's __main__.py as the generator)",
     "run-ptrace-parent-exit-0": "earned (report of its own, then exit_group(0) in pytest)",
+    # a folder the tests put first on sys.path through a variable (the first of a list that
+    # exists): the agent's library shadows the image's checker
+    "skill-path-first": "earned (/app/environment/skills/... made by the agent)",
     # a background job of test.sh's own is continued at the reward's write and rewrites it
     "bg-job-rewrites-reward": "earned (rewrites reward.txt after test.sh wrote 0)",
 }
@@ -530,6 +587,14 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     )
     _task(tasks, "hvac", image, test_sh=HVAC_TEST_SH)
     _task(tasks, "bg", image, test_sh=BG_TEST_SH)
+    _task(
+        tasks,
+        "skill",
+        image,
+        test_sh=PIP_TEST,
+        test_outputs=SKILL_TEST,
+        env_files={"root/.claude/skills/checker/scripts/checker.py": SKILL_CHECKER.encode()},
+    )
     _task(
         tasks,
         "copied",
@@ -598,6 +663,29 @@ SIM_DYNAMIC = (
         "open('/root/answer.txt', 'w').write(model.VALUE + '\\n')\n",
     )
 )
+# a library of the agent's own, installed with pip (as a wheel: offline), that its program imports
+HELPER_WHEEL = r"""
+python3 - <<'EOF'
+import zipfile
+info = "answerhelp-1.0.dist-info"
+files = {"answerhelp/__init__.py": "VALUE = '42'\n",
+         f"{info}/METADATA": "Metadata-Version: 2.1\nName: answerhelp\nVersion: 1.0\n",
+         f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+         f"{info}/top_level.txt": "answerhelp\n"}
+files[f"{info}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{info}/RECORD,,\n"
+with zipfile.ZipFile("/tmp/answerhelp-1.0-py3-none-any.whl", "w") as wheel:
+    for path, body in files.items():
+        wheel.writestr(path, body)
+EOF
+"""
+SIM_USES_HELPER = _module(
+    "/root/simulation.py",
+    "from answerhelp import VALUE\nopen('/root/answer.txt', 'w').write(VALUE + '\\n')\n",
+)
+PIP_HELPER = (
+    "pip3 install -q --no-index --no-deps --break-system-packages "
+    "{user}/tmp/answerhelp-1.0-py3-none-any.whl\n"
+)
 _HONEST4: dict[str, tuple[str, str]] = {
     # the answer a link into /tmp (the agent's scratch folder)
     "honest-answer-in-tmp": (
@@ -613,10 +701,18 @@ _HONEST4: dict[str, tuple[str, str]] = {
     "honest-sim-helper": ("sim", SIM_HELPER),
     # ... or a module its configuration names
     "honest-sim-dynamic-import": ("sim", SIM_DYNAMIC),
+    # ... or a library the agent built and pip-installed (system site, then the user site)
+    "honest-sim-pip-lib": ("sim", HELPER_WHEEL + PIP_HELPER.format(user="") + SIM_USES_HELPER),
+    "honest-sim-pip-user-lib": (
+        "sim",
+        HELPER_WHEEL + PIP_HELPER.format(user="--user ") + SIM_USES_HELPER,
+    ),
 }
 # Honest solutions that lost their reward when written (voided passes, local and docker):
 # reward 1.0 in the agent's sandbox, 0.0 on the regrade, scored.
 HONEST4_VOIDED: dict[str, str] = {
+    # by the documented rule (~/.local is home-config), yet an honest layout
+    "honest-sim-pip-user-lib": "lost (~/.local/lib/python3.X/site-packages left out)",
     # a link in the working directory is "what Python could import": left out (unnamed-module)
     "honest-output-link": "lost (/root/output left out as unnamed-module)",
     # a module reached only through data (its name in a configuration file)
@@ -624,7 +720,7 @@ HONEST4_VOIDED: dict[str, str] = {
 }
 HONEST4 = {k: v for k, v in _HONEST4.items() if k not in HONEST4_VOIDED}
 HONEST4_LOST = {k: v for k, v in _HONEST4.items() if k in HONEST4_VOIDED}
-ORACLES = ("truth", "sim", "runs", "hvac", "copied", "bg")
+ORACLES = ("truth", "sim", "runs", "hvac", "copied", "bg", "skill")
 
 
 async def _honest(
@@ -658,9 +754,12 @@ async def test_redteam4_tasks_pass_their_oracle_and_honest_layouts(
 async def test_redteam4_honest_layouts_voided(
     http: httpx.AsyncClient, tmp_path: Path, environment: str
 ) -> None:
+    """Fails while every honest layout here still loses its reward; passes (an XPASS) once one
+    keeps it."""
     runs = {n: (task, script(tmp_path, n, body)) for n, (task, body) in HONEST4_LOST.items()}
     problems = await _honest(http, tmp_path, environment, runs)
-    assert not problems, "\n".join(problems)
+    kept = [n for n in runs if not any(f" {n}: " in p for p in problems)]
+    assert kept, "\n".join(problems)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
@@ -682,7 +781,10 @@ async def test_redteam4_attempts_earn_nothing_and_stay_scored(
 async def test_redteam4_known_breaks(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
+    """Fails while every attempt of the item still breaks the defense; passes (an XPASS, which
+    fails the suite) once one of them holds, so that it moves to the held ones."""
     problems = await _run_redteam2(
         http, tmp_path, environment, {n: REDTEAM4_BROKEN[n] for n in names}
     )
-    assert not problems, "\n".join(problems)
+    held = [n for n in names if not any(f" {n}: " in p for p in problems)]
+    assert held, "\n".join(problems)
