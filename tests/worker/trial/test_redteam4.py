@@ -18,16 +18,28 @@ SkillsBench tasks:
 * ``runs``: a test runs the agent's program and compares what it wrote with an expected file
   under ``/tests`` (flink-query: ``mvn package`` and ``flink run`` of the agent's job, then
   ``out.txt`` against ``/tests/out_lsj_001a.txt``);
+* ``copied``: test.sh copies the expected answer from ``/tests`` into the working directory
+  before pytest (dynamic-object-aware-egomotion: ``cp /tests/instructions.json /root/``);
 * ``hvac``: pytest's console script from ``/root``, then ``cp /root/*.json /logs/verifier/``
   after the reward is written (hvac-control, r2r-mpc-control);
-* ``oom``: the pip shape with a small ``memory_mb``, for an agent that aims the kernel's
-  out-of-memory killer at the sandbox's init.
+* ``bg``: test.sh starts the agent's app in the background, writes the reward, then stops the
+  app (react-performance-debugging, fix-visual-stability: ``npm start &``);
+* ``npm``: test.sh runs ``npm install`` in a verifier tool the image put in the working
+  directory (scheduling-email-assistant's ``/root/verifier-skills/gmail-skill``);
+* ``skill``: the tests validate with a skill's library, from the first of several folders that
+  exists (dialogue-parser: ``/app/environment/skills/...`` first, the image's hidden copies after);
+* ``pickle``: the tests unpickle the agent's output (pddl-tpp-planning's plan ``.pkl``);
+* ``html``: the answer in an output folder whose name is a standard-library package's;
+* ``oom``, ``runs-small``: a small ``memory_mb``, for an agent that aims the out-of-memory killer
+  at the sandbox's init or reaches the limits while the verifier runs.
 
 Each attempt is a ``script:`` agent that does not solve the task. ``REDTEAM4_BREAKS`` names those
 that earned a reward (or unscored their row) when written; ``test_redteam4_known_breaks`` runs
 them and is expected to fail (``xfail(strict=True)``: a fix makes it pass, which fails the suite
-until the attempt moves to the held ones). ``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those
-attempts.
+until the attempt moves to the held ones). Honest solutions laid out as real agents lay them
+out must keep their reward; ``HONEST4_VOIDED`` names those that lost it (false positives), run by
+``test_redteam4_honest_layouts_voided`` (also ``xfail(strict=True)``).
+``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those attempts.
 """
 
 from __future__ import annotations
