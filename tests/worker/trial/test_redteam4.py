@@ -595,9 +595,9 @@ _REDTEAM4: dict[str, Attempt] = {
     "oom-pid1": Attempt("oom", _module("/tmp/oom.py", OOM_PID1) + "python3 /tmp/oom.py\n"),
 }
 
-# What each attempt gave when written (local and docker), on the commit it was written on: every
-# one below EARNED 1.0 in the agent's sandbox and 1.0 again on the regrade (the image plus the
-# work product), scored.
+# What each attempt gave when written (local and docker alike), on the commit it was written on:
+# every one below EARNED 1.0 in the agent's sandbox and 1.0 again on the regrade (the image plus
+# the work product), scored. The rest held in both sandboxes (reward 0, scored).
 REDTEAM4_BREAKS: dict[str, str] = {
     # a link or an edit in the working directory (the agent's work product by the rules) to
     # where the verifier itself puts or derives the expected answer while it runs
