@@ -674,6 +674,22 @@ def module_name(entry: str) -> str | None:
     return match.group(1) if match else None
 
 
+def data_folders(changes: Iterable[Change]) -> set[str]:
+    """Folders among ``changes`` that hold no module file at any depth (an output folder named
+    html/): such a folder is at most a namespace portion, which never shadows what a later
+    sys.path folder has and adds nothing to import. A lone entry (a file, or a link whose
+    target is not listed) is never one."""
+    changes = [c for c in changes if c.kind != "deleted"]
+    parents = {posixpath.dirname(c.path) for c in changes}
+    holders = {
+        a
+        for c in changes
+        if is_module_file(posixpath.basename(c.path))
+        for a in ancestors(posixpath.dirname(c.path))
+    }
+    return parents - holders
+
+
 def is_module_file(name: str) -> bool:
     """A file name Python's path finder imports (``x.py``, ``x.pyc``, ``x.cpython-311-….so``)."""
     match = _MODULE.match(name)
@@ -729,16 +745,7 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     shadows = ground.shadow_names
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
     parents = {posixpath.dirname(c.path) for c in changes}
-    # Folders of the agent's that hold no module file at any depth: data (an output folder
-    # named html/). Such a folder is at most a namespace portion, which never shadows what a
-    # later sys.path folder has and adds nothing to import; a link or a file keeps the rule.
-    holders = {
-        a
-        for c in changes
-        if c.kind != "deleted" and is_module_file(posixpath.basename(c.path))
-        for a in ancestors(posixpath.dirname(c.path))
-    }
-    data_folders = parents - holders
+    data = data_folders(changes)
     for change in changes:
         path = change.path
         if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
@@ -752,9 +759,7 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
         if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
             result.exclude(change, "test-name")
             continue
-        rule = _rule(
-            path, change, ground, added, known, ground_dirs, module_dirs, shadows, data_folders
-        )
+        rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows, data)
         environment = rule in ("system", "home-config", "toolchain")
         if environment and change.kind == "modified" and path in parents:
             # A folder of the image marked only because an entry in it changed (a .pyc Python
@@ -916,12 +921,15 @@ def shadow_candidates(product: WorkProduct, ground: Ground) -> dict[str, tuple[s
         posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts, *ground.module_paths)
     }
     found: dict[str, tuple[str, str]] = {}
+    data = data_folders(product.applied)
     for change in product.applied:
         if change.kind == "deleted":
             continue
         folder, name = posixpath.split(change.path)
         module = module_name(name)
         if folder in module_dirs and module is not None and change.path in added:
+            if change.path in data:
+                continue  # data only: nothing there to import
             found[change.path] = (module, folder)
         top = new_site_package(change.path, added, ground.shadow_names)
         if top == change.path and module is not None:

@@ -52,9 +52,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.worker.support import script
+from tests.worker.support import script, serve_worker
 from tests.worker.trial import test_redteam
-from tests.worker.trial.support import serve_worker
 from tests.worker.trial.test_implicit_inputs import (
     PIP_TEST,
     REWARD,
@@ -829,8 +828,8 @@ _HONEST4: dict[str, tuple[str, str]] = {
 HONEST4_VOIDED: dict[str, str] = {
     # by the documented rule (~/.local is home-config), yet an honest layout
     "honest-sim-pip-user-lib": "lost (~/.local/lib/python3.X/site-packages left out)",
-    # an output folder named like a package of the standard library, data and all (the task's
-    # own oracle, which writes only /root/html/index.html, loses its pass the same way)
+    # an output folder named like a package of the standard library, data and all, because a
+    # script lies in it (the task's own oracle, only index.html, keeps its pass since the fix)
     "honest-html-folder": "lost (/root/html and its index.html left out as ground-module)",
     # a package named by a constant of the test (`[sys.executable, "-m", PACKAGE]`)
     "honest-cli-package": "lost (/root/answer_cli left out as unnamed-module)",
@@ -841,7 +840,8 @@ HONEST4_VOIDED: dict[str, str] = {
 }
 HONEST4 = {k: v for k, v in _HONEST4.items() if k not in HONEST4_VOIDED}
 HONEST4_LOST = {k: v for k, v in _HONEST4.items() if k in HONEST4_VOIDED}
-ORACLES = ("truth", "sim", "runs", "hvac", "copied", "bg", "skill", "pickle")
+# html: the page alone in /root/html (a standard-library package's name) is data, not a shadow
+ORACLES = ("truth", "sim", "runs", "hvac", "copied", "bg", "skill", "pickle", "html")
 
 
 async def _honest(

@@ -185,6 +185,10 @@ def test_a_data_folder_named_like_a_module_is_work_product() -> None:
     data.append(Change("/root/html/assets", "added"))
     data.append(Change("/root/html/assets/site.css", "added"))
     assert set(_rule(ROOT, *data).values()) == {None}
+    # nor is it a candidate for the look at what test.sh installs (a test-time shadow)
+    assert shadow_candidates(classify(data, ROOT), ROOT) == {}
+    code = classify([*data, Change("/root/html/__init__.py", "added")], Ground(workdir="/root"))
+    assert code.excluded  # a package: left out as a shadow of the standard library's html
     # Any module file inside, at any depth, makes it a package again (or a namespace portion,
     # which can add submodules): the whole folder stays the image's.
     for module in ("/root/html/__init__.py", "/root/html/assets/x.py", "/root/html/parser.pyc"):
