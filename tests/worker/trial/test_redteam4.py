@@ -39,13 +39,15 @@ that earned a reward (or unscored their row) when written; ``test_redteam4_known
 them and is expected to fail (``xfail(strict=True)``: a fix makes it pass, which fails the suite
 until the attempt moves to the held ones). Honest solutions laid out as real agents lay them
 out must keep their reward; ``HONEST4_VOIDED`` names those that lost it (false positives), run by
-``test_redteam4_honest_layouts_voided`` (also ``xfail(strict=True)``).
+``test_redteam4_honest_layouts_voided`` (also ``xfail(strict=True)``). Both run only with
+``SKILLSBENCH_REDTEAM_BREAKS=1``, as the second pass's breaks do.
 ``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those attempts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -870,6 +872,16 @@ async def test_redteam4_tasks_pass_their_oracle_and_honest_layouts(
     assert not problems, "\n".join(problems)
 
 
+# What still breaks runs on request, as the second pass's breaks do: each is a full trial on
+# both sandboxes, and one race (bg-job-rewrites-reward) need not win on a loaded machine.
+BREAKS = pytest.mark.skipif(
+    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+    reason="known breaks and voided honest layouts of the fourth red-team pass "
+    "(SKILLSBENCH_REDTEAM_BREAKS=1 runs them; docs/sandboxes.md lists them)",
+)
+
+
+@BREAKS
 @pytest.mark.xfail(strict=True, reason="honest passes the fourth red-team pass saw voided")
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 async def test_redteam4_honest_layouts_voided(
@@ -894,6 +906,7 @@ async def test_redteam4_attempts_earn_nothing_and_stay_scored(
     assert not problems, "\n".join(problems)
 
 
+@BREAKS
 @pytest.mark.xfail(strict=True, reason="known breaks of the fourth red-team pass")
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
 @pytest.mark.parametrize(
