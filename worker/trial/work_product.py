@@ -681,10 +681,14 @@ def data_folders(changes: Iterable[Change]) -> set[str]:
     target is not listed) is never one."""
     changes = [c for c in changes if c.kind != "deleted"]
     parents = {posixpath.dirname(c.path) for c in changes}
+    # A module file, or an entry whose contents are not listed and whose name Python could
+    # import as a package (a link to a folder of modules elsewhere: a portion of a namespace
+    # package the image has, `google/protobuf`), makes every folder above it code.
     holders = {
         a
         for c in changes
-        if is_module_file(posixpath.basename(c.path))
+        if is_module_file(name := posixpath.basename(c.path))
+        or (c.path not in parents and name.isidentifier())
         for a in ancestors(posixpath.dirname(c.path))
     }
     return parents - holders

@@ -191,7 +191,14 @@ def test_a_data_folder_named_like_a_module_is_work_product() -> None:
     assert code.excluded  # a package: left out as a shadow of the standard library's html
     # Any module file inside, at any depth, makes it a package again (or a namespace portion,
     # which can add submodules): the whole folder stays the image's.
-    for module in ("/root/html/__init__.py", "/root/html/assets/x.py", "/root/html/parser.pyc"):
+    # ... and so does an entry whose contents are not listed and that could be imported as a
+    # package (a link to a folder of modules elsewhere, an empty folder)
+    for module in (
+        "/root/html/__init__.py",
+        "/root/html/assets/x.py",
+        "/root/html/parser.pyc",
+        "/root/html/assets/protobuf",
+    ):
         rules = _rule(ROOT, *data, Change(module, "added"))
         assert set(rules.values()) == {"ground-module"}, (module, rules)
     # A lone entry (a file or a link, whose target is not listed) keeps the rule.
