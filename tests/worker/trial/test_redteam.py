@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,15 @@ import httpx
 import pytest
 
 from tests.images.support import stage_local
-from tests.worker.support import make_task, run_payload, script, serve_worker, submit_and_follow
+from tests.worker.support import (
+    SOLVE,
+    make_task,
+    run_payload,
+    script,
+    serve_worker,
+    submit_and_follow,
+)
+from tests.worker.trial import test_implicit_inputs
 from tests.worker.trial.test_implicit_inputs import (
     PIP_TEST,
     TEST_OUTPUTS,
@@ -321,6 +328,7 @@ def _task(
     with_opt: bool = False,
     instruction: str | None = None,
     env_files: dict[str, bytes] | None = None,
+    solve_sh: str = SOLVE,
 ) -> None:
     if image is None:  # as test_implicit_inputs: local cannot run apt-get
         test_sh = "".join(
@@ -334,6 +342,7 @@ def _task(
         verifier_timeout=VERIFIER_TIMEOUT_SEC,
         verifier_toml=VERIFIER_ENV,
         instruction=instruction if instruction is not None else "Write 42 to /root/answer.txt.",
+        solve_sh=solve_sh,
     )
     environment = folder / "environment"
     if image is None:
@@ -398,12 +407,8 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     return tasks
 
 
-@pytest.fixture
-async def http(
-    tmp_path: Path, tasks_dir: Path, environment: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    async with serve_worker(tmp_path, tasks_dir, environment) as client:
-        yield client
+# the served worker over this module's tasks_dir (a fixture's own fixtures resolve where it is used)
+http = test_implicit_inputs.http
 
 
 def _one_task(

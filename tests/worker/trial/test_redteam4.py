@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.worker.support import script, serve_worker
+from tests.worker.support import script
 from tests.worker.trial import test_redteam
 from tests.worker.trial.test_implicit_inputs import (
     PIP_TEST,
@@ -652,8 +651,8 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         extra_tests={"gen_truth.py": GEN_TRUTH},
         instruction=TRUTH_INSTRUCTION,
         env_files={"root/data/scene.py": SCENE.encode()},
+        solve_sh=TRUTH_SOLVE,
     )
-    (tasks / "truth" / "solution" / "solve.sh").write_text(TRUTH_SOLVE)
     _task(
         tasks,
         "sim",
@@ -669,9 +668,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         test_sh=RUNS_TEST_SH,
         test_outputs=RUNS_EXPECTED_TEST,
         extra_tests={"expected.txt": "42\n"},
-    )
-    (tasks / "runs" / "solution" / "solve.sh").write_text(
-        '#!/bin/sh\necho \'open("/root/out.txt", "w").write("42\\n")\' > /root/solve.py\n'
+        solve_sh='#!/bin/sh\necho \'open("/root/out.txt", "w").write("42\\n")\' > /root/solve.py\n',
     )
     _task(tasks, "hvac", image, test_sh=HVAC_TEST_SH)
     _task(tasks, "bg", image, test_sh=BG_TEST_SH)
@@ -682,8 +679,8 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         test_sh=UVX_TEST,
         test_outputs=PICKLE_TEST,
         extra_tests={"expected.txt": "42\n"},
+        solve_sh=PICKLE_SOLVE,
     )
-    (tasks / "pickle" / "solution" / "solve.sh").write_text(PICKLE_SOLVE)
     _task(
         tasks,
         "html",
@@ -691,10 +688,16 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         test_sh=PIP_TEST,
         test_outputs=HTML_TEST,
         instruction="Write a web page /root/html/index.html that shows the number 42.",
+        solve_sh=HTML_SOLVE,
     )
-    (tasks / "html" / "solution" / "solve.sh").write_text(HTML_SOLVE)
-    _task(tasks, "cli", image, test_sh=PIP_TEST, test_outputs=CLI_TEST)
-    (tasks / "cli" / "solution" / "solve.sh").write_text("#!/bin/sh\n" + CLI_SOLVE)
+    _task(
+        tasks,
+        "cli",
+        image,
+        test_sh=PIP_TEST,
+        test_outputs=CLI_TEST,
+        solve_sh="#!/bin/sh\n" + CLI_SOLVE,
+    )
     _task(
         tasks,
         "skill",
@@ -711,8 +714,8 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
         test_outputs=COPIED_TEST,
         extra_tests={"expected.txt": "42\n"},
         instruction="Write 42 to /root/pred.txt.",
+        solve_sh="#!/bin/sh\necho 42 > /root/pred.txt\n",
     )
-    (tasks / "copied" / "solution" / "solve.sh").write_text("#!/bin/sh\necho 42 > /root/pred.txt\n")
     if any(a.task == "npm" for a in test_redteam._chosen(REDTEAM4).values()):
         try:  # docker: the image with node and npm (built once, cached by tag); local: the host's
             tools = _tools_image(environment, request)
@@ -745,12 +748,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     return tasks
 
 
-@pytest.fixture
-async def http(
-    tmp_path: Path, tasks_dir: Path, environment: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    async with serve_worker(tmp_path, tasks_dir, environment) as client:
-        yield client
+http = test_redteam.http  # the served worker, over this module's tasks_dir
 
 
 # Honest solutions laid out as real agents lay them out: each must keep its reward of 1 (a
@@ -798,7 +796,7 @@ _HONEST4: dict[str, tuple[str, str]] = {
     # the answer a link into /tmp (the agent's scratch folder)
     "honest-answer-in-tmp": (
         "sim",
-        "mkdir -p /tmp/work && echo 42 > /tmp/work/a && ln -s /tmp/work/a /root/answer.txt\n",
+        "mkdir -p /tmp/scratch && echo 42 > /tmp/scratch/a && ln -s /tmp/scratch/a /root/answer.txt\n",
     ),
     # the output folder a link to a new top-level folder (civ6-adjacency-optimizer writes /output)
     "honest-output-link": (
