@@ -79,12 +79,14 @@ from worker.trial.work_product import (
     builds_node_project,
     builds_project,
     exclude_test_time_shadows,
+    file_names,
     input_dirs,
     installed_modules,
     module_paths,
     names_of_tests,
     pycache_isolated,
     references,
+    skill_names,
     start_folders,
 )
 from worker.trial_record import harbor
@@ -585,6 +587,7 @@ class _TestsFacts:
     input_dirs: tuple[str, ...]
     report: str | None  # the pytest report test.sh asks for under /logs/verifier
     test_names: frozenset[str]
+    test_files: frozenset[str]  # every file name of tests/ that has an extension
     named: References  # what the tests name (worker/trial/work_product.py, unnamed-module)
 
 
@@ -598,8 +601,12 @@ def _tests_facts(task: Task) -> _TestsFacts:
         with contextlib.suppress(OSError):
             script = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
         names: list[str] = []
+        files: list[str] = []
         with contextlib.suppress(OSError):
-            names = [p.name for p in itertools.islice(task.tests_dir.rglob("*"), 10_000)]
+            for found in itertools.islice(task.tests_dir.rglob("*"), 10_000):
+                names.append(found.name)
+                if found.is_file():
+                    files.append(found.name)
         sources: list[str] = []
         with contextlib.suppress(OSError):
             for module in sorted(task.tests_dir.rglob("*.py"))[:200]:
@@ -628,9 +635,21 @@ def _tests_facts(task: Task) -> _TestsFacts:
             input_dirs=input_dirs(script, task.config.verifier.env),
             report=ctrf_report_name(script),
             test_names=names_of_tests(names),
+            test_files=file_names(files),
             named=named,
         )
     return _TESTS_FACTS[key]
+
+
+_SKILL_NAMES: dict[str, frozenset[str]] = {}
+
+
+def _skill_names(task: Task) -> frozenset[str]:
+    """The task's skills by name (worker/trial/work_product.py, ``skill``), read once per task."""
+    key = str(task.environment_dir)
+    if key not in _SKILL_NAMES:
+        _SKILL_NAMES[key] = skill_names(task.environment_dir)
+    return _SKILL_NAMES[key]
 
 
 def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
@@ -650,6 +669,8 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         installed_modules=facts.installed_modules,
         input_dirs=facts.input_dirs,
         test_names=facts.test_names,
+        test_files=facts.test_files,
+        skill_names=_skill_names(plan.task),
         named=facts.named,
     )
 
@@ -1209,6 +1230,8 @@ async def _regrade(
                     fresh, found.interpreters, dict(state.verifier_env)
                 )
             notes += await apply(fresh, found)
+            if "work_product" in state.verifier:  # what the laying left out, too
+                state.verifier["work_product"] = found.evidence()
         except SandboxError as exc:
             await _still_running(fresh, state, "the regrade's laying of the work product")
             # The work product is the agent's (its size, its names): a fresh sandbox that

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from worker.sandbox.archive import ExportReport, keep_only, remove_quietly
-from worker.sandbox.base import INSTRUCTION_PATH, Sandbox, SandboxSpec
+from worker.sandbox.base import INSTRUCTION_PATH, ROOT_ENV, ROOT_USER, Sandbox, SandboxSpec
+from worker.sandbox.scripts import shell_script
 from worker.trial.verifier import REWARD_FILES
 from worker.trial.work_product import (
     CODE_SUFFIXES,
@@ -36,6 +37,7 @@ from worker.trial.work_product import (
     References,
     WorkProduct,
     classify,
+    data_folders,
     exclude_unnamed,
     link_escapes,
     module_folders,
@@ -48,6 +50,7 @@ from worker.trial.work_product import (
     unreached_modules,
 )
 
+_VERIFIER_SCRIPTS: Final = "worker.trial.verifier_scripts"
 EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted)
 # How much of the agent's code in its module folders is read for the names it uses.
 CODE_FILE_MAX: Final = 256 << 10
@@ -157,7 +160,13 @@ async def capture(
         for change in [c for c in product.applied if c.path in escaping]:
             product.applied.remove(change)
             product.exclude(change, "harness-link")
-        kept = [p for p in kept if p not in escaping]
+        # and a link by the name of a file of the tests: laid as a copy of a folder, test.sh's
+        # copy of that file would land inside it (a folder by that name is left out likewise)
+        named = {p for p in links if p not in escaping and _test_named(p, ground)}
+        for change in [c for c in product.applied if c.path in named]:
+            product.applied.remove(change)
+            product.exclude(change, "test-name")
+        kept = [p for p in kept if p not in escaping and p not in named]
     unnamed = unnamed_candidates(product, ground)
     if (
         not always_export
@@ -183,6 +192,11 @@ async def capture(
     return found
 
 
+def _test_named(path: str, ground: Ground) -> bool:
+    parts = path.strip("/").split("/")
+    return parts[-1] in ground.test_files and "node_modules" not in parts
+
+
 def unnamed_paths(
     entries: dict[str, ModuleEntry], named: References, candidates: Collection[str]
 ) -> list[str]:
@@ -198,6 +212,9 @@ def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[
     names nothing, so a module only it names is left out)."""
     folders = module_folders(ground)
     added = {c.path for c in product.applied if c.kind == "added"}
+    # A link is laid as a copy of what it points at (materialize_links): one to a folder of the
+    # work product that holds no module at any depth (`/root/output -> /outputs`) is data.
+    data = data_folders(product.applied)
     importable: dict[str, list[str]] = {}
     code: dict[str, list[tuple[str, References]]] = {}
     budget = CODE_TOTAL_MAX
@@ -213,7 +230,7 @@ def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[
                 continue
             name = posixpath.basename(path)
             is_code = (
-                member.issym()
+                (member.issym() and _link_target(path, member.linkname) not in data)
                 or member.islnk()
                 or (member.isfile() and module_name(name) is not None and not name.isidentifier())
             )
@@ -240,6 +257,12 @@ def module_entries(archive: Path, product: WorkProduct, ground: Ground) -> dict[
         )
         for top, paths in importable.items()
     }
+
+
+def _link_target(path: str, target: str) -> str:
+    """Where a link points, by name (a ``..`` after another link is not the kernel's answer, but
+    such a target only ever misses a data folder, keeping the link code)."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
 
 
 # A uv-managed interpreter in a home: <home>/.local/share/uv/python/<key>/bin. The folder is the
@@ -379,10 +402,16 @@ async def fresh_sandbox(
 
 async def apply(sandbox: Sandbox, found: Capture) -> list[str]:
     """Lay the work product on the fresh sandbox (what is still applied of what was exported:
-    a rule decided after the export, such as a test-time shadow, takes entries out); what it
-    could not write, as notes."""
+    a rule decided after the export, such as a test-time shadow, takes entries out), its links
+    made content (:func:`materialize_links`); what it could not write, as notes."""
     assert found.archive is not None
+    links = await asyncio.to_thread(archive_links, found.archive)
+    unlisted = [p for p in links if "\n" in p]  # links.sh reads a path a line: left out here
+    for change in [c for c in found.product.applied if c.path in unlisted]:
+        found.product.applied.remove(change)
+        found.product.exclude(change, "link")
     keep = {c.path for c in found.product.applied}
+    links = [p for p in links if p in keep]
     deleted = [c.path for c in found.product.applied if c.kind == "deleted"]
     archive = await asyncio.to_thread(keep_only, found.archive, keep)
     try:
@@ -390,7 +419,86 @@ async def apply(sandbox: Sandbox, found: Capture) -> list[str]:
     finally:
         remove_quietly(archive)
         remove_quietly(found.archive)
-    if result.exit_code == 0:
+    notes = []
+    if result.exit_code != 0:
+        detail = " ".join(result.stderr.split())[-300:]
+        notes.append(f"the work product did not apply whole (exit {result.exit_code}): {detail}")
+    return notes + await materialize_links(sandbox, found.product, links)
+
+
+def archive_links(archive: Path) -> list[str]:
+    """The symbolic links among the work product's entries, as sandbox paths."""
+    with tarfile.open(archive) as tar:
+        members = [("/" + m.name.lstrip("/"), m.issym()) for m in tar]
+    paths = {path for path, _ in members}
+    return [path for path, link in members if link and not link_kept(path, paths)]
+
+
+def link_kept(path: str, entries: Collection[str]) -> bool:
+    """Links that stay links on the regrade: a package manager's own (below ``node_modules``:
+    ``.bin`` entries and workspace packages, whose code resolves its imports from where the link
+    points) and a virtual environment's interpreter and ``lib64``, whose ``pyvenv.cfg`` beside
+    them the work product holds. None of them is a place a verifier writes its files to."""
+    parts = path.split("/")
+    if "node_modules" in parts[:-1]:
+        return True
+    folder, name = posixpath.split(path)
+    if name == "lib64":
+        return posixpath.join(folder, "pyvenv.cfg") in entries
+    root, bin_name = posixpath.split(folder)
+    if bin_name == "bin" and name.startswith(("python", "pypy")):
+        return posixpath.join(root, "pyvenv.cfg") in entries
+    return False
+
+
+# How much the links of one work product may copy on the regrade (KiB, links followed).
+LINK_COPY_MAX_KIB: Final = 512 << 10
+LINK_MAX: Final = 20_000
+_LINK_LINE = re.compile(r"^skillsbench-link (copied|dangling|dropped|too-large) (/.*)$")
+
+
+async def materialize_links(sandbox: Sandbox, product: WorkProduct, links: list[str]) -> list[str]:
+    """Make each of ``links`` (laid on the fresh sandbox) what it points at there: a copy of a
+    file or folder, or nothing (verifier_scripts/links.sh says why). A link's meaning is decided
+    when it is followed, and the verifier follows it after making or copying files of its own:
+    a link to where its ground truth will be, or one where it writes, hands the agent those.
+    Links removed are recorded as left out (``link``)."""
+    if not links:
         return []
-    detail = " ".join(result.stderr.split())[-300:]
-    return [f"the work product did not apply whole (exit {result.exit_code}): {detail}"]
+    result = await sandbox.exec(
+        [
+            "/bin/sh",
+            "-c",
+            shell_script(_VERIFIER_SCRIPTS, "links.sh"),
+            "sh",
+            str(LINK_COPY_MAX_KIB),
+            str(LINK_MAX),
+        ],
+        cwd="/",
+        env=ROOT_ENV,
+        user=ROOT_USER,
+        timeout_sec=600,
+        stdin="".join(f"{p}\n" for p in links).encode("utf-8", "surrogateescape"),
+    )
+    copied = 0
+    left_out = []
+    for line in result.stdout.splitlines():
+        match = _LINK_LINE.match(line)
+        if match is None:
+            continue
+        if match.group(1) == "copied":
+            copied += 1
+        else:
+            left_out.append(Excluded(match.group(2), "added", "link"))
+    product.excluded.extend(left_out)
+    notes = []
+    if copied:
+        notes.append(f"{copied} link(s) of the work product laid as copies of what they point at")
+    if left_out:
+        shown = ", ".join(item.path for item in left_out[:5])
+        notes.append(f"{len(left_out)} link(s) to nothing or past the copy cap left out: {shown}")
+    if result.exit_code != 0 or result.timed_out:
+        notes.append(
+            f"the work product's links were not all made content (exit {result.exit_code})"
+        )
+    return notes

@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import posixpath
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from worker.sandbox.tamper import OPT_RUNTIME, Change, opt_toolchain
@@ -156,9 +158,11 @@ BENIGN_NAMES: Final = frozenset(
 # A distribution's metadata (entry points: pytest11 plugins), .pth and egg links: what Python
 # and importlib.metadata read from every folder of sys.path by themselves.
 DISTRIBUTION_METADATA: Final = (".dist-info", ".egg-info", ".egg-link", ".egg", ".pth")
-# A system site folder's top-level entry: /usr[/local]/lib/python3.X/{site,dist}-packages/NAME.
+# A system site folder's top-level entry: /usr[/local]/lib/python3.X/{site,dist}-packages/NAME,
+# or a user site's (``pip install --user``): <home>/.local/lib/python3.X/site-packages/NAME.
 _SYSTEM_SITE_ENTRY = re.compile(
-    r"^(/usr(?:/local)?/lib/python3(?:\.[0-9]+)?/(?:site|dist)-packages)/([^/]+)(/|$)"
+    r"^(/usr(?:/local)?/lib/python3(?:\.[0-9]+)?/(?:site|dist)-packages"
+    r"|(?:/root|/home/[^/]+)/\.local/lib/python3(?:\.[0-9]+)?/site-packages)/([^/]+)(/|$)"
 )
 _MODULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.py|\.pyc|\.pyw|(\.[A-Za-z0-9_-]+)?\.so)?$")
 # A site folder and the environment root it belongs to: <root>/lib/python3.X/site-packages.
@@ -186,9 +190,15 @@ REASONS: Final = {
     "tests nor the agent's code they reach import or run: only an import the verifier's own tools make by "
     "themselves (an optional import) could find it there, and that must find the image's",
     "test-name": "named like the task's own test code (test.sh, its test modules): a verifier "
-    "that searches for its tests must find only those in /tests",
+    "that searches for its tests must find only those in /tests; or a folder named like a file "
+    "of the tests, where test.sh's copy of that file would land inside",
+    "skill": "a skill of the task's, wherever it is placed, comes from the image: the tests may "
+    "validate with its library from the first of several places that exists",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
+    "link": "a link of the work product is laid as a copy of what it points at when the "
+    "verifier starts: one to nothing (or to what the verifier makes or copies later), or past "
+    "the copy cap, is left out",
     "benign": "bytecode caches, shell histories and folders of the image changed only by "
     "what is in them (never read by the verifier themselves)",
 }
@@ -442,6 +452,13 @@ class Ground:
     # verifier that looks for its tests (``find / -name test_outputs.py | head -1``) must not
     # find the agent's.
     test_names: frozenset[str] = frozenset()
+    # Every file name of the task's tests/ with an extension: a folder of the agent's by such a
+    # name is where test.sh's `cp /tests/<name> <dir>/` would land inside (and `python3
+    # <dir>/<name>` run the folder's __main__.py).
+    test_files: frozenset[str] = frozenset()
+    # The task's skills by name (:func:`skill_names`): the tests may validate with a skill's
+    # library from the first of several places that exists.
+    skill_names: frozenset[str] = frozenset()
     # What the task's tests import and run (:func:`references`): a module the agent put in a
     # module folder counts as work product only if they, or its code they reach, name it. None: the ``unnamed-module`` rule is off (the facts are unknown).
     named: References | None = None
@@ -532,6 +549,33 @@ def names_of_tests(test_files: Iterable[str]) -> frozenset[str]:
         if name == "test.sh"
         or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
     )
+
+
+def file_names(names: Iterable[str]) -> frozenset[str]:
+    """The names among a task's test files that have an extension (:attr:`Ground.test_files`):
+    what test.sh copies by name (``cp /tests/gen_ground_truth.mjs /root/``)."""
+    return frozenset(name for name in names if "." in name.strip(".") and "/" not in name)
+
+
+# Where the agent runtimes keep skills (``~/.claude/skills``, opencode's ``~/.opencode/skill``,
+# a task's own ``environment/skills``): a skill is a folder directly below one of these.
+SKILL_FOLDERS: Final = frozenset({"skills", "skill"})
+
+
+def skill_names(environment: Path, *, max_entries: int = 20_000) -> frozenset[str]:
+    """The task's skills by name: every folder directly below a ``skills`` (or ``skill``) folder
+    of its environment folder (``environment/skills/<name>``, or files placed under the image's
+    ``root/.claude/skills/<name>``), up to ``max_entries`` entries looked at."""
+    found: set[str] = set()
+    seen = 0
+    for folder, dirs, _files in os.walk(environment):
+        seen += len(dirs) + len(_files)
+        if seen > max_entries:
+            break
+        if posixpath.basename(folder) in SKILL_FOLDERS:
+            found.update(d for d in dirs if not d.startswith("."))
+        dirs[:] = [d for d in dirs if d not in ("node_modules", ".git")]
+    return frozenset(found)
 
 
 def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, ...]:
@@ -707,7 +751,7 @@ def is_distribution_metadata(name: str) -> bool:
 
 
 def new_site_package(path: str, added: set[str], shadows: frozenset[str]) -> str | None:
-    """The top-level entry of a system site folder that ``path`` is in or is, when the agent
+    """The top-level entry of a system (or user) site folder that ``path`` is in or is, when the agent
     installed it anew (``pip install`` of a package the image lacks) under a module name that
     none of ``shadows`` has; None otherwise. Its metadata (``.dist-info``: entry points, the
     "already satisfied" of a later ``pip install``), ``.pth`` files and start-up hooks are
@@ -763,6 +807,12 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
         if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
             result.exclude(change, "test-name")
             continue
+        if change.kind != "deleted" and _in_test_named_folder(path, ground, parents):
+            result.exclude(change, "test-name")
+            continue
+        if change.kind != "deleted" and _skill_material(path, ground):
+            result.exclude(change, "skill")
+            continue
         rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows, data)
         environment = rule in ("system", "home-config", "toolchain")
         if environment and change.kind == "modified" and path in parents:
@@ -784,6 +834,31 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             excluded_roots[path] = rule
         result.exclude(change, rule)
     return result
+
+
+def _in_test_named_folder(path: str, ground: Ground, parents: set[str]) -> bool:
+    """Whether ``path`` is a folder named like a file of the tests, or inside one (a package
+    manager's ``node_modules/chart.js`` aside)."""
+    if not ground.test_files:
+        return False
+    parts = path.strip("/").split("/")
+    if "node_modules" in parts:
+        return False
+    if parts[-1] in ground.test_files and path in parents:
+        return True
+    return any(part in ground.test_files for part in parts[:-1])
+
+
+def _skill_material(path: str, ground: Ground) -> bool:
+    """Whether ``path`` is in a folder of one of the task's skills, wherever it is
+    (``/app/environment/skills/<skill>/scripts/<module>.py``)."""
+    if not ground.skill_names:
+        return False
+    parts = path.strip("/").split("/")
+    return any(
+        part in SKILL_FOLDERS and following in ground.skill_names
+        for part, following in itertools.pairwise(parts)
+    )
 
 
 def _rule(
@@ -810,6 +885,8 @@ def _rule(
         return rule
     if bytecode:
         return "benign"
+    if new_site_package(path, added, ground.shadow_names) is not None:
+        return None  # a site folder's new package: no tool reads it by itself (~/.local too)
     starts = {posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts)}
     project_files = (PROJECT_FILES if ground.builds_project else frozenset()) | (
         NODE_PROJECT_FILES if ground.builds_node_project else frozenset()
@@ -837,6 +914,8 @@ def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]
         return "system"
     home = _home_entry(path)
     if home is not None and home.startswith("."):
+        if new_site_package(path, added, ground.shadow_names) is not None:
+            return None  # a package installed with --user under a name nothing else has
         return "home-config"
     env = _ENV_SITE.match(path)
     if env is not None:

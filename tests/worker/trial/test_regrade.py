@@ -1,16 +1,25 @@
 """The regrade's reading of the exported work product (worker/trial/regrade.py): which of the
-agent's modules in the verifier's module folders the tests reach, read from the real archive."""
+agent's modules in the verifier's module folders the tests reach, read from the real archive;
+and its links, made content on the fresh sandbox by the real script."""
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from worker.sandbox.scripts import shell_script
 from worker.sandbox.tamper import Change
-from worker.trial.regrade import managed_interpreters, module_entries, unnamed_paths
+from worker.trial.regrade import (
+    archive_links,
+    managed_interpreters,
+    module_entries,
+    unnamed_paths,
+)
 from worker.trial.work_product import (
     Ground,
     WorkProduct,
@@ -135,3 +144,98 @@ def test_managed_interpreters_are_read_from_the_work_products_environments(tmp_p
         ("/root/.local/share/uv/python", "cpython-3.12.12-linux-x86_64-gnu"),
         ("/home/dev/.local/share/uv/python", "cpython-3.11-linux-x86_64-gnu"),
     ]
+
+
+# --- links: the work product is content, not aliases (verifier_scripts/links.sh) ------------
+
+
+def _links_tar(tmp_path: Path, members: dict[str, str | None]) -> Path:
+    """A work product tar: ``path: link target`` (None: an empty file)."""
+    archive = tmp_path / "wp.tar"
+    with tarfile.open(archive, "w") as tar:
+        for path, target in members.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            if target is not None:
+                info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info, io.BytesIO(b"") if target is None else None)
+    return archive
+
+
+def test_links_made_content_on_the_regrade_but_a_package_managers_own(tmp_path: Path) -> None:
+    archive = _links_tar(
+        tmp_path,
+        {
+            "/root/output/answer.txt": "/root/ground_truth/answer.txt",
+            "/root/web/node_modules/.bin/next": "../next/dist/bin/next",
+            "/app/lib/.venv/pyvenv.cfg": None,
+            "/app/lib/.venv/bin/python3": "/usr/bin/python3.12",
+            "/app/lib/.venv/bin/answer": "/root/answer.txt",
+            "/app/lib/.venv/lib64": "lib",
+            "/root/bin/python3": "/usr/bin/python3",  # no pyvenv.cfg beside it: no environment
+        },
+    )
+    assert archive_links(archive) == [
+        "/root/output/answer.txt",
+        "/app/lib/.venv/bin/answer",
+        "/root/bin/python3",
+    ]
+
+
+def _run_links(
+    root: Path, paths: list[Path], max_kib: int = 1 << 20, max_links: int = 100
+) -> dict[str, str]:
+    script = shell_script("worker.trial.verifier_scripts", "links.sh")
+    done = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", str(max_kib), str(max_links)],
+        input="".join(f"{p}\n" for p in paths),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return dict(reversed(line.split(" ", 2)[1:]) for line in done.stdout.splitlines())
+
+
+def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> None:
+    """What the verifier writes or copies later can no longer reach the agent's answer, nor
+    the answer the verifier's file."""
+    root = tmp_path
+    (root / "pred.txt").write_text("0\n")
+    (root / "expected.txt").symlink_to(root / "pred.txt")  # cp's destination, into the answer
+    (root / "output").mkdir()
+    (root / "output" / "answer.txt").symlink_to(root / "truth" / "answer.txt")  # not there yet
+    (root / "out2").mkdir()
+    (root / "out2" / "x.txt").write_text("x\n")
+    (root / "out2" / "inner").symlink_to(root / "pred.txt")
+    (root / "dirlink").symlink_to("out2")
+    os.mkfifo(root / "fifo")
+    (root / "to-fifo").symlink_to(root / "fifo")
+    (root / "loop").symlink_to(root / "loop")
+    links = ["expected.txt", "output/answer.txt", "dirlink", "to-fifo", "loop"]
+    said = _run_links(root, [root / p for p in links])
+    assert said == {
+        str(root / "expected.txt"): "copied",
+        str(root / "output" / "answer.txt"): "dangling",
+        str(root / "dirlink"): "copied",
+        str(root / "dirlink" / "inner"): "copied",
+        str(root / "to-fifo"): "dropped",
+        str(root / "loop"): "dangling",
+    }
+    assert not (root / "expected.txt").is_symlink()
+    (root / "expected.txt").write_text("42\n")  # what `cp /tests/expected.txt` does now
+    assert (root / "pred.txt").read_text() == "0\n"
+    assert not os.path.lexists(root / "output" / "answer.txt")
+    assert (root / "dirlink").is_dir() and not (root / "dirlink").is_symlink()
+    assert (root / "dirlink" / "x.txt").read_text() == "x\n"
+    assert not (root / "dirlink" / "inner").is_symlink()
+    assert not os.path.lexists(root / "to-fifo") and not os.path.lexists(root / "loop")
+
+
+def test_links_past_the_copy_cap_go(tmp_path: Path) -> None:
+    (tmp_path / "big").write_bytes(b"x" * (300 << 10))
+    (tmp_path / "a").symlink_to(tmp_path / "big")
+    (tmp_path / "b").symlink_to(tmp_path / "big")
+    said = _run_links(tmp_path, [tmp_path / "a", tmp_path / "b"], max_kib=400)
+    assert said == {str(tmp_path / "a"): "copied", str(tmp_path / "b"): "too-large"}
+    assert (tmp_path / "a").stat().st_size == 300 << 10 and not (tmp_path / "a").is_symlink()
+    assert not os.path.lexists(tmp_path / "b")

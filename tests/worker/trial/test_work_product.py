@@ -4,6 +4,8 @@ agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from worker.sandbox.tamper import Change
@@ -15,6 +17,7 @@ from worker.trial.work_product import (
     builds_project,
     classify,
     exclude_test_time_shadows,
+    file_names,
     input_dirs,
     installed_modules,
     link_escapes,
@@ -23,6 +26,7 @@ from worker.trial.work_product import (
     pycache_isolated,
     references,
     shadow_candidates,
+    skill_names,
     start_folders,
     unnamed_candidates,
     unreached_modules,
@@ -373,6 +377,39 @@ def test_distribution_metadata_where_the_verifier_imports_is_a_plugin_registry()
     assert set(upper.values()) == {"ground-config"}, upper
 
 
+@pytest.mark.parametrize("home", ["/root", "/home/agent"])
+def test_a_package_installed_with_user_under_a_new_name_is_work_product(home: str) -> None:
+    """``pip install --user`` puts the agent's library in the user site, which the verifier's
+    Python reads like a system site: a new name is the agent's, the rest of it the image's."""
+    site = f"{home}/.local/lib/python3.12/site-packages"
+    changes = [
+        Change(f"{home}/.local", "added"),
+        Change(site, "added"),
+        Change(f"{site}/answerhelp", "added"),
+        Change(f"{site}/answerhelp/__init__.py", "added"),
+        Change(f"{site}/answerhelp-1.0.dist-info/entry_points.txt", "added"),
+        Change(f"{site}/pytest/__init__.py", "added"),
+        Change(f"{site}/zz.pth", "added"),
+        Change(f"{site}/usercustomize.py", "added"),
+        Change(f"{home}/.local/bin/answerhelp", "added"),
+        Change(f"{home}/.local/share/uv/tools/x", "added"),
+    ]
+    rules = _rule(Ground(workdir="/root"), *changes)
+    assert rules[f"{site}/answerhelp"] is None
+    assert rules[f"{site}/answerhelp/__init__.py"] is None
+    for path in (
+        f"{home}/.local",
+        site,
+        f"{site}/answerhelp-1.0.dist-info/entry_points.txt",
+        f"{site}/pytest/__init__.py",
+        f"{site}/zz.pth",
+        f"{site}/usercustomize.py",
+        f"{home}/.local/bin/answerhelp",
+        f"{home}/.local/share/uv/tools/x",
+    ):
+        assert rules[path] == "home-config", path
+
+
 def test_a_package_installed_under_a_new_name_is_work_product_but_not_its_metadata() -> None:
     # An agent's solution imports a library it pip-installed (red team, fp1).
     site = "/usr/local/lib/python3.11/dist-packages"
@@ -576,6 +613,59 @@ def test_files_named_like_the_tasks_test_code_stay_out() -> None:
         "/root/test.sh": "test-name",
     }
     assert {c.path for c in product.applied} >= {"/aaa", "/root/answer.json", "/root/expected.json"}
+
+
+def test_a_folder_named_like_a_file_of_the_tests_stays_out() -> None:
+    """threejs-to-obj's test.sh copies ``/tests/gen_ground_truth.mjs`` to ``/root/`` and runs it:
+    a folder of the agent's by that name would take the copy inside and run its own entry
+    point. Files by such names are the agent's to overwrite; folders are not."""
+    files = file_names(["test.sh", "gen_ground_truth.mjs", "expected.txt", "data", ".hidden"])
+    assert files == {"test.sh", "gen_ground_truth.mjs", "expected.txt"}
+    changes = [
+        Change("/root/gen_ground_truth.mjs", "added"),
+        Change("/root/gen_ground_truth.mjs/index.js", "added"),
+        Change("/root/gen_ground_truth.mjs/package.json", "added"),
+        Change("/root/expected.txt", "added"),  # a file: cp overwrites it
+        Change("/root/data", "added"),  # no extension: a folder name like any other
+        Change("/root/data/x.csv", "added"),
+        Change("/root/web/node_modules/expected.txt/index.js", "added"),  # npm's own name
+    ]
+    ground = Ground(workdir="/root", test_files=files)
+    rules = _rule(ground, *changes)
+    assert rules["/root/gen_ground_truth.mjs"] == "test-name"
+    assert rules["/root/gen_ground_truth.mjs/index.js"] == "test-name"
+    assert rules["/root/gen_ground_truth.mjs/package.json"] == "test-name"
+    assert rules["/root/expected.txt"] is None
+    assert rules["/root/data/x.csv"] is None
+    assert rules["/root/web/node_modules/expected.txt/index.js"] is None
+
+
+def test_the_tasks_skills_come_from_the_image_wherever_they_are(tmp_path: Path) -> None:
+    """dialogue-parser's tests validate with the skill's library from the first of
+    ``/app/environment/skills/dialogue_graph/scripts``, ``/root/.claude/skills/...``, ... that
+    exists: the agent's copy in the first place must not be it."""
+    env = tmp_path / "environment"
+    (env / "skills" / "dialogue_graph" / "scripts").mkdir(parents=True)
+    (env / "root" / ".claude" / "skills" / "checker").mkdir(parents=True)
+    (env / "root" / "opencode" / "skill" / "mesh").mkdir(parents=True)
+    (env / "data").mkdir()
+    names = skill_names(env)
+    assert names == {"dialogue_graph", "checker", "mesh"}
+    changes = [
+        Change("/app/environment/skills/dialogue_graph/scripts/graph.py", "added"),
+        Change("/app/environment/skills", "added"),
+        Change("/root/environment/skill/mesh/SKILL.md", "added"),
+        Change("/app/skills/other/x.py", "added"),  # not a skill of this task
+        Change("/app/dialogue.json", "added"),
+    ]
+    rules = _rule(Ground(workdir="/app", skill_names=names), *changes)
+    assert rules == {
+        "/app/environment/skills/dialogue_graph/scripts/graph.py": "skill",
+        "/app/environment/skills": None,
+        "/root/environment/skill/mesh/SKILL.md": "skill",
+        "/app/skills/other/x.py": None,
+        "/app/dialogue.json": None,
+    }
 
 
 # The ways a test module or a test.sh names a module or a file (taken from the 87 real tasks'

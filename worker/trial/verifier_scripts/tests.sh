@@ -78,17 +78,46 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
   __skillsbench_guard() {
     [ "$BASHPID" = "$__skillsbench_main" ] || return 0
     case $BASH_COMMAND in *reward.txt* | *reward.json*) ;; *) return 0 ;; esac
+    local IFS=$' \t\n' __jobs __pids __parents __doomed __grew __p __d __k __v __f
     kill -STOP -1 2>/dev/null || :
     kill -CONT "$PPID" 2>/dev/null || :
-    # test.sh's own background jobs go on (a later `kill $PID; wait` of its must not hang);
-    # what the graded code detached is no child of test.sh's: it stays stopped.
+    # test.sh's own background jobs (`npm start &`, the agent's app) end here with everything
+    # below them: the tests that used them have ended, and a job left running could rewrite the
+    # reward after this write. Killed, not stopped, so that a later `kill $PID`, `wait` or
+    # `kill -0` loop of test.sh's ends at once. Its other children (a `>(tee ...)` carrying its
+    # output) go on; what the graded code detached is no child of test.sh's: it stays stopped.
+    __jobs=" $(jobs -p 2>/dev/null | tr '\n' ' ') "
+    __pids=
+    __parents=
     for __d in /proc/[0-9]*; do
       while read -r __k __v; do
         if [ "$__k" = PPid: ]; then
-          if [ "$__v" = "$__skillsbench_main" ]; then kill -CONT "${__d#/proc/}" 2>/dev/null || :; fi
+          __pids="$__pids ${__d#/proc/}"
+          __parents="$__parents $__v"
           break
         fi
       done <"$__d/status" 2>/dev/null || :
+    done
+    __doomed=" "
+    for __p in $__jobs; do
+      [ "$__p" = "$__skillsbench_main" ] || __doomed="$__doomed$__p "
+    done
+    __grew=1
+    while [ "$__grew" = 1 ]; do
+      __grew=0
+      set -- $__parents
+      for __p in $__pids; do
+        case $__doomed in *" $1 "*) case $__doomed in *" $__p "*) ;; *) __doomed="$__doomed$__p "; __grew=1 ;; esac ;; esac
+        shift
+      done
+    done
+    set -- $__parents
+    for __p in $__pids; do
+      case $__doomed in
+        *" $__p "*) kill -KILL "$__p" 2>/dev/null || : ;;
+        *) [ "$1" = "$__skillsbench_main" ] && { kill -CONT "$__p" 2>/dev/null || :; } ;;
+      esac
+      shift
     done
     for __f in "$__skillsbench_dir/reward.txt" "$__skillsbench_dir/reward.json"; do
       if [ -L "$__f" ] || { [ -e "$__f" ] && [ ! -f "$__f" ]; }; then rm -rf -- "$__f" || :; fi
