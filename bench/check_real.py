@@ -44,6 +44,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import tomllib
 import urllib.request
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -374,9 +375,22 @@ FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.M)
 
 
 def from_refs(task: Path) -> list[str]:
+    """The images a task's sandbox starts from: its Dockerfile's ``FROM`` lines and, when
+    ``task.toml`` names a prebuilt image (``[environment].image``/``docker_image``, which the
+    worker runs as it is, mapped like a base: dialogue-parser's ``python:3.12-slim``), that."""
     text = (task / "environment" / "Dockerfile").read_text(errors="replace")
     stages = {m.group(1) for m in re.finditer(r"\sAS\s+(\S+)\s*$", text, re.I | re.M)}
-    return [ref for ref in FROM_RE.findall(text) if ref not in stages]
+    refs = [ref for ref in FROM_RE.findall(text) if ref not in stages]
+    try:
+        config = tomllib.loads((task / "task.toml").read_text(errors="replace"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return refs
+    environment = config.get("environment")
+    if isinstance(environment, dict):
+        image = environment.get("docker_image") or environment.get("image")
+        if isinstance(image, str) and image and image not in refs:
+            refs.append(image)
+    return refs
 
 
 def missing_copies(task: Path) -> list[str]:

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from worker.sandbox.archive import ExportReport, keep_only, remove_quietly
-from worker.sandbox.base import INSTRUCTION_PATH, ROOT_ENV, ROOT_USER, Sandbox, SandboxSpec
+from worker.sandbox.base import (
+    INSTRUCTION_PATH,
+    ROOT_ENV,
+    ROOT_USER,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+)
 from worker.sandbox.scripts import shell_script
 from worker.trial.verifier import REWARD_FILES
 from worker.trial.work_product import (
@@ -462,7 +469,8 @@ async def materialize_links(sandbox: Sandbox, product: WorkProduct, links: list[
     file or folder, or nothing (verifier_scripts/links.sh says why). A link's meaning is decided
     when it is followed, and the verifier follows it after making or copying files of its own:
     a link to where its ground truth will be, or one where it writes, hands the agent those.
-    Links removed are recorded as left out (``link``)."""
+    Links removed are recorded as left out (``link``); a script that could not finish raises
+    :class:`SandboxError` (a link left a link could alias what the verifier makes: no pass)."""
     if not links:
         return []
     result = await sandbox.exec(
@@ -498,7 +506,9 @@ async def materialize_links(sandbox: Sandbox, product: WorkProduct, links: list[
         shown = ", ".join(item.path for item in left_out[:5])
         notes.append(f"{len(left_out)} link(s) to nothing or past the copy cap left out: {shown}")
     if result.exit_code != 0 or result.timed_out:
-        notes.append(
-            f"the work product's links were not all made content (exit {result.exit_code})"
+        # A link left a link could alias what the verifier makes: no pass on this sandbox.
+        detail = " ".join(result.stderr.split())[-300:]
+        raise SandboxError(
+            f"its links could not all be made content (exit {result.exit_code}): {detail}"
         )
     return notes

@@ -211,7 +211,8 @@ def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> N
     os.mkfifo(root / "fifo")
     (root / "to-fifo").symlink_to(root / "fifo")
     (root / "loop").symlink_to(root / "loop")
-    links = ["expected.txt", "output/answer.txt", "dirlink", "to-fifo", "loop"]
+    (root / "out2" / "up").symlink_to("..")  # a folder above it: its copy would hold itself
+    links = ["expected.txt", "output/answer.txt", "dirlink", "to-fifo", "loop", "out2/up"]
     said = _run_links(root, [root / p for p in links])
     assert said == {
         str(root / "expected.txt"): "copied",
@@ -220,6 +221,8 @@ def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> N
         str(root / "dirlink" / "inner"): "copied",
         str(root / "to-fifo"): "dropped",
         str(root / "loop"): "dangling",
+        str(root / "out2" / "up"): "too-large",
+        str(root / "dirlink" / "up"): "too-large",
     }
     assert not (root / "expected.txt").is_symlink()
     (root / "expected.txt").write_text("42\n")  # what `cp /tests/expected.txt` does now
