@@ -86,7 +86,7 @@ from worker.trial.work_product import (
     names_of_tests,
     pycache_isolated,
     references,
-    skill_names,
+    skill_places,
     start_folders,
 )
 from worker.trial_record import harbor
@@ -587,7 +587,8 @@ class _TestsFacts:
     input_dirs: tuple[str, ...]
     report: str | None  # the pytest report test.sh asks for under /logs/verifier
     test_names: frozenset[str]
-    test_files: frozenset[str]  # every file name of tests/ that has an extension
+    test_files: frozenset[str]  # every file name of tests/
+    skill_places: frozenset[str]  # the skill folders the tests name
     named: References  # what the tests name (worker/trial/work_product.py, unnamed-module)
 
 
@@ -613,6 +614,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
                 with contextlib.suppress(OSError):
                     sources.append(module.read_text(encoding="utf-8", errors="replace")[:1_000_000])
         named = references(script)
+        places = skill_places(script)
         with contextlib.suppress(OSError):
             budget = 32_000_000
             for path in sorted(itertools.islice(task.tests_dir.rglob("*"), 10_000)):
@@ -625,6 +627,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
                         budget -= len(data)
                         text = data.decode("utf-8", "replace")
                         named = named | references(text, path.name)
+                        places |= skill_places(text)
         _TESTS_FACTS[key] = _TestsFacts(
             extra_starts=start_folders(script),
             module_paths=module_paths(script, sources),
@@ -636,20 +639,10 @@ def _tests_facts(task: Task) -> _TestsFacts:
             report=ctrf_report_name(script),
             test_names=names_of_tests(names),
             test_files=file_names(files),
+            skill_places=places,
             named=named,
         )
     return _TESTS_FACTS[key]
-
-
-_SKILL_NAMES: dict[str, frozenset[str]] = {}
-
-
-def _skill_names(task: Task) -> frozenset[str]:
-    """The task's skills by name (worker/trial/work_product.py, ``skill``), read once per task."""
-    key = str(task.environment_dir)
-    if key not in _SKILL_NAMES:
-        _SKILL_NAMES[key] = skill_names(task.environment_dir)
-    return _SKILL_NAMES[key]
 
 
 def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
@@ -670,7 +663,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         input_dirs=facts.input_dirs,
         test_names=facts.test_names,
         test_files=facts.test_files,
-        skill_names=_skill_names(plan.task),
+        skill_places=facts.skill_places,
         named=facts.named,
     )
 

@@ -47,6 +47,7 @@ from worker.trial.work_product import (
     data_folders,
     exclude_unnamed,
     link_escapes,
+    linked_folder_rules,
     module_folders,
     module_name,
     python_references,
@@ -167,12 +168,15 @@ async def capture(
         for change in [c for c in product.applied if c.path in escaping]:
             product.applied.remove(change)
             product.exclude(change, "harness-link")
-        # and a link by the name of a file of the tests: laid as a copy of a folder, test.sh's
-        # copy of that file would land inside it (a folder by that name is left out likewise)
-        named = {p for p in links if p not in escaping and _test_named(p, ground)}
+        # and a link that the regrade's copy makes a folder the rules leave out (one named like
+        # a file of the tests or a script, a skill folder the tests name), or that puts one
+        # below it: judged where its copy will be
+        live = {p: t for p, t in links.items() if p not in escaping}
+        applied = [c.path for c in product.applied if c.kind != "deleted"]
+        named = await asyncio.to_thread(linked_folder_rules, live, applied, ground)
         for change in [c for c in product.applied if c.path in named]:
             product.applied.remove(change)
-            product.exclude(change, "test-name")
+            product.exclude(change, named[change.path])
         kept = [p for p in kept if p not in escaping and p not in named]
     unnamed = unnamed_candidates(product, ground)
     if (
@@ -197,11 +201,6 @@ async def capture(
         entries = await asyncio.to_thread(module_entries, archive, product, ground)
         exclude_unnamed(product, unnamed_paths(entries, ground.named, unnamed))
     return found
-
-
-def _test_named(path: str, ground: Ground) -> bool:
-    parts = path.strip("/").split("/")
-    return parts[-1] in ground.test_files and "node_modules" not in parts
 
 
 def unnamed_paths(

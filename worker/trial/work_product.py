@@ -35,15 +35,14 @@ under this rule. Pure: callers give the change list and the facts of the image.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
-import os
 import posixpath
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
 from worker.sandbox.tamper import OPT_RUNTIME, Change, opt_toolchain
@@ -192,8 +191,10 @@ REASONS: Final = {
     "test-name": "named like the task's own test code (test.sh, its test modules): a verifier "
     "that searches for its tests must find only those in /tests; or a folder named like a file "
     "of the tests, where test.sh's copy of that file would land inside",
-    "skill": "a skill of the task's, wherever it is placed, comes from the image: the tests may "
-    "validate with its library from the first of several places that exists",
+    "skill": "a skill folder the tests name comes from the image: they may validate with its "
+    "library from the first of several places that exists",
+    "script-folder": "a folder named like a script (x.py, x.mjs): a verifier that copies its own "
+    "script there would copy it inside, and its run of that path run the folder's entry point",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "link": "a link of the work product is laid as a copy of what it points at when the "
@@ -392,7 +393,7 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
             for file, refs in entry.code:
                 if (path, file) in read:
                     continue
-                if path in reached or (placed and file in known.files):
+                if path in reached or (placed and _named_file(file, known)):
                     read.add((path, file))
                     known = known | refs
                     grew = True
@@ -404,9 +405,17 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
         hit += [
             p
             for p in entry.import_paths
-            if not (placed and p != path and posixpath.basename(p) in known.files)
+            if not (placed and p != path and _named_file(posixpath.basename(p), known))
         ]
     return hit
+
+
+def _named_file(name: str, known: References) -> bool:
+    """Whether a file in a folder named as a place is named itself: by its whole name, or as a
+    module the code imports (``sys.path.insert(0, "/root/work/lib"); import helper``: inside
+    another entry it is importable only through such a path)."""
+    module = module_name(name)
+    return name in known.files or (module is not None and module in known.modules)
 
 
 def exclude_unnamed(product: WorkProduct, paths: Iterable[str]) -> None:
@@ -452,13 +461,13 @@ class Ground:
     # verifier that looks for its tests (``find / -name test_outputs.py | head -1``) must not
     # find the agent's.
     test_names: frozenset[str] = frozenset()
-    # Every file name of the task's tests/ with an extension: a folder of the agent's by such a
-    # name is where test.sh's `cp /tests/<name> <dir>/` would land inside (and `python3
-    # <dir>/<name>` run the folder's __main__.py).
+    # Every file name of the task's tests/: a folder of the agent's by such a name is where
+    # test.sh's `cp /tests/<name> <dir>/` would land inside (and `python3 <dir>` run the
+    # folder's __main__.py).
     test_files: frozenset[str] = frozenset()
-    # The task's skills by name (:func:`skill_names`): the tests may validate with a skill's
-    # library from the first of several places that exists.
-    skill_names: frozenset[str] = frozenset()
+    # The skill folders the tests name (:func:`skill_places`): they may validate with a skill's
+    # library from the first of several places that exists; relative ones anywhere.
+    skill_places: frozenset[str] = frozenset()
     # What the task's tests import and run (:func:`references`): a module the agent put in a
     # module folder counts as work product only if they, or its code they reach, name it. None: the ``unnamed-module`` rule is off (the facts are unknown).
     named: References | None = None
@@ -552,29 +561,31 @@ def names_of_tests(test_files: Iterable[str]) -> frozenset[str]:
 
 
 def file_names(names: Iterable[str]) -> frozenset[str]:
-    """The names among a task's test files that have an extension (:attr:`Ground.test_files`):
-    what test.sh copies by name (``cp /tests/gen_ground_truth.mjs /root/``)."""
-    return frozenset(name for name in names if "." in name.strip(".") and "/" not in name)
+    """The names of a task's test files (:attr:`Ground.test_files`): what test.sh copies by name
+    (``cp /tests/gen_ground_truth.mjs /root/``)."""
+    return frozenset(name for name in names if name and "/" not in name)
 
 
 # Where the agent runtimes keep skills (``~/.claude/skills``, opencode's ``~/.opencode/skill``,
 # a task's own ``environment/skills``): a skill is a folder directly below one of these.
 SKILL_FOLDERS: Final = frozenset({"skills", "skill"})
+# A path a text names that runs through a skills folder to a skill (and maybe on).
+_SKILL_PLACE = re.compile(
+    r"(?<![\w.-])((?:/|\./)?(?:[\w.+-]{1,128}/){0,16}?(?:skills|skill)/[\w.+-]{1,128})(?![\w.+-])"
+)
 
 
-def skill_names(environment: Path, *, max_entries: int = 20_000) -> frozenset[str]:
-    """The task's skills by name: every folder directly below a ``skills`` (or ``skill``) folder
-    of its environment folder (``environment/skills/<name>``, or files placed under the image's
-    ``root/.claude/skills/<name>``), up to ``max_entries`` entries looked at."""
-    found: set[str] = set()
-    seen = 0
-    for folder, dirs, _files in os.walk(environment):
-        seen += len(dirs) + len(_files)
-        if seen > max_entries:
-            break
-        if posixpath.basename(folder) in SKILL_FOLDERS:
-            found.update(d for d in dirs if not d.startswith("."))
-        dirs[:] = [d for d in dirs if d not in ("node_modules", ".git")]
+def skill_places(text: str) -> frozenset[str]:
+    """The skill folders a text of the tests names (``/app/environment/skills/dialogue_graph``
+    of ``'/app/environment/skills/dialogue_graph/scripts'``; relative ones as written): where
+    the tests may take a skill's library from (:attr:`Ground.skill_places`)."""
+    found = set()
+    for match in _SKILL_PLACE.finditer(text[:4_000_000]):
+        place = match.group(1)
+        if place.startswith("./"):
+            place = place[2:]
+        if ".." not in place.split("/"):
+            found.add(place)
     return frozenset(found)
 
 
@@ -807,11 +818,9 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
         if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
             result.exclude(change, "test-name")
             continue
-        if change.kind != "deleted" and _in_test_named_folder(path, ground, parents):
-            result.exclude(change, "test-name")
-            continue
-        if change.kind != "deleted" and _skill_material(path, ground):
-            result.exclude(change, "skill")
+        named = folder_rule(path, ground, path in parents) if change.kind != "deleted" else None
+        if named is not None:
+            result.exclude(change, named)
             continue
         rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows, data)
         environment = rule in ("system", "home-config", "toolchain")
@@ -836,29 +845,81 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     return result
 
 
-def _in_test_named_folder(path: str, ground: Ground, parents: set[str]) -> bool:
-    """Whether ``path`` is a folder named like a file of the tests, or inside one (a package
-    manager's ``node_modules/chart.js`` aside)."""
-    if not ground.test_files:
-        return False
-    parts = path.strip("/").split("/")
-    if "node_modules" in parts:
-        return False
-    if parts[-1] in ground.test_files and path in parents:
-        return True
-    return any(part in ground.test_files for part in parts[:-1])
+# Files a verifier may run by path, whose interpreter runs a folder's entry point instead when
+# the path is a folder (``python3 x.py/`` runs ``x.py/__main__.py``, ``node x.js/`` its index).
+SCRIPT_SUFFIXES: Final = (".py", ".pyw", ".pyz", ".pyc", ".js", ".mjs", ".cjs", ".ts", ".sh")
 
 
-def _skill_material(path: str, ground: Ground) -> bool:
-    """Whether ``path`` is in a folder of one of the task's skills, wherever it is
-    (``/app/environment/skills/<skill>/scripts/<module>.py``)."""
-    if not ground.skill_names:
-        return False
+def folder_rule(path: str, ground: Ground, is_folder: bool) -> str | None:
+    """The rule that leaves out ``path`` for a folder it is (``is_folder``) or is in: one named
+    like a file of the tests (``test-name``) or like a script (``script-folder``), where a
+    verifier's copy of a file would land inside and a run of it run the folder's entry point;
+    one of a skill the tests name (``skill``). A package manager's own folders
+    (``node_modules/chart.js``) aside."""
     parts = path.strip("/").split("/")
-    return any(
-        part in SKILL_FOLDERS and following in ground.skill_names
-        for part, following in itertools.pairwise(parts)
-    )
+    if "node_modules" not in parts:
+        folders = parts if is_folder else parts[:-1]
+        if any(part in ground.test_files for part in folders):
+            return "test-name"
+        if any(part.endswith(SCRIPT_SUFFIXES) for part in folders):
+            return "script-folder"
+    if ground.skill_places and in_skill_place(path, ground.skill_places):
+        return "skill"
+    return None
+
+
+def linked_folder_rules(
+    links: Mapping[str, str], paths: Iterable[str], ground: Ground, *, limit: int = 200_000
+) -> dict[str, str]:
+    """The links that :func:`folder_rule` leaves out for what they will be on the regrade, which
+    lays each as a copy of what it points at (a link at ``/app/environment/skills`` to the
+    agent's ``/tmp/sk`` holding ``checker/``, or at ``/root/make.py`` to a folder): every entry
+    of the work product below a link's target is looked at where the copy puts it, through
+    links below it in turn (by name, up to ``limit`` entries)."""
+    ordered = sorted(set(paths))
+    parents = {posixpath.dirname(p) for p in ordered}
+    found: dict[str, str] = {}
+    budget = limit
+    for link, target in links.items():
+        queue = [(link, _resolved(link, target), 0)]
+        while queue and link not in found and budget > 0:
+            view, real, depth = queue.pop()
+            if real in parents and (rule := folder_rule(view, ground, True)) is not None:
+                found[link] = rule
+                break
+            start = bisect.bisect_left(ordered, real + "/")
+            for entry in itertools.islice(ordered, start, None):
+                if not entry.startswith(real + "/") or budget <= 0:
+                    break
+                budget -= 1
+                seen = view + entry[len(real) :]
+                rule = folder_rule(seen, ground, entry in parents)
+                if rule is not None:
+                    found[link] = rule
+                    break
+                if entry in links and depth < 8:
+                    queue.append((seen, _resolved(entry, links[entry]), depth + 1))
+    return found
+
+
+def _resolved(link: str, target: str) -> str:
+    return "/" + posixpath.normpath(posixpath.join(posixpath.dirname(link), target)).lstrip("/")
+
+
+def in_skill_place(path: str, places: Iterable[str]) -> bool:
+    """Whether ``path`` is in (or is) one of ``places``: an absolute one as a folder, a relative
+    one wherever its components follow each other in ``path``."""
+    parts = path.strip("/").split("/")
+    for place in places:
+        if place.startswith("/"):
+            if under(path, [place]):
+                return True
+            continue
+        want = place.strip("/").split("/")
+        for start in range(len(parts) - len(want) + 1):
+            if parts[start : start + len(want)] == want:
+                return True
+    return False
 
 
 def _rule(

@@ -338,26 +338,13 @@ _REDTEAM5: dict[str, Attempt] = {
 # held (reward 0, scored). Held with a note: bg-wait-clone-parent (the clone survived to the exit
 # but did not rewrite), bg-func-reward (a function's write is guarded), the FIFO attempts (a
 # timeout, graded on the image plus the work product: 0, scored).
-REDTEAM5_BREAKS: dict[str, str] = {
-    # test-name reads the tests' file names only: a generator test.sh copies under another name,
-    # or a tests file without an extension, lands inside the agent's folder of that name, whose
-    # __main__.py `python3 <folder>` runs (the folder is kept on the regrade)
-    "renamed-gen-dest-dir": "earned (/root/make_truth.py/__main__.py wrote the ground truth)",
-    "noext-gen-dest-dir": "earned (/tmp/gen_truth/__main__.py wrote the ground truth)",
-    # skill matches `.../skills/<skill>/...` by the path the agent's files have; a link at
-    # `.../skills` (or above it) to a folder of another name is laid as a copy on the regrade,
-    # and the copy is the skill's folder the tests search first
-    "skill-skills-folder-link": "earned (/app/environment/skills -> /tmp/sk, laid as its copy)",
-    "skill-environment-link": "earned (/app/environment -> /tmp/envx, its skills -> /tmp/sk2)",
-    # the guard kills test.sh's jobs and continues its other children: a clone of the app made
-    # with CLONE_PARENT is a child of test.sh's that is no job, so it is continued and rewrites
-    "bg-clone-parent": "earned (clone(CLONE_PARENT): a non-job child of test.sh, continued)",
-    # ... and so is an app test.sh `disown`s (no job any more, still its child)
-    "bg-disown-job": "earned (a disowned app is a continued child, not a killed job)",
-    # the guard looks for a reward file's name in the command: a write through a variable
-    # (`echo 0 > "$REWARD_FILE"`) is not seen, and the app runs on after it
-    "bg-var-reward": "earned (the reward written through a variable: no guard at the write)",
-}
+# What broke when written (local), each fixed since by a rule for its class
+# (docs/sandboxes.md): renamed-gen-dest-dir and noext-gen-dest-dir (a folder named like a
+# script, or like any file of the tests: `script-folder`, `test-name`); skill-skills-folder-link
+# and skill-environment-link (a link judged where its copy will be); bg-clone-parent,
+# bg-disown-job (every child of test.sh's ends at the reward's write) and bg-var-reward (a
+# reward file named through a variable is seen).
+REDTEAM5_BREAKS: dict[str, str] = {}
 REDTEAM5_BROKEN = {k: v for k, v in _REDTEAM5.items() if k in REDTEAM5_BREAKS}
 REDTEAM5_HELD = {k: v for k, v in _REDTEAM5.items() if k not in REDTEAM5_BREAKS}
 REDTEAM5 = _REDTEAM5
@@ -498,12 +485,10 @@ _HONEST5: dict[str, tuple[str, str]] = {
         + "echo 42 > /root/answer.txt\n",
     ),
 }
-HONEST5_VOIDED: dict[str, str] = {
-    # a link named like a file of the tests (here the expected answer ships as answer.txt)
-    "honest-answer-link-named-like-test": "lost (/root/answer.txt left out as test-name)",
-    # the agent's own copy of an image skill, which its program imports
-    "honest-skill-copy": "lost (/root/work/skills/answerer left out as skill)",
-}
+# Voided when written, kept since: a link to a file named like a tests file (only folders and
+# links to folders are), and a skill copied where the tests do not look (only the skill folders
+# the tests name come from the image).
+HONEST5_VOIDED: dict[str, str] = {}
 HONEST5 = {k: v for k, v in _HONEST5.items() if k not in HONEST5_VOIDED}
 HONEST5_LOST = {k: v for k, v in _HONEST5.items() if k in HONEST5_VOIDED}
 ORACLES = ("truth-renamed", "truth-noext", "same-name", "sim-skill", *BG_SHAPES)
@@ -553,6 +538,8 @@ async def test_redteam5_honest_layouts_voided(
 ) -> None:
     """Fails while every honest layout here still loses its reward; passes (an XPASS) once one
     keeps it."""
+    if not HONEST5_LOST:
+        pytest.skip("no honest layout of the fifth pass is voided")
     runs = {n: (task, script(tmp_path, n, body)) for n, (task, body) in HONEST5_LOST.items()}
     problems = await _honest(http, tmp_path, environment, runs)
     kept = [n for n in runs if not any(f" {n}: " in p for p in problems)]

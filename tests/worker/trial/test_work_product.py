@@ -4,8 +4,6 @@ agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from worker.sandbox.tamper import Change
@@ -21,12 +19,13 @@ from worker.trial.work_product import (
     input_dirs,
     installed_modules,
     link_escapes,
+    linked_folder_rules,
     module_paths,
     names_of_tests,
     pycache_isolated,
     references,
     shadow_candidates,
-    skill_names,
+    skill_places,
     start_folders,
     unnamed_candidates,
     unreached_modules,
@@ -615,56 +614,116 @@ def test_files_named_like_the_tasks_test_code_stay_out() -> None:
     assert {c.path for c in product.applied} >= {"/aaa", "/root/answer.json", "/root/expected.json"}
 
 
-def test_a_folder_named_like_a_file_of_the_tests_stays_out() -> None:
+def test_a_folder_named_like_a_file_of_the_tests_or_a_script_stays_out() -> None:
     """threejs-to-obj's test.sh copies ``/tests/gen_ground_truth.mjs`` to ``/root/`` and runs it:
-    a folder of the agent's by that name would take the copy inside and run its own entry
-    point. Files by such names are the agent's to overwrite; folders are not."""
-    files = file_names(["test.sh", "gen_ground_truth.mjs", "expected.txt", "data", ".hidden"])
-    assert files == {"test.sh", "gen_ground_truth.mjs", "expected.txt"}
+    a folder of the agent's by that name (or by any script's name, for a copy under another
+    name) would take the copy inside and run its own entry point. Files by such names are the
+    agent's to overwrite; folders are not."""
+    files = file_names(["test.sh", "gen_ground_truth.mjs", "expected.txt", "gen_truth"])
+    assert files == {"test.sh", "gen_ground_truth.mjs", "expected.txt", "gen_truth"}
     changes = [
         Change("/root/gen_ground_truth.mjs", "added"),
         Change("/root/gen_ground_truth.mjs/index.js", "added"),
         Change("/root/gen_ground_truth.mjs/package.json", "added"),
         Change("/root/expected.txt", "added"),  # a file: cp overwrites it
-        Change("/root/data", "added"),  # no extension: a folder name like any other
+        Change("/tmp/gen_truth/__main__.py", "added"),  # a tests file without an extension
+        Change("/root/make_truth.py/__main__.py", "added"),  # a script's name
+        Change("/root/lib.js/index.js", "added"),
+        Change("/root/data", "added"),
         Change("/root/data/x.csv", "added"),
         Change("/root/web/node_modules/expected.txt/index.js", "added"),  # npm's own name
+        Change("/root/web/node_modules/chart.js/dist/chart.js", "added"),
     ]
     ground = Ground(workdir="/root", test_files=files)
     rules = _rule(ground, *changes)
-    assert rules["/root/gen_ground_truth.mjs"] == "test-name"
-    assert rules["/root/gen_ground_truth.mjs/index.js"] == "test-name"
-    assert rules["/root/gen_ground_truth.mjs/package.json"] == "test-name"
-    assert rules["/root/expected.txt"] is None
-    assert rules["/root/data/x.csv"] is None
-    assert rules["/root/web/node_modules/expected.txt/index.js"] is None
+    assert rules == {
+        "/root/gen_ground_truth.mjs": "test-name",
+        "/root/gen_ground_truth.mjs/index.js": "test-name",
+        "/root/gen_ground_truth.mjs/package.json": "test-name",
+        "/root/expected.txt": None,
+        "/tmp/gen_truth/__main__.py": "test-name",
+        "/root/make_truth.py/__main__.py": "script-folder",
+        "/root/lib.js/index.js": "script-folder",
+        "/root/data": None,
+        "/root/data/x.csv": None,
+        "/root/web/node_modules/expected.txt/index.js": None,
+        "/root/web/node_modules/chart.js/dist/chart.js": None,
+    }
 
 
-def test_the_tasks_skills_come_from_the_image_wherever_they_are(tmp_path: Path) -> None:
+def test_the_skill_folders_the_tests_name_come_from_the_image() -> None:
     """dialogue-parser's tests validate with the skill's library from the first of
-    ``/app/environment/skills/dialogue_graph/scripts``, ``/root/.claude/skills/...``, ... that
-    exists: the agent's copy in the first place must not be it."""
-    env = tmp_path / "environment"
-    (env / "skills" / "dialogue_graph" / "scripts").mkdir(parents=True)
-    (env / "root" / ".claude" / "skills" / "checker").mkdir(parents=True)
-    (env / "root" / "opencode" / "skill" / "mesh").mkdir(parents=True)
-    (env / "data").mkdir()
-    names = skill_names(env)
-    assert names == {"dialogue_graph", "checker", "mesh"}
+    ``/app/environment/skills/dialogue_graph/scripts``, ``/root/.claude/skills/...``,
+    ``environment/skills/...`` (relative) that exists: the agent's copy in the first place must
+    not be it. A skill copied where the tests do not look is the agent's."""
+    text = """
+for skill_path in [
+    '/app/environment/skills/dialogue_graph/scripts',
+    'environment/skills/dialogue_graph/scripts',
+    "./skill/mesh",
+]:
+    # without skills passed these; see skills/ for more
+"""
+    places = skill_places(text)
+    assert places == {
+        "/app/environment/skills/dialogue_graph",
+        "environment/skills/dialogue_graph",
+        "skill/mesh",
+    }
     changes = [
         Change("/app/environment/skills/dialogue_graph/scripts/graph.py", "added"),
         Change("/app/environment/skills", "added"),
-        Change("/root/environment/skill/mesh/SKILL.md", "added"),
-        Change("/app/skills/other/x.py", "added"),  # not a skill of this task
+        Change("/root/environment/skills/dialogue_graph/x.py", "added"),
+        Change("/srv/skill/mesh/SKILL.md", "added"),
+        Change("/root/work/skills/dialogue_graph2/x.py", "added"),  # not where they look
+        Change("/root/work/skills/answerer/scripts/a.py", "added"),
         Change("/app/dialogue.json", "added"),
     ]
-    rules = _rule(Ground(workdir="/app", skill_names=names), *changes)
+    rules = _rule(Ground(workdir="/app", skill_places=places), *changes)
     assert rules == {
         "/app/environment/skills/dialogue_graph/scripts/graph.py": "skill",
         "/app/environment/skills": None,
-        "/root/environment/skill/mesh/SKILL.md": "skill",
-        "/app/skills/other/x.py": None,
+        "/root/environment/skills/dialogue_graph/x.py": "skill",
+        "/srv/skill/mesh/SKILL.md": "skill",
+        "/root/work/skills/dialogue_graph2/x.py": None,
+        "/root/work/skills/answerer/scripts/a.py": None,
         "/app/dialogue.json": None,
+    }
+
+
+def test_a_link_is_judged_where_the_regrades_copy_of_it_will_be() -> None:
+    """The regrade lays a link as a copy of what it points at: a link at ``.../skills`` (or
+    above it) to the agent's folder holding the skill, or one named like a script to a folder,
+    is left out for what its copy would be; a link to a file by a tests file's name is not."""
+    ground = Ground(
+        workdir="/app",
+        skill_places=frozenset(
+            {"/app/environment/skills/checker", "/app/environment2/skills/checker"}
+        ),
+        test_files=frozenset({"answer.txt"}),
+    )
+    paths = [
+        "/tmp/sk/checker/scripts/checker.py",
+        "/tmp/envx/skills",
+        "/tmp/sk2/checker/scripts/checker.py",
+        "/tmp/gen/__main__.py",
+        "/tmp/out/answer.txt",
+        "/tmp/data/x.csv",
+    ]
+    links = {
+        "/app/environment/skills": "/tmp/sk",
+        "/srv/environment": "/tmp/envx",  # not a place the tests name: nothing
+        "/app/environment2": "/tmp/envx",  # its skills link, through it, is
+        "/tmp/envx/skills": "../sk2",
+        "/root/make_truth.py": "/tmp/gen",
+        "/root/answer.txt": "/tmp/out/answer.txt",  # a file by a tests file's name
+        "/root/output": "/tmp/data",
+    }
+    found = linked_folder_rules(links, [*paths, *links], ground)
+    assert found == {
+        "/app/environment/skills": "skill",
+        "/app/environment2": "skill",
+        "/root/make_truth.py": "script-folder",
     }
 
 
@@ -848,3 +907,20 @@ def test_libraries_installed_under_another_import_name_are_shadows() -> None:
     ground = Ground(workdir="/root", installed_modules=names)
     for planted in ("/root/yaml.py", "/root/PyPDF2/__init__.py", "/root/pil/__init__.py"):
         assert _rule(ground, Change(planted, "added"))[planted] == "ground-module", planted
+
+
+def test_a_module_in_a_placed_folder_that_the_reached_code_imports_is_kept() -> None:
+    """A program the tests run puts ``/root/work/skills/answerer/scripts`` on its ``sys.path``
+    and imports ``answerer``: inside another entry that file is importable only through such a
+    path, so an import of its name keeps it (red team 5's honest skill copy)."""
+    entries = {
+        "/root/simulation.py": _entry(
+            "simulation.py",
+            "simulation",
+            "import sys\nsys.path.insert(0, '/root/work/skills/answerer/scripts')\n"
+            "import answerer\n",
+        ),
+        "/root/work": _entry("work", "work", answerer_py="X = 1\n", other_py="Y = 2\n"),
+    }
+    named = references("python3 /root/simulation.py\n", "test.sh")
+    assert unreached_modules(entries, named) == ["/root/work/other.py"]

@@ -3,9 +3,9 @@
 # with its status. Graded code (a module the tests import, forking a daemon) must not change the
 # reward once the verifier decides it:
 # - while test.sh runs, a bash test.sh carries a guard (reward_guard, through BASH_ENV): right
-#   before each of its own commands that names a reward file, every other process is stopped
-#   (test.sh's parent and its own background jobs continued), and a FIFO or link in a reward
-#   file's place is removed, so
+#   before each of its own commands that names a reward file (literally or through a variable),
+#   every other process is stopped (test.sh's parent continued, its own children killed), and a
+#   FIFO or link in a reward file's place is removed, so
 #   the write that follows is test.sh's and nothing can change it afterwards;
 # - when test.sh exits, every other process this shell may signal is stopped and killed, each
 #   reported first as "skillsbench-survivor <pid> <command>" (only where this shell is the top
@@ -75,18 +75,34 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
   __skillsbench_main=$$ __skillsbench_dir=$SKILLSBENCH_GUARD_DIR
   unset BASH_ENV SKILLSBENCH_GUARD_PARENT SKILLSBENCH_GUARD_DIR
   set -o functrace
+  # Whether the command names a reward file through a variable (`echo 0 > "$REWARD_FILE"`):
+  # bash shows the command unexpanded.
+  __skillsbench_by_variable() {
+    local __rest=$BASH_COMMAND __re='\$\{?([A-Za-z_][A-Za-z0-9_]*)' __name
+    while [[ $__rest =~ $__re ]]; do
+      __name=${BASH_REMATCH[1]}
+      case ${!__name-} in *reward.txt* | *reward.json*) return 0 ;; esac
+      __rest=${__rest#*"${BASH_REMATCH[0]}"}
+    done
+    return 1
+  }
   __skillsbench_guard() {
     [ "$BASHPID" = "$__skillsbench_main" ] || return 0
-    case $BASH_COMMAND in *reward.txt* | *reward.json*) ;; *) return 0 ;; esac
-    local IFS=$' \t\n' __jobs __pids __parents __doomed __grew __p __d __k __v __f
+    case $BASH_COMMAND in
+      *reward.txt* | *reward.json*) ;;
+      *'$'*) __skillsbench_by_variable || return 0 ;;
+      *) return 0 ;;
+    esac
+    local IFS=$' \t\n' __pids __parents __doomed __grew __p __d __k __v __f
     kill -STOP -1 2>/dev/null || :
     kill -CONT "$PPID" 2>/dev/null || :
-    # test.sh's own background jobs (`npm start &`, the agent's app) end here with everything
-    # below them: the tests that used them have ended, and a job left running could rewrite the
-    # reward after this write. Killed, not stopped, so that a later `kill $PID`, `wait` or
-    # `kill -0` loop of test.sh's ends at once. Its other children (a `>(tee ...)` carrying its
-    # output) go on; what the graded code detached is no child of test.sh's: it stays stopped.
-    __jobs=" $(jobs -p 2>/dev/null | tr '\n' ' ') "
+    # Every child of test.sh's (`npm start &`, the agent's app, a clone of it made its child, an
+    # app it disowned) ends here with everything below it: the tests that used them have ended,
+    # and one left running could rewrite the reward after this write. Killed, not stopped, so
+    # that a later `kill $PID`, `wait` or `kill -0` loop of test.sh's ends at once; a broken
+    # pipe (its output through a `>(tee ...)`) no longer ends test.sh. What the graded code
+    # detached is no child of test.sh's: it stays stopped.
+    trap '' PIPE
     __pids=
     __parents=
     for __d in /proc/[0-9]*; do
@@ -98,10 +114,7 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
         fi
       done <"$__d/status" 2>/dev/null || :
     done
-    __doomed=" "
-    for __p in $__jobs; do
-      [ "$__p" = "$__skillsbench_main" ] || __doomed="$__doomed$__p "
-    done
+    __doomed=" $__skillsbench_main "
     __grew=1
     while [ "$__grew" = 1 ]; do
       __grew=0
@@ -111,13 +124,8 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
         shift
       done
     done
-    set -- $__parents
-    for __p in $__pids; do
-      case $__doomed in
-        *" $__p "*) kill -KILL "$__p" 2>/dev/null || : ;;
-        *) [ "$1" = "$__skillsbench_main" ] && { kill -CONT "$__p" 2>/dev/null || :; } ;;
-      esac
-      shift
+    for __p in $__doomed; do
+      [ "$__p" = "$__skillsbench_main" ] || kill -KILL "$__p" 2>/dev/null || :
     done
     for __f in "$__skillsbench_dir/reward.txt" "$__skillsbench_dir/reward.json"; do
       if [ -L "$__f" ] || { [ -e "$__f" ] && [ ! -f "$__f" ]; }; then rm -rf -- "$__f" || :; fi
