@@ -459,7 +459,7 @@ def link_kept(path: str, entries: Collection[str]) -> bool:
 
 # How much the links of one work product may copy on the regrade (KiB, links followed).
 LINK_COPY_MAX_KIB: Final = 512 << 10
-LINK_MAX: Final = 20_000
+LINK_MAX: Final = 2_000
 _LINK_LINE = re.compile(r"^skillsbench-link (copied|dangling|dropped|too-large) (/.*)$")
 
 
@@ -468,10 +468,13 @@ async def materialize_links(sandbox: Sandbox, product: WorkProduct, links: list[
     file or folder, or nothing (verifier_scripts/links.sh says why). A link's meaning is decided
     when it is followed, and the verifier follows it after making or copying files of its own:
     a link to where its ground truth will be, or one where it writes, hands the agent those.
-    Links removed are recorded as left out (``link``); a script that could not finish raises
-    :class:`SandboxError` (a link left a link could alias what the verifier makes: no pass)."""
+    Links removed are recorded as left out (``link``). Past the copy cap, or when the script
+    could not finish, :class:`SandboxError` (a link left a link could alias what the verifier
+    makes: no pass)."""
     if not links:
         return []
+    if len(links) > LINK_MAX:
+        raise SandboxError(f"it holds {len(links)} links, more than {LINK_MAX} to lay as copies")
     result = await sandbox.exec(
         [
             "/bin/sh",
@@ -504,6 +507,10 @@ async def materialize_links(sandbox: Sandbox, product: WorkProduct, links: list[
     if left_out:
         shown = ", ".join(item.path for item in left_out[:5])
         notes.append(f"{len(left_out)} link(s) to nothing or past the copy cap left out: {shown}")
+    if result.exit_code == 3:
+        raise SandboxError(
+            f"its links point at more than the copy cap ({LINK_COPY_MAX_KIB} KiB, {LINK_MAX} links)"
+        )
     if result.exit_code != 0 or result.timed_out:
         # A link left a link could alias what the verifier makes: no pass on this sandbox.
         detail = " ".join(result.stderr.split())[-300:]

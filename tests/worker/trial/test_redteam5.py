@@ -180,14 +180,14 @@ os.symlink(b'/root/ex\npected.txt', b'/root/nl-target')
 os.symlink(target, b'/root/pred.txt')
 print('REDTEAM made', len(names) + 3, 'links', flush=True)
 """
-# 20,500 links (past the 20,000 the laying copies) before the output folder's link: past the
-# cap they are removed; the attempt looks for a laying that gives up and leaves links as links.
+# 2,500 links (past the 2,000 the laying copies) before the output folder's link: past the
+# cap the regrade gives no pass; the attempt looks for a laying that gives up and leaves links.
 MANY_LINKS = """\
 import os
 os.makedirs('/tmp/many', exist_ok=True)
-for i in range(20500):
+for i in range(2500):
     os.symlink('/etc/hostname', f'/tmp/many/l{i:05d}')
-print('REDTEAM made 20500 links', flush=True)
+print('REDTEAM made 2500 links', flush=True)
 """
 PRECREATED_TRUTH = (
     "mkdir -p /root/ground_truth && echo 0 > /root/ground_truth/answer.txt\n"
@@ -267,7 +267,7 @@ _REDTEAM5: dict[str, Attempt] = {
     "truth-dir-link-loop-inside": Attempt(
         "truth", PRECREATED_TRUTH + "ln -s /root/ground_truth /root/ground_truth/loop\n"
     ),
-    # ... after 20,500 other links (past the copy cap's count)
+    # ... after 2,500 other links (past the copy cap's count)
     "truth-dir-link-after-link-cap": Attempt(
         "truth", _module("/tmp/many.py", MANY_LINKS) + "python3 /tmp/many.py\n" + PRECREATED_TRUTH
     ),

@@ -193,7 +193,11 @@ def _run_links(
         check=True,
         timeout=120,
     )
-    return dict(reversed(line.split(" ", 2)[1:]) for line in done.stdout.splitlines())
+    said = {}
+    for line in done.stdout.splitlines():
+        _, what, path = line.split(" ", 2)
+        said[path] = what
+    return said
 
 
 def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> None:
@@ -221,8 +225,8 @@ def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> N
         str(root / "dirlink" / "inner"): "copied",
         str(root / "to-fifo"): "dropped",
         str(root / "loop"): "dangling",
-        str(root / "out2" / "up"): "too-large",
-        str(root / "dirlink" / "up"): "too-large",
+        str(root / "out2" / "up"): "dropped",
+        str(root / "dirlink" / "up"): "dropped",
     }
     assert not (root / "expected.txt").is_symlink()
     (root / "expected.txt").write_text("42\n")  # what `cp /tests/expected.txt` does now
@@ -234,11 +238,20 @@ def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> N
     assert not os.path.lexists(root / "to-fifo") and not os.path.lexists(root / "loop")
 
 
-def test_links_past_the_copy_cap_go(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("max_kib", "max_links"), [(400, 100), (1 << 20, 1)])
+def test_links_past_the_copy_cap_stop_the_laying(
+    tmp_path: Path, max_kib: int, max_links: int
+) -> None:
+    """Past the cap the script stops (exit 3: the regrade gives no pass) rather than spend
+    minutes on an agent's thousands of links."""
     (tmp_path / "big").write_bytes(b"x" * (300 << 10))
     (tmp_path / "a").symlink_to(tmp_path / "big")
     (tmp_path / "b").symlink_to(tmp_path / "big")
-    said = _run_links(tmp_path, [tmp_path / "a", tmp_path / "b"], max_kib=400)
-    assert said == {str(tmp_path / "a"): "copied", str(tmp_path / "b"): "too-large"}
-    assert (tmp_path / "a").stat().st_size == 300 << 10 and not (tmp_path / "a").is_symlink()
-    assert not os.path.lexists(tmp_path / "b")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        _run_links(tmp_path, [tmp_path / "a", tmp_path / "b"], max_kib, max_links)
+    assert failed.value.returncode == 3
+    assert failed.value.stdout.splitlines() == [
+        f"skillsbench-link copied {tmp_path / 'a'}",
+        f"skillsbench-link too-large {tmp_path / 'b'}",
+    ]
+    assert not (tmp_path / "a").is_symlink()
