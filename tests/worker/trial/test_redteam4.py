@@ -209,6 +209,10 @@ BG_WAIT_TEST_SH = (
     "  while kill -0 $APP_PID 2>/dev/null; do sleep 1; done; fi\n"
     "echo REDTEAM verifier ended after its app\nexit 0\n"
 )
+# The same traced (`set -x`, as several real test.sh files are), through a variable.
+BG_TRACE_TEST_SH = BG_WAIT_TEST_SH.replace("#!/bin/bash\n", "#!/bin/bash\nset -x\n", 1).replace(
+    "echo 1 > /logs/verifier/reward.txt", 'R=/logs/verifier/reward.txt; echo 1 > "$R"'
+)
 # An honest app that outlives SIGTERM (a server that traps it to drain, say).
 DEAF_APP = """\
 import signal, time
@@ -715,6 +719,7 @@ def tasks_dir(tmp_path: Path, environment: str, request: pytest.FixtureRequest) 
     _task(tasks, "hvac", image, test_sh=HVAC_TEST_SH)
     _task(tasks, "bg", image, test_sh=BG_TEST_SH)
     _task(tasks, "bg-wait", image, test_sh=BG_WAIT_TEST_SH)
+    _task(tasks, "bg-trace", image, test_sh=BG_TRACE_TEST_SH)
     _task(
         tasks,
         "pickle",
@@ -900,6 +905,26 @@ async def _honest(
         if not (trial.row["passed"] and trial.row["reward"] == 1.0):
             problems.append(f"LOST {line} {json.dumps(trial.result.get('reason'))}")
     return problems
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+async def test_the_reward_guard_keeps_out_of_a_traced_test_sh(
+    http: httpx.AsyncClient, tmp_path: Path, environment: str
+) -> None:
+    """test.sh's `set -x` trace holds its own commands, not the guard's (which runs before each
+    of them); the app test.sh started still ends at the reward's write (named through a
+    variable here), and its later `wait` returns. Its output after that write went through
+    the `>(tee ...)` the guard ended: lost, and test.sh goes on."""
+    app = _module("/root/server.py", DEAF_APP) + "echo 42 > /root/answer.txt\n"
+    trials = await _run_all(http, tmp_path, {"traced": ("bg-trace", script(tmp_path, "t", app))})
+    trial = trials["traced"]
+    assert trial.row["reward"] == 1.0, _describe(trial)
+    stdouts = sorted(trial.folder.rglob("test-stdout.txt"))
+    assert stdouts, "no verifier output kept"
+    text = "".join(p.read_text(errors="replace") for p in stdouts)
+    assert "+ python3 -m pytest" in text  # traced (what follows the reward went to the tee)
+    assert "__skillsbench" not in text and "BASH_COMMAND" not in text
+    assert not trial.verifier.get("timed_out"), trial.verifier  # its `wait` returned
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)

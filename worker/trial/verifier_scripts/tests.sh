@@ -132,7 +132,8 @@ if [ "$PPID" = "${SKILLSBENCH_GUARD_PARENT:-}" ]; then
     done
     return 0
   }
-  trap __skillsbench_guard DEBUG
+  # its own commands never in test.sh's `set -x` trace (on the stderr it redirects)
+  trap '{ __skillsbench_guard; } 2>/dev/null' DEBUG
 fi
 GUARD
 }
