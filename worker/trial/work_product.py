@@ -264,7 +264,8 @@ def shell_references(text: str) -> References:
 def python_references(source: str) -> References | None:
     """What Python code names, read from its syntax tree: what it imports (statements, and
     ``import_module("x")``-like calls), and in its strings the module files, folders and
-    files it names (``"/root/x.py"``, ``["python3", "-m", "x"]``). Never its comments, nor a
+    files it names (``"/root/x.py"``, ``["python3", "-m", "x"]``, the name a constant of it
+    holds: ``["python3", "-m", PACKAGE]``). Never its comments, nor a
     word in a string: ``"import org"`` in a message imports nothing. None when it is not
     Python."""
     import ast
@@ -275,6 +276,24 @@ def python_references(source: str) -> References | None:
         return None
     modules: set[str] = set()
     found = References()
+    # Names bound to a string (`PACKAGE = "answer_cli"`), for a run or an import by that name.
+    constants: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        constants[target.id] = value.value
+
+    def string(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return constants.get(node.id)
+        return None
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(alias.name.split(".")[0] for alias in node.names)
@@ -283,19 +302,14 @@ def python_references(source: str) -> References | None:
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            first = node.args[0]
-            if (
-                name in _IMPORT_CALLS
-                and isinstance(first, ast.Constant)
-                and isinstance(first.value, str)
-                and first.value
-            ):
-                modules.add(first.value.split(".")[0])
+            called = string(node.args[0])
+            if name in _IMPORT_CALLS and called:
+                modules.add(called.split(".")[0])
         elif isinstance(node, (ast.List, ast.Tuple)):
-            items = [e.value for e in node.elts if isinstance(e, ast.Constant)]
-            for flag, value in itertools.pairwise(items):
-                if flag == "-m" and isinstance(value, str):
-                    modules.add(value.split(".")[0])
+            items = [string(e) for e in node.elts]
+            for flag, word in itertools.pairwise(items):
+                if flag == "-m" and word:
+                    modules.add(word.split(".")[0])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value[:100_000]
             refs = References(

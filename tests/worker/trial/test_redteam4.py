@@ -882,8 +882,6 @@ HONEST4_VOIDED: dict[str, str] = {
     # an output folder named like a package of the standard library, data and all, because a
     # script lies in it (the task's own oracle, only index.html, keeps its pass since the fix)
     "honest-html-folder": "lost (/root/html and its index.html left out as ground-module)",
-    # a package named by a constant of the test (`[sys.executable, "-m", PACKAGE]`)
-    "honest-cli-package": "lost (/root/answer_cli left out as unnamed-module)",
     # a module reached only through data (its name in a configuration file)
     "honest-sim-dynamic-import": "lost (/root/models left out as unnamed-module)",
 }

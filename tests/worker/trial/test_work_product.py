@@ -741,6 +741,8 @@ def test_a_link_is_judged_where_the_regrades_copy_of_it_will_be() -> None:
         ('subprocess.run([sys.executable, "-m", "solver"])', "solver"),
         ('run(["python3", "/root/mypkg/main.py"])', "main"),
         ("x = '/root/fast.cpython-311-x86_64-linux-gnu.so'", "fast"),
+        ('PACKAGE = "answer_cli"\nrun([sys.executable, "-m", PACKAGE])', "answer_cli"),
+        ('NAME: str = "plugin_x"\nimportlib.import_module(NAME)', "plugin_x"),
     ],
 )
 def test_python_tests_name_modules_by_what_they_import_and_run(text: str, module: str) -> None:
