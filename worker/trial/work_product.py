@@ -818,7 +818,7 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     shadows = ground.shadow_names
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
     parents = {posixpath.dirname(c.path) for c in changes}
-    data = data_folders(changes)
+    data = data_folders(changes) | regular_portions(changes, ground)
     for change in changes:
         path = change.path
         if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
@@ -1041,6 +1041,40 @@ def _ground_rule(
     return None
 
 
+# Names whose every module is a regular one (a file, or a folder with __init__): the standard
+# library's and the test runner's family. Namespace packages elsewhere (google, zope) are not.
+_REGULAR_NAMES: Final = frozenset(
+    name.lower() for name in (*sys.stdlib_module_names, *RUNNER_MODULES)
+)
+
+
+def regular_portions(changes: Iterable[Change], ground: Ground) -> set[str]:
+    """Folders among ``changes`` without an ``__init__`` (at most namespace portions) named like
+    a module of the standard library or the test runner that the image has: Python's path
+    finder passes a portion over for a regular module or package of that name in a later
+    ``sys.path`` folder, so such a folder shadows nothing, nor can its modules be imported as
+    ``<name>.<x>`` (``/root/html/`` holding an ``index.html`` and the ``build.py`` that made it).
+    A name the image lacks (``tkinter`` without python3-tk) is not one: there the portion would
+    be the package."""
+    names = {n.lower() for n in ground.image_modules} & _REGULAR_NAMES
+    if not names:
+        return set()
+    changes = [c for c in changes if c.kind != "deleted"]
+    parents = {posixpath.dirname(c.path) for c in changes}
+    packages = {
+        posixpath.dirname(c.path)
+        for c in changes
+        if posixpath.basename(c.path).startswith("__init__.")
+        or posixpath.basename(c.path) == "__init__"
+    }
+    found = set()
+    for folder in parents - packages:
+        module = module_name(posixpath.basename(folder))
+        if module is not None and module.lower() in names:
+            found.add(folder)
+    return found
+
+
 def _child(base: str, path: str) -> str:
     """The entry of folder ``base`` that ``path`` is in or is."""
     rest = path[len(base) :].lstrip("/") if base != "/" else path.lstrip("/")
@@ -1079,7 +1113,7 @@ def shadow_candidates(product: WorkProduct, ground: Ground) -> dict[str, tuple[s
         posixpath.normpath(s) for s in (ground.workdir, *ground.extra_starts, *ground.module_paths)
     }
     found: dict[str, tuple[str, str]] = {}
-    data = data_folders(product.applied)
+    data = data_folders(product.applied) | regular_portions(product.applied, ground)
     for change in product.applied:
         if change.kind == "deleted":
             continue

@@ -879,9 +879,6 @@ _HONEST4: dict[str, tuple[str, str]] = {
 # Honest solutions that lost their reward when written (voided passes, local and docker):
 # reward 1.0 in the agent's sandbox, 0.0 on the regrade, scored.
 HONEST4_VOIDED: dict[str, str] = {
-    # an output folder named like a package of the standard library, data and all, because a
-    # script lies in it (the task's own oracle, only index.html, keeps its pass since the fix)
-    "honest-html-folder": "lost (/root/html and its index.html left out as ground-module)",
     # a module reached only through data (its name in a configuration file)
     "honest-sim-dynamic-import": "lost (/root/models left out as unnamed-module)",
 }

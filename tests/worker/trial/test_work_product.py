@@ -926,3 +926,23 @@ def test_a_module_in_a_placed_folder_that_the_reached_code_imports_is_kept() -> 
     }
     named = references("python3 /root/simulation.py\n", "test.sh")
     assert unreached_modules(entries, named) == ["/root/work/other.py"]
+
+
+def test_a_folder_without_init_named_like_a_regular_module_of_the_image_shadows_nothing() -> None:
+    """red team 4, honest-html-folder: ``/root/html`` holds the answer page and the script that
+    made it. Without ``__init__`` it is at most a namespace portion, which the path finder
+    passes over for the image's regular ``html`` package; not so for a name the image lacks
+    (the portion would be the package) or one a namespace package of the image has."""
+    ground = Ground(workdir="/root", image_modules=frozenset({"html", "google"}))
+    page = [
+        Change("/root/html", "added"),
+        Change("/root/html/index.html", "added"),
+        Change("/root/html/build.py", "added"),
+    ]
+    assert set(_rule(ground, *page).values()) == {None}
+    assert shadow_candidates(classify(page, ground), ground) == {}  # nor a test-time shadow
+    package = _rule(ground, *page, Change("/root/html/__init__.py", "added"))
+    assert set(package.values()) == {"ground-module"}
+    for folder in ("tkinter", "google"):  # not in the image; a namespace package there
+        rules = _rule(ground, Change(f"/root/{folder}/x.py", "added"))
+        assert rules[f"/root/{folder}/x.py"] == "ground-module", folder
