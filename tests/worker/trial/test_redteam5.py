@@ -546,8 +546,17 @@ async def test_redteam5_honest_layouts_voided(
     assert kept, "\n".join(problems)
 
 
+def _held_cases() -> list[object]:
+    """The held attempts on local; on docker too with ``SKILLSBENCH_REDTEAM_BREAKS=1`` (they held
+    there when written: the suite's time on 2 cores keeps them out of ``make test``)."""
+    cases = _cases(REDTEAM5_HELD)
+    if os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") == "1":
+        return cases
+    return [c for c in cases if not str(getattr(c, "id", "")).startswith("docker-")]
+
+
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM5_HELD), indirect=["environment"])
+@pytest.mark.parametrize(("environment", "names"), _held_cases(), indirect=["environment"])
 async def test_redteam5_attempts_earn_nothing_and_stay_scored(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
