@@ -53,33 +53,3 @@ def _no_server_left_holding_signals() -> Iterator[None]:
     if server is not None and getattr(server, "should_exit", False):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next tests get a clean process
         pytest.fail(f"a stopped {type(server).__name__} still holds SIGTERM (it captured signals)")
-
-
-# Modules whose items each run whole trials, build images or start clusters (minutes each):
-# collected first, so that xdist hands them out while the many short items fill the gaps, not
-# at the end where one worker runs a long item alone while the others idle. Order otherwise
-# kept; no test depends on another's order (each builds what it needs through fixtures).
-LONG_FIRST = (
-    "tests/worker/trial/",
-    "tests/images/",
-    "tests/purple_agent/test_real_clis.py",
-    "tests/worker/runs/test_example_tasks.py",
-    "tests/worker/runs/test_cancel_scale.py",
-    "tests/worker/sandbox/",
-    "tests/worker/executors/",
-    "tests/integrations/",
-    "tests/green_agent/",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-
-    def rank(item: pytest.Item) -> int:
-        where = Path(str(item.path)).relative_to(root).as_posix()
-        for index, prefix in enumerate(LONG_FIRST):
-            if where.startswith(prefix):
-                return index
-        return len(LONG_FIRST)
-
-    items.sort(key=rank)
