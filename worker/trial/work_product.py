@@ -426,7 +426,7 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
 
 def _named_file(name: str, known: References) -> bool:
     """Whether a file in a folder named as a place is named itself: by its whole name, or as a
-    module the code imports (``sys.path.insert(0, "/root/work/lib"); import helper``: inside
+    module the code imports (``sys.path.insert(0, "/root/proj/lib"); import helper``: inside
     another entry it is importable only through such a path)."""
     module = module_name(name)
     return name in known.files or (module is not None and module in known.modules)

@@ -675,8 +675,8 @@ for skill_path in [
         Change("/app/environment/skills", "added"),
         Change("/root/environment/skills/dialogue_graph/x.py", "added"),
         Change("/srv/skill/mesh/SKILL.md", "added"),
-        Change("/root/work/skills/dialogue_graph2/x.py", "added"),  # not where they look
-        Change("/root/work/skills/answerer/scripts/a.py", "added"),
+        Change("/root/proj/skills/dialogue_graph2/x.py", "added"),  # not where they look
+        Change("/root/proj/skills/answerer/scripts/a.py", "added"),
         Change("/app/dialogue.json", "added"),
     ]
     rules = _rule(Ground(workdir="/app", skill_places=places), *changes)
@@ -685,8 +685,8 @@ for skill_path in [
         "/app/environment/skills": None,
         "/root/environment/skills/dialogue_graph/x.py": "skill",
         "/srv/skill/mesh/SKILL.md": "skill",
-        "/root/work/skills/dialogue_graph2/x.py": None,
-        "/root/work/skills/answerer/scripts/a.py": None,
+        "/root/proj/skills/dialogue_graph2/x.py": None,
+        "/root/proj/skills/answerer/scripts/a.py": None,
         "/app/dialogue.json": None,
     }
 
@@ -912,20 +912,20 @@ def test_libraries_installed_under_another_import_name_are_shadows() -> None:
 
 
 def test_a_module_in_a_placed_folder_that_the_reached_code_imports_is_kept() -> None:
-    """A program the tests run puts ``/root/work/skills/answerer/scripts`` on its ``sys.path``
+    """A program the tests run puts ``/root/proj/skills/answerer/scripts`` on its ``sys.path``
     and imports ``answerer``: inside another entry that file is importable only through such a
     path, so an import of its name keeps it (red team 5's honest skill copy)."""
     entries = {
         "/root/simulation.py": _entry(
             "simulation.py",
             "simulation",
-            "import sys\nsys.path.insert(0, '/root/work/skills/answerer/scripts')\n"
+            "import sys\nsys.path.insert(0, '/root/proj/skills/answerer/scripts')\n"
             "import answerer\n",
         ),
-        "/root/work": _entry("work", "work", answerer_py="X = 1\n", other_py="Y = 2\n"),
+        "/root/proj": _entry("proj", "proj", answerer_py="X = 1\n", other_py="Y = 2\n"),
     }
     named = references("python3 /root/simulation.py\n", "test.sh")
-    assert unreached_modules(entries, named) == ["/root/work/other.py"]
+    assert unreached_modules(entries, named) == ["/root/proj/other.py"]
 
 
 def test_a_folder_without_init_named_like_a_regular_module_of_the_image_shadows_nothing() -> None:
