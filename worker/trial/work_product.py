@@ -198,8 +198,8 @@ REASONS: Final = {
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "link": "a link of the work product is laid as a copy of what it points at when the "
-    "verifier starts: one to nothing (or to what the verifier makes or copies later), or past "
-    "the copy cap, is left out",
+    "verifier starts: one to nothing (or to what the verifier makes or copies later), a FIFO, "
+    "a device or a folder above it is left out",
     "benign": "bytecode caches, shell histories and folders of the image changed only by "
     "what is in them (never read by the verifier themselves)",
 }

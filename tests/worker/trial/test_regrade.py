@@ -181,9 +181,7 @@ def test_links_made_content_on_the_regrade_but_a_package_managers_own(tmp_path: 
     ]
 
 
-def _run_links(
-    root: Path, paths: list[Path], max_kib: int = 1 << 20, max_links: int = 100
-) -> dict[str, str]:
+def _run_links(paths: list[Path], max_kib: int = 1 << 20, max_links: int = 100) -> dict[str, str]:
     script = shell_script("worker.trial.verifier_scripts", "links.sh")
     done = subprocess.run(
         ["/bin/sh", "-c", script, "sh", str(max_kib), str(max_links)],
@@ -217,7 +215,7 @@ def test_a_link_becomes_a_copy_of_what_it_points_at_or_goes(tmp_path: Path) -> N
     (root / "loop").symlink_to(root / "loop")
     (root / "out2" / "up").symlink_to("..")  # a folder above it: its copy would hold itself
     links = ["expected.txt", "output/answer.txt", "dirlink", "to-fifo", "loop", "out2/up"]
-    said = _run_links(root, [root / p for p in links])
+    said = _run_links([root / p for p in links])
     assert said == {
         str(root / "expected.txt"): "copied",
         str(root / "output" / "answer.txt"): "dangling",
@@ -248,7 +246,7 @@ def test_links_past_the_copy_cap_stop_the_laying(
     (tmp_path / "a").symlink_to(tmp_path / "big")
     (tmp_path / "b").symlink_to(tmp_path / "big")
     with pytest.raises(subprocess.CalledProcessError) as failed:
-        _run_links(tmp_path, [tmp_path / "a", tmp_path / "b"], max_kib, max_links)
+        _run_links([tmp_path / "a", tmp_path / "b"], max_kib, max_links)
     assert failed.value.returncode == 3
     assert failed.value.stdout.splitlines() == [
         f"skillsbench-link copied {tmp_path / 'a'}",
