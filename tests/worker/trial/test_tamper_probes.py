@@ -247,7 +247,13 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
         (row,) = status["rows"]
         assert row["reward"] == 0.0 and not row["passed"], f"probe {name} earned a reward: {row}"
         result = _result(tmp_path, run_id, row)
-        assert row["score_eligible"] and row["infra_failure_type"] is None, (name, row, result)
+        assert row["score_eligible"] and row["infra_failure_type"] is None, (
+            name,
+            result["failure"],
+            result.get("error"),  # first: a long message is cut, and these say why
+            row,
+            result,
+        )
         if environment == "local" and name not in WRITABLE_LOCALLY:
             assert result["failure"] != "verifier_tampered", (name, result)
             _assert_refused(tmp_path, run_id, row, name)
