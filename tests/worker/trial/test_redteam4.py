@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -936,25 +937,58 @@ async def test_redteam4_tasks_pass_their_oracle_and_honest_layouts(
 
 # What still breaks runs on request, as the second pass's breaks do: each is a full trial on
 # both sandboxes, and one race (bg-job-rewrites-reward) need not win on a loaded machine.
-BREAKS = pytest.mark.skipif(
-    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
-    reason="known breaks and voided honest layouts of the fourth red-team pass "
-    "(SKILLSBENCH_REDTEAM_BREAKS=1 runs them; docs/sandboxes.md lists them)",
-)
+def breaks_only(which: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
+        reason=f"known breaks and voided honest layouts of the {which} red-team pass "
+        "(SKILLSBENCH_REDTEAM_BREAKS=1 runs them; docs/sandboxes.md lists them)",
+    )
 
 
-@BREAKS
-@pytest.mark.xfail(strict=True, reason="honest passes the fourth red-team pass saw voided")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-async def test_redteam4_honest_layouts_voided(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    """Fails while every honest layout here still loses its reward; passes (an XPASS) once one
-    keeps it."""
-    runs = {n: (task, script(tmp_path, n, body)) for n, (task, body) in HONEST4_LOST.items()}
-    problems = await _honest(http, tmp_path, environment, runs)
-    kept = [n for n in runs if not any(f" {n}: " in p for p in problems)]
-    assert kept, "\n".join(problems)
+def voided_layouts_test(
+    lost: dict[str, tuple[str, str]], which: str, environments: list[str] | None = None
+) -> Callable[..., Awaitable[None]]:
+    """A strict xfail over the honest layouts a pass saw voided: it fails while every one of
+    them still loses its reward, and passes (an XPASS, which fails the suite) once one keeps it,
+    so that it moves to the kept ones."""
+
+    @breaks_only(which)
+    @pytest.mark.xfail(strict=True, reason=f"honest passes the {which} red-team pass saw voided")
+    @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+    async def test(http: httpx.AsyncClient, tmp_path: Path, environment: str) -> None:
+        if not lost:
+            pytest.skip(f"no honest layout of the {which} pass is voided")
+        runs = {n: (task, script(tmp_path, n, body)) for n, (task, body) in lost.items()}
+        problems = await _honest(http, tmp_path, environment, runs)
+        kept = [n for n in runs if not any(f" {n}: " in p for p in problems)]
+        assert kept, "\n".join(problems)
+
+    if environments is not None:
+        test = pytest.mark.parametrize("environment", environments, indirect=True)(test)
+    return test
+
+
+def known_breaks_test(broken: dict[str, Attempt], which: str) -> Callable[..., Awaitable[None]]:
+    """A strict xfail over each item of a pass's known breaks: it fails while every attempt of
+    the item still breaks the defense, and passes (an XPASS, which fails the suite) once one of
+    them holds, so that it moves to the held ones."""
+
+    @breaks_only(which)
+    @pytest.mark.xfail(strict=True, reason=f"known breaks of the {which} red-team pass")
+    @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+    @pytest.mark.parametrize(("environment", "names"), _cases(broken), indirect=["environment"])
+    async def test(
+        http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
+    ) -> None:
+        problems = await _run_redteam2(http, tmp_path, environment, {n: broken[n] for n in names})
+        held = [n for n in names if not any(f" {n}: " in p for p in problems)]
+        assert held, "\n".join(problems)
+
+    return test
+
+
+test_redteam4_honest_layouts_voided = voided_layouts_test(HONEST4_LOST, "fourth")
+test_redteam4_known_breaks = known_breaks_test(REDTEAM4_BROKEN, "fourth")
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
@@ -966,21 +1000,3 @@ async def test_redteam4_attempts_earn_nothing_and_stay_scored(
         http, tmp_path, environment, {n: REDTEAM4_HELD[n] for n in names}
     )
     assert not problems, "\n".join(problems)
-
-
-@BREAKS
-@pytest.mark.xfail(strict=True, reason="known breaks of the fourth red-team pass")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(
-    ("environment", "names"), _cases(REDTEAM4_BROKEN), indirect=["environment"]
-)
-async def test_redteam4_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
-) -> None:
-    """Fails while every attempt of the item still breaks the defense; passes (an XPASS, which
-    fails the suite) once one of them holds, so that it moves to the held ones."""
-    problems = await _run_redteam2(
-        http, tmp_path, environment, {n: REDTEAM4_BROKEN[n] for n in names}
-    )
-    held = [n for n in names if not any(f" {n}: " in p for p in problems)]
-    assert held, "\n".join(problems)

@@ -64,6 +64,8 @@ from tests.worker.trial.test_redteam4 import (
     TRUTH_TEST_SH,
     WRONG_OUTPUT,
     _honest,
+    known_breaks_test,
+    voided_layouts_test,
 )
 
 environment = test_redteam.environment  # the fixture: local, or docker where an engine answers
@@ -522,28 +524,8 @@ async def test_redteam5_honest_layouts_keep_their_pass(
     assert not problems, "\n".join(problems)
 
 
-BREAKS = pytest.mark.skipif(
-    os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") != "1",
-    reason="known breaks and voided honest layouts of the fifth red-team pass "
-    "(SKILLSBENCH_REDTEAM_BREAKS=1 runs them)",
-)
-
-
-@BREAKS
-@pytest.mark.xfail(strict=True, reason="honest passes the fifth red-team pass saw voided")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize("environment", ["local"], indirect=True)
-async def test_redteam5_honest_layouts_voided(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    """Fails while every honest layout here still loses its reward; passes (an XPASS) once one
-    keeps it."""
-    if not HONEST5_LOST:
-        pytest.skip("no honest layout of the fifth pass is voided")
-    runs = {n: (task, script(tmp_path, n, body)) for n, (task, body) in HONEST5_LOST.items()}
-    problems = await _honest(http, tmp_path, environment, runs)
-    kept = [n for n in runs if not any(f" {n}: " in p for p in problems)]
-    assert kept, "\n".join(problems)
+test_redteam5_honest_layouts_voided = voided_layouts_test(HONEST5_LOST, "fifth", ["local"])
+test_redteam5_known_breaks = known_breaks_test(REDTEAM5_BROKEN, "fifth")
 
 
 def _held_cases() -> list[object]:
@@ -564,21 +546,3 @@ async def test_redteam5_attempts_earn_nothing_and_stay_scored(
         http, tmp_path, environment, {n: REDTEAM5_HELD[n] for n in names}
     )
     assert not problems, "\n".join(problems)
-
-
-@BREAKS
-@pytest.mark.xfail(strict=True, reason="known breaks of the fifth red-team pass")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(
-    ("environment", "names"), _cases(REDTEAM5_BROKEN), indirect=["environment"]
-)
-async def test_redteam5_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
-) -> None:
-    """Fails while every attempt of the item still breaks the defense; passes (an XPASS, which
-    fails the suite) once one of them holds, so that it moves to the held ones."""
-    problems = await _run_redteam2(
-        http, tmp_path, environment, {n: REDTEAM5_BROKEN[n] for n in names}
-    )
-    held = [n for n in names if not any(f" {n}: " in p for p in problems)]
-    assert held, "\n".join(problems)
