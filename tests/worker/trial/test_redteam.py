@@ -135,6 +135,9 @@ class Attempt:
     task: str
     body: str
     docker_only: bool = False
+    # It waits out a timeout (a verifier that hangs, then its regrade; the local storage
+    # watchdog): dealt into items of its own, so that the waits overlap (_cases).
+    waits: bool = False
 
 
 ATTEMPTS: dict[str, Attempt] = {
@@ -229,7 +232,7 @@ ATTEMPTS: dict[str, Attempt] = {
         "ln -s /root/a /root/answer.txt\n",
     ),
     # unscored (verifier_timeout; local, docker): a FIFO as the answer hangs the verifier
-    "fifo-answer-uvx": Attempt("uvx", "mkfifo /root/answer.txt\n"),
+    "fifo-answer-uvx": Attempt("uvx", "mkfifo /root/answer.txt\n", waits=True),
     # links the kernel resolves to /tests while a lexical normalisation lands elsewhere
     # earned 1.0 (local, docker): `..` after a link of the agent's, resolved by the kernel
     "link-dotdot-own": Attempt(
@@ -268,13 +271,14 @@ ATTEMPTS: dict[str, Attempt] = {
     "wheel-buildtag-uv": Attempt("uv", f"set -- /opt/wheels\n{FAKE_WHEEL}"),
     # an answer or a module that never returns: a verifier timeout must not unscore the row
     # unscored (verifier_timeout; local, docker)
-    "fifo-answer": Attempt("pip", "mkfifo /root/answer.txt\n"),
+    "fifo-answer": Attempt("pip", "mkfifo /root/answer.txt\n", waits=True),
     # unscored (verifier_timeout; local, docker): an excluded module that never returns
     "hang-cwd-module": Attempt(
         "pip",
         "mkdir -p /root/pytest\n"
         "printf 'import time\\nwhile True:\\n    time.sleep(1)\\n' > /root/pytest/__init__.py\n"
         "cp /root/pytest/__init__.py /root/pytest/__main__.py\n",
+        waits=True,
     ),
 }
 # The module the tests import ends pytest with 0 before any test ran ("graded code"); also on
@@ -481,22 +485,26 @@ def _cases(attempts: dict[str, Attempt]) -> list[Any]:
     """Test items of ``PER_ITEM`` attempts each, per sandbox (``docker-link-chain-abs+...``), so
     that pytest-xdist spreads the attempts over its workers instead of one item running 30-50
     trials; the toolchain image and each task's image are built once (cached by tag) and shared.
-    Attempts are dealt round-robin, so neighbours in the table (two that hang) land apart."""
+    Attempts that wait out a timeout share items (their waits overlap, and no other item waits
+    for them); the rest are dealt round-robin."""
     cases = []
     for env in ENVIRONMENTS:
-        names = [
-            name
+        chosen = {
+            name: attempt
             for name, attempt in _chosen(attempts).items()
             if env.values[0] == "docker" or not attempt.docker_only
-        ]
-        items = max(1, -(-len(names) // PER_ITEM))
-        for i in range(min(items, len(names))):
-            chunk = tuple(names[i::items])
-            cases.append(
-                pytest.param(
-                    str(env.values[0]), chunk, id=f"{env.id}-{'+'.join(chunk)}", marks=env.marks
-                )
+        }
+        waiting = [name for name, attempt in chosen.items() if attempt.waits]
+        rest = [name for name, attempt in chosen.items() if not attempt.waits]
+        chunks = [tuple(waiting[i : i + PER_ITEM]) for i in range(0, len(waiting), PER_ITEM)]
+        items = -(-len(rest) // PER_ITEM)
+        chunks += [tuple(rest[i::items]) for i in range(items)]
+        cases += [
+            pytest.param(
+                str(env.values[0]), chunk, id=f"{env.id}-{'+'.join(chunk)}", marks=env.marks
             )
+            for chunk in chunks
+        ]
     return cases
 
 
@@ -1003,7 +1011,9 @@ _REDTEAM2: dict[str, Attempt] = {
     ),
     # a failing agent's graded code keeps the verifier from deciding, in both sandboxes
     "graded-hang": Attempt(
-        "imports", _module("/root/answerlib.py", "import time\nwhile True:\n    time.sleep(1)\n")
+        "imports",
+        _module("/root/answerlib.py", "import time\nwhile True:\n    time.sleep(1)\n"),
+        waits=True,
     ),
     "graded-stop-shell": Attempt(
         "imports",
@@ -1011,6 +1021,7 @@ _REDTEAM2: dict[str, Attempt] = {
             "/root/answerlib.py",
             "import os, signal\nANSWER = 0\nos.kill(os.getppid(), signal.SIGSTOP)\n",
         ),
+        waits=True,
     ),
     "graded-reward-dir": Attempt(
         "imports-plain",
@@ -1084,7 +1095,9 @@ _REDTEAM2: dict[str, Attempt] = {
     # local: the storage cap's inodes used up by the agent (the tests' upload needs some), or by
     # graded code during the verifier (test.sh's reward write needs one), in both sandboxes
     "local-inodes": Attempt(
-        "pip", LOCAL_ONLY + _module("/root/fill.py", FILL_INODES) + "python3 /root/fill.py\n"
+        "pip",
+        LOCAL_ONLY + _module("/root/fill.py", FILL_INODES) + "python3 /root/fill.py\n",
+        waits=True,
     ),
     "graded-fill-inodes": Attempt(
         "imports-plain", _module("/root/answerlib.py", "ANSWER = 0\n" + FILL_INODES + "\n")
