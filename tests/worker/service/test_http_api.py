@@ -191,55 +191,31 @@ async def test_no_token_means_open(client: httpx.AsyncClient) -> None:
     assert (await client.get("/runs/x")).status_code == 404
 
 
-def test_non_loopback_bind_needs_a_token(tmp_path: Path) -> None:
-    env = {k: v for k, v in __import__("os").environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
+def _refused_start(tmp_path: Path, env: dict[str, str], *args: str) -> str:
+    """``worker`` started over ``tmp_path`` with ``args``: it exits 2 without a traceback; what it
+    said."""
+    folders = ["--jobs-dir", str(tmp_path / "jobs"), "--tasks-dir", str(tmp_path)]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            "1",
-            "--jobs-dir",
-            str(tmp_path / "jobs"),
-            "--tasks-dir",
-            str(tmp_path),
-        ],
+        [sys.executable, "-m", "worker", *args, "--port", "1", *folders],
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
     )
-    assert done.returncode == 2
-    assert "SKILLSBENCH_WORKER_TOKEN" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stderr
+
+
+def test_non_loopback_bind_needs_a_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SKILLSBENCH_WORKER_TOKEN"}
+    assert "SKILLSBENCH_WORKER_TOKEN" in _refused_start(tmp_path, env, "--host", "0.0.0.0")
 
 
 def test_durable_proof_required_but_missing_refuses_to_start(tmp_path: Path) -> None:
-    import os
-
     env = {**os.environ, "SKILLSBENCH_REQUIRE_DURABLE_PRIVATE_PROOF": "1"}
     env.pop("SKILLSBENCH_PRIVATE_PROOF_URI_PREFIX", None)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "--port",
-            "1",
-            "--jobs-dir",
-            str(tmp_path / "jobs"),
-            "--tasks-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "not durable" in done.stderr and "Traceback" not in done.stderr
+    assert "not durable" in _refused_start(tmp_path, env)
 
 
 @pytest.mark.parametrize(
