@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from tests.support import make_task, run_cli, serve
+from tests.worker.support import make_engine
 from worker.acp.agent_manifest import AgentManifestError, discover, find, load_agent_manifest
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from worker.core.failures import RetryPolicy
 from worker.service.app import create_app
 
 DIGEST = "sha256:" + "0" * 64
@@ -185,14 +185,7 @@ def test_run_refuses_unset_requires_env_before_any_trial(
 
 async def test_worker_api_refuses_unset_requires_env_with_400(needy: Path) -> None:
     jobs = needy / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=needy / "tasks",
-            concurrency=1,
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
+    engine = make_engine(jobs, needy / "tasks", concurrency=1, retry=RetryPolicy())
     body = {
         "config": {"task_set": "t", "condition": "with_skills"},
         "task_set": "t",

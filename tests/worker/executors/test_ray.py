@@ -21,12 +21,11 @@ import pytest
 from task_sets.task import discover_tasks
 from tests.support import REPO_ROOT, make_task
 from tests.worker.executors.support import LocalCluster, descendants, local_cluster, ray_missing
-from tests.worker.support import process_cmdlines_containing
+from tests.worker.support import make_engine, process_cmdlines_containing
 from worker.api import RunRequest, RunTask
 from worker.core.failures import RetryPolicy
 from worker.executors._ray_node import SANDBOX_RESOURCE
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from worker.runs.engine import Engine
 from worker.runs.records import RunRecord
 
 pytestmark = [
@@ -52,16 +51,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def engine_for(
     jobs: Path, tasks_dir: Path, executor: str, *, concurrency: int = 2, attempts: int = 1
 ) -> Engine:
-    return Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="local",
-            concurrency=concurrency,
-            retry=RetryPolicy(max_attempts=attempts, backoff_base_sec=0.1),
-            proof=ProofSettings.from_env(jobs, {}),
-            executor=executor,
-        )
+    return make_engine(
+        jobs,
+        tasks_dir,
+        "local",
+        concurrency=concurrency,
+        retry=RetryPolicy(max_attempts=attempts, backoff_base_sec=0.1),
+        executor=executor,
     )
 
 

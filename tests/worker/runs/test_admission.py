@@ -17,11 +17,11 @@ import httpx
 import pytest
 
 from task_sets.config import MAX_NUM_INSTANCES
-from tests.worker.support import make_task, run_payload, serve
+from tests.worker.support import make_engine, make_task, run_payload, serve
 from worker.api import RunRequest, is_loopback_host
+from worker.core.failures import RetryPolicy
 from worker.runs.admission import SCRIPT_NOT_ALLOWED, field_path
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from worker.runs.engine import Engine
 from worker.runs.records import RunRecord, TrialRecord, trial_key
 from worker.runs.store import RunStore
 from worker.service.app import create_app
@@ -37,11 +37,7 @@ def _engine(root: Path) -> Engine:
         tasks.mkdir(parents=True, exist_ok=True)
         make_task(tasks, TASK)
     jobs = root / "jobs"
-    return Engine(
-        EngineSettings(
-            jobs_dir=jobs, tasks_dir=tasks, concurrency=1, proof=ProofSettings.from_env(jobs, {})
-        )
-    )
+    return make_engine(jobs, tasks, concurrency=1, retry=RetryPolicy())
 
 
 @pytest.fixture

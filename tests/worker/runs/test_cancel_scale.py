@@ -11,10 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.worker.support import make_task, run_payload, script
+from tests.worker.support import make_engine, make_task, run_payload, script
+from worker.core.failures import RetryPolicy
 from worker.core.json_text import encode_document
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.service.app import create_app
 
 TASKS = 20
@@ -27,14 +26,7 @@ async def test_cancel_of_2000_queued_trials(tmp_path: Path) -> None:
     task_ids = [f"big-{i:02d}" for i in range(TASKS)]
     for task_id in task_ids:
         make_task(tasks, task_id)
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            concurrency=1,
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
+    engine = make_engine(jobs, tasks, concurrency=1, retry=RetryPolicy())
     await engine.start()
     agent = script(tmp_path, "sleeper", "sleep 600\n")
     transport = httpx.ASGITransport(

@@ -17,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker.support import make_task
+from tests.worker.support import make_engine, make_task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.agents.registry import resolver_added
 from worker.api import RunRequest, RunTask
 from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 
 SPEC = "concurrency-gate-agent"
 HANG_GUARD_SEC = 300
@@ -82,15 +80,8 @@ async def test_n_trials_run_at_once_never_n_plus_one(tmp_path: Path, concurrency
     tasks.mkdir()
     make_task(tasks, "gate")
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="local",
-            concurrency=concurrency,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs, tasks, "local", concurrency=concurrency, retry=RetryPolicy(max_attempts=1)
     )
     gate = Gate()
     agent_class = gate_agent(gate)

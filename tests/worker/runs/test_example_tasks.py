@@ -8,10 +8,9 @@ import pytest
 
 from task_sets.task import discover_tasks
 from tests.support import TASKS_DIR
+from tests.worker.support import make_engine
 from worker.api import RunRequest, RunTask
 from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 
 EXAMPLES = list(discover_tasks(TASKS_DIR)) if TASKS_DIR.is_dir() else []
 
@@ -20,16 +19,7 @@ EXAMPLES = list(discover_tasks(TASKS_DIR)) if TASKS_DIR.is_dir() else []
 @pytest.mark.parametrize("agent", ["oracle", "nop"])
 async def test_oracle_passes_and_nop_fails_every_example(tmp_path: Path, agent: str) -> None:
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=TASKS_DIR,
-            environment="local",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
+    engine = make_engine(jobs, TASKS_DIR, "local", concurrency=2, retry=RetryPolicy(max_attempts=1))
     await engine.start(resume=False)
     request = RunRequest(
         config={"condition": "with_skills"},

@@ -15,6 +15,7 @@ import pytest
 
 from leaderboard.rows import BASE_ROW_KEYS, PublicRow
 from tests.worker.support import (
+    make_engine,
     make_task,
     process_cmdlines_containing,
     run_payload,
@@ -52,16 +53,13 @@ def tasks_dir(tmp_path: Path) -> Path:
 
 def _engine(tmp_path: Path, tasks_dir: Path, concurrency: int = 2) -> Engine:
     jobs = tmp_path / "jobs"
-    return Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="local",
-            concurrency=concurrency,
-            retry=RetryPolicy(max_attempts=2, backoff_base_sec=0.1),
-            proof=ProofSettings.from_env(jobs, {}),
-            env={"SKILLSBENCH_WORKER_REVISION": "rev-1"},
-        )
+    return make_engine(
+        jobs,
+        tasks_dir,
+        "local",
+        concurrency=concurrency,
+        retry=RetryPolicy(max_attempts=2, backoff_base_sec=0.1),
+        env={"SKILLSBENCH_WORKER_REVISION": "rev-1"},
     )
 
 

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 import worker.runs.store
-from tests.worker.support import make_task, run_payload, script
+from tests.worker.support import make_engine, make_task, run_payload, script
 from worker.api import RunRequest
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from worker.core.failures import RetryPolicy
 from worker.runs.store import JOURNAL_FILENAME, RUN_FILENAME, read_run_document
 
 
@@ -40,11 +39,7 @@ async def test_run_document_is_not_rewritten_per_trial(
 
     monkeypatch.setattr(worker.runs.store, "write_atomic", counted_write)
     monkeypatch.setattr(worker.runs.store, "append_line", counted_append)
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs, tasks_dir=tasks, concurrency=2, proof=ProofSettings.from_env(jobs, {})
-        )
-    )
+    engine = make_engine(jobs, tasks, concurrency=2, retry=RetryPolicy())
     await engine.start()
     agent = script(tmp_path, "answer", "echo 42 > /root/answer.txt\n")
     request = RunRequest.model_validate(run_payload(task_ids, agent=agent, num_instances=2))

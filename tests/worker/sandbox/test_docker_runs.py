@@ -14,12 +14,17 @@ import httpx
 import pytest
 
 from tests.support.docker_images import ensure_test_image
-from tests.worker.support import make_task, run_payload, script, serve, submit_and_follow
+from tests.worker.support import (
+    make_engine,
+    make_task,
+    run_payload,
+    script,
+    serve,
+    submit_and_follow,
+)
 from tests.worker.trial.support import PROBE_TEST, PROBES
 from worker.api import RunRequest
 from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.service.app import create_app
 
 pytestmark = pytest.mark.docker
@@ -44,15 +49,8 @@ def tasks_dir(tmp_path: Path, docker_client: Any) -> Path:
 @pytest.fixture
 async def http(tmp_path: Path, tasks_dir: Path) -> AsyncIterator[httpx.AsyncClient]:
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="docker",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs, tasks_dir, "docker", concurrency=2, retry=RetryPolicy(max_attempts=1)
     )
     async with (
         serve(create_app(engine, script_dir=tmp_path)) as url,
@@ -113,15 +111,12 @@ async def test_a_failing_build_is_tried_once_per_run_and_says_why_in_plain_text(
         dockerfile="FROM python:3.11-slim\nRUN printf '\\033[91mno such package\\033[0m\\n'; exit 3\n",
     )
     jobs = tmp_path / "jobs-build"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="docker",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs,
+        tasks_dir,
+        "docker",
+        concurrency=2,
+        retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
     )
     await engine.start(resume=False)
     try:
@@ -149,15 +144,12 @@ async def test_a_config_the_engine_refuses_is_tried_once(tmp_path: Path, tasks_d
     # Docker refuses memory limits under 6 MB with a 400: the task's fault, not the engine's.
     toml.write_text(toml.read_text().replace("[environment]\n", "[environment]\nmemory_mb = 1\n"))
     jobs = tmp_path / "jobs-config"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="docker",
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs,
+        tasks_dir,
+        "docker",
+        concurrency=1,
+        retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.01),
     )
     await engine.start(resume=False)
     try:
@@ -197,15 +189,8 @@ async def test_builds_that_time_out_stop_and_never_pass_the_concurrency(
         )
 
     jobs = tmp_path / "jobs-hanging"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks_dir,
-            environment="docker",
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs, tasks_dir, "docker", concurrency=2, retry=RetryPolicy(max_attempts=1)
     )
     most = 0
     await engine.start(resume=False)

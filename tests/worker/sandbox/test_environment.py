@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.worker.support import make_task, run_payload
+from tests.worker.support import make_engine, make_task, run_payload
 from worker.api import RunRequest
 from worker.core.failures import RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.sandbox.settings import ParticipantProxies, PrebuiltImages
 
 PINNED = "ghcr.io/org/task-env@sha256:" + "a" * 64
@@ -92,16 +90,13 @@ async def test_required_prebuilt_image_missing_is_a_sandbox_error(
     tasks.mkdir()
     make_task(tasks, "answer-42")
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="docker",
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=3),
-            proof=ProofSettings.from_env(jobs, {}),
-            prebuilt=PrebuiltImages(images={}, required=True),
-        )
+    engine = make_engine(
+        jobs,
+        tasks,
+        "docker",
+        concurrency=1,
+        retry=RetryPolicy(max_attempts=3),
+        prebuilt=PrebuiltImages(images={}, required=True),
     )
     await engine.start(resume=False)
     request = RunRequest.model_validate(run_payload(["answer-42"], agent="oracle"))
@@ -132,16 +127,13 @@ async def test_a_run_that_needs_a_build_is_refused_before_it_starts(
     make_task(tasks, "never-built-here", dockerfile=unique)
     make_task(tasks, "prebuilt-elsewhere")
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="docker",
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=1),
-            proof=ProofSettings.from_env(jobs, {}),
-            prebuilt=PrebuiltImages(images={"prebuilt-elsewhere": PINNED}, builds=False),
-        )
+    engine = make_engine(
+        jobs,
+        tasks,
+        "docker",
+        concurrency=1,
+        retry=RetryPolicy(max_attempts=1),
+        prebuilt=PrebuiltImages(images={"prebuilt-elsewhere": PINNED}, builds=False),
     )
     await engine.start(resume=False)
     try:

@@ -23,11 +23,9 @@ from typing import Any
 import pytest
 
 from tests.support import TEST_AGENTS
-from tests.worker.support import make_task, run_payload, script
+from tests.worker.support import make_engine, make_task, run_payload, script
 from worker.api import RunRequest
 from worker.core.failures import FAILURE_TABLE, FailureKind, RetryPolicy
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
 from worker.sandbox.base import sandbox_class
 from worker.sandbox.resources import ResourceSettings
 from worker.viewer.cli import summary
@@ -98,16 +96,13 @@ async def _run(
     """Each task of ``agents`` (task id -> agent spec) in a run of its own, all at once; by task
     id: (row, result.json, the run's worker_meta)."""
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tmp_path / "tasks",
-            environment=environment,
-            concurrency=len(agents),
-            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
-            proof=ProofSettings.from_env(jobs, {}),
-            resources=resources or ResourceSettings(),
-        )
+    engine = make_engine(
+        jobs,
+        tmp_path / "tasks",
+        environment,
+        concurrency=len(agents),
+        retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
+        resources=resources or ResourceSettings(),
     )
     await engine.start(resume=False)
     try:
@@ -309,15 +304,12 @@ async def test_an_acp_agent_killed_at_its_memory_limit_is_scored_oom(
         }
     }
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tmp_path / "tasks",
-            environment="local",
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
-            proof=ProofSettings.from_env(jobs, {}),
-        )
+    engine = make_engine(
+        jobs,
+        tmp_path / "tasks",
+        "local",
+        concurrency=1,
+        retry=RetryPolicy(max_attempts=3, backoff_base_sec=0.0),
     )
     await engine.start(resume=False)
     try:

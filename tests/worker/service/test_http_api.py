@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.worker.support import make_task, run_payload, serve
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from tests.worker.support import make_engine, make_task, run_payload, serve
+from worker.core.failures import RetryPolicy
+from worker.runs.engine import Engine
 from worker.service.app import create_app
 
 TOKEN = "s3cret-token"
@@ -29,14 +29,7 @@ def _engine(tmp_path: Path) -> Engine:
     if not (tasks / "answer-42").exists():
         make_task(tasks, "answer-42")
     jobs = tmp_path / "jobs"
-    return Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            concurrency=1,
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
+    return make_engine(jobs, tasks, concurrency=1, retry=RetryPolicy())
 
 
 @pytest.fixture

@@ -13,10 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.support import make_task, read_sse, run_payload, script, serve
+from tests.worker.support import make_engine, make_task, read_sse, run_payload, script, serve
 from worker.api import TRIAL_PHASES, RunStatus
-from worker.runs.engine import Engine, EngineSettings
-from worker.runs.meta import ProofSettings
+from worker.core.failures import RetryPolicy
 from worker.service.app import create_app
 
 HANGS = "#!/bin/sh\nexec sleep 3600\n"
@@ -39,15 +38,7 @@ async def http(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     make_task(tasks, "slow", instruction="slow: write 42 to /root/answer.txt")
     make_task(tasks, "hangs", test_sh=HANGS, verifier_timeout=3600)
     jobs = tmp_path / "jobs"
-    engine = Engine(
-        EngineSettings(
-            jobs_dir=jobs,
-            tasks_dir=tasks,
-            environment="local",
-            concurrency=3,
-            proof=ProofSettings.from_env(jobs, {}),
-        )
-    )
+    engine = make_engine(jobs, tasks, "local", concurrency=3, retry=RetryPolicy())
     async with (
         serve(create_app(engine, script_dir=tmp_path)) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as client,
