@@ -4,6 +4,7 @@ crash (the reaper), and the approximate fallback where the host offers no cgroup
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 from pathlib import Path
@@ -59,6 +60,30 @@ async def test_every_process_of_the_sandbox_is_in_its_cgroup_with_the_limits(
     assert not any(folder.exists() for folder in folders.values()), "cgroups left after stop()"
 
 
+async def test_sandboxes_with_the_same_ids_keep_apart(tmp_path: Path, make_task: MakeTask) -> None:
+    """Two sandboxes whose run and trial ids are the same (tests in two processes of one host,
+    a trial id reused) get cgroups of their own: stopping one, which kills all its group holds,
+    leaves the other running."""
+    _cgroups()
+    task = make_task()
+    ids = {"run_id": f"run-{tmp_path.name}", "trial_id": "trial-same"}
+    first = LOCAL(dataclasses.replace(make_spec(task, tmp_path / "one", "local"), **ids))
+    second = LOCAL(dataclasses.replace(make_spec(task, tmp_path / "two", "local"), **ids))
+    assert first.spec.trial_id == second.spec.trial_id and first.spec.run_id == second.spec.run_id
+    assert set(first._limits.dirs.values()).isdisjoint(second._limits.dirs.values())
+    await first.start()
+    try:
+        await second.start()
+        try:
+            await first.stop()
+            result = await second.exec("echo alive", timeout_sec=60)
+            assert (result.exit_code, result.stdout) == (0, "alive\n"), result
+        finally:
+            await second.stop()
+    finally:
+        await first.stop()
+
+
 async def test_the_reaper_removes_what_a_killed_worker_left(tmp_path: Path) -> None:
     _cgroups()
     owner = f"reap-test-{tmp_path.name}"
@@ -67,7 +92,7 @@ async def test_the_reaper_removes_what_a_killed_worker_left(tmp_path: Path) -> N
     for run_id in ("run-stale", "run-active"):
         trial = limits.TrialLimits(
             owner=owner,
-            name=limits.group_name(run_id, "trial-1"),
+            name=limits.group_name(run_id, "trial-1", tmp_path),
             cpus=1,
             memory_mb=128,
             pids_limit=32,
@@ -182,7 +207,11 @@ def test_a_listed_pid_now_someone_elses_is_never_killed(tmp_path: Path) -> None:
     _cgroups()
     owner = f"stale-test-{tmp_path.name}"
     trial = limits.TrialLimits(
-        owner=owner, name=limits.group_name("run-1", "t"), cpus=1, memory_mb=128, pids_limit=32
+        owner=owner,
+        name=limits.group_name("run-1", "t", tmp_path),
+        cpus=1,
+        memory_mb=128,
+        pids_limit=32,
     )
     trial.create()
     member = subprocess.Popen([*trial.wrapper(), "sleep", "60"])

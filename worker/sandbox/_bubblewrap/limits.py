@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import hashlib
 import math
 import os
 import resource
@@ -210,8 +211,12 @@ def own_memory_limit_mb() -> int | None:
     return None
 
 
-def group_name(run_id: str, trial_id: str) -> str:
-    return f"{run_id}+{trial_id}".replace("/", "_")
+def group_name(run_id: str, trial_id: str, state_dir: Path) -> str:
+    """``<run>+<trial>+<place>``: the run first (:func:`reap`, :func:`reap_run`), and a digest of
+    the sandbox's state folder, so that two sandboxes never share a group even where their ids
+    do (a group's removal kills all it holds: another sandbox's init and commands with it)."""
+    place = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
+    return f"{run_id}+{trial_id}+{place}".replace("/", "_")
 
 
 def _owner_dir(base: Path, owner: str) -> Path:

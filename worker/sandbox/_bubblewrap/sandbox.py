@@ -185,7 +185,7 @@ class BubblewrapSandbox(Sandbox):
         self._stopped = False
         self._limits = limits.TrialLimits(
             owner=spec.owner,
-            name=limits.group_name(spec.run_id, spec.trial_id),
+            name=limits.group_name(spec.run_id, spec.trial_id, spec.state_dir),
             cpus=self.config.cpus,
             memory_mb=self.config.memory_mb,
             pids_limit=spec.pids_limit,
