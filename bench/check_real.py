@@ -52,6 +52,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project, whatever the cwd
+
+from worker.trial_record.paths import RESULT_FILE  # noqa: E402
+from worker.trial_record.result import TrialResult  # noqa: E402
+
 RECIPE_VERSION = "1"
 REPOSITORY = "skillsbench-checkreal"
 LABEL = "skillsbench.check-real"
@@ -415,14 +420,16 @@ def missing_copies(task: Path) -> list[str]:
 
 def _trial_results(jobs: Path) -> dict[str, dict[str, Any]]:
     found = {}
-    for path in jobs.rglob("result.json"):
+    for path in jobs.rglob(RESULT_FILE):
         try:
-            data = json.loads(path.read_text())
+            record = TrialResult.read(path)
         except (OSError, ValueError):
             continue
-        trial_id = data.get("trial_id") or path.parent.name
+        if record is None:
+            continue
+        data = record.document()
         data["_folder"] = str(path.parent)
-        found[str(trial_id)] = data
+        found[record.trial_id or path.parent.name] = data
         found[path.parent.name] = data
     return found
 
