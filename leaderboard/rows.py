@@ -257,6 +257,14 @@ def worker_failed(rows: Sequence[Mapping[str, Any]]) -> str | None:
 # task's solution, doing nothing, a script), never participants. Their rows never reach a
 # leaderboard: ``leaderboard aggregate`` and ``validate --contract`` refuse them.
 BUILTIN_AGENT_TRANSPORTS: Final = frozenset({"oracle", "nop", "script"})
+
+
+def is_builtin_transport(value: str) -> bool:
+    """Whether an ``agent_transport`` names a built-in agent, however a hand-edited file spells
+    it (``Oracle``, `` nop``, ``SCRIPT:/x.sh``): the worker writes only the exact names."""
+    return value.strip().split(":", 1)[0].strip().lower() in BUILTIN_AGENT_TRANSPORTS
+
+
 CONDITIONS: tuple[str, ...] = ("with_skills", "without_skills")
 # Who the usage figures come from: the worker measured them (provider_response through its model
 # proxy, agent_native_acp from the agent's own ACP report), the participant said so itself

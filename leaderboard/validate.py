@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from leaderboard.findings import child, json_path
-from leaderboard.rows import AGENTBEATS_UUID_PATTERN, BUILTIN_AGENT_TRANSPORTS, PublicRow
+from leaderboard.rows import AGENTBEATS_UUID_PATTERN, PublicRow, is_builtin_transport
 
 FILE_STATUSES = ("completed", "partial", "failed")
 TOP_LEVEL_KEYS = ("status", "participants", "results")
@@ -112,7 +112,7 @@ def _row_violations(where: str, row: Any, contract: bool) -> list[Violation]:
         elif row[key] is not None and not isinstance(row[key], str):
             out.append(Violation(child(where, key), "must be a string or null"))
     transport = row.get("agent_transport")
-    if contract and isinstance(transport, str) and transport in BUILTIN_AGENT_TRANSPORTS:
+    if contract and isinstance(transport, str) and is_builtin_transport(transport):
         out.append(
             Violation(
                 child(where, "agent_transport"),

@@ -15,6 +15,7 @@ import errno
 import itertools
 import json
 import logging
+import posixpath
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -630,7 +631,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
                         places |= skill_places(text)
         _TESTS_FACTS[key] = _TestsFacts(
             extra_starts=start_folders(script),
-            module_paths=module_paths(script, sources),
+            module_paths=module_paths(script, sources, task.config.verifier.env),
             pycache_isolated=pycache_isolated(script, task.config.verifier.env),
             builds_project=builds_project(script),
             builds_node_project=builds_node_project(script),
@@ -652,8 +653,13 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         workdir=sandbox.workdir,
         skills_dir=state.skills_dir,
         declared=tuple(plan.task.config.verifier.work_product),
-        extra_starts=facts.extra_starts,
-        module_paths=facts.module_paths,
+        # relative ones (`cd scripts`, `python3 tools/check.py`) from where test.sh starts
+        extra_starts=tuple(
+            posixpath.normpath(posixpath.join(sandbox.workdir, f)) for f in facts.extra_starts
+        ),
+        module_paths=tuple(
+            posixpath.normpath(posixpath.join(sandbox.workdir, f)) for f in facts.module_paths
+        ),
         pycache_isolated=facts.pycache_isolated,
         builds_project=facts.builds_project,
         builds_node_project=facts.builds_node_project,

@@ -719,18 +719,112 @@ def pycache_isolated(test_script: str, verifier_env: Mapping[str, str]) -> bool:
     return re.search(r"python[0-9.]*\s+-[A-Za-z]*[IE]", test_script) is None
 
 
-def start_folders(test_script: str) -> tuple[str, ...]:
-    """Absolute folders a test.sh changes into (``cd /app/lib``)."""
-    found = re.findall(r"(?:^|[\s;&|(])cd\s+[\"']?(/[A-Za-z0-9._/-]*)", test_script)
-    return tuple(dict.fromkeys(posixpath.normpath(f) for f in found))
+# A shell word's literal value assigned to a name (``APP_DIR=/app``, ``export X="/srv/a"``).
+_ASSIGNMENT = re.compile(
+    r"(?:^|[\s;&|(])(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)=([\"']?)([^\s\"';&|()`$]*)\2(?=[\s;&|)]|$)",
+    re.MULTILINE,
+)
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# Folders test.sh changes into: `cd DIR`, `pushd DIR` (quoted or not, through variables).
+_CHANGE_DIR = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)\s+(?:--\s+)?([\"']?)([^\s\"';&|)]+)\1")
+# Python run on a script: the script's folder is first on its module path. `python3 [-u ...]
+# SCRIPT`, `uv run [--opts] SCRIPT.py`, and a `.py` run by its own path at a command's start.
+_PYTHON_SCRIPT = re.compile(
+    r"(?:^|[\s;&|(/])python(?:3(?:\.\d+)?)?[ \t]+((?:-[A-Za-z]+[ \t]+)*)([\"']?)"
+    r"([^\s\"';&|)<>-][^\s\"';&|)<>]*)\2"
+)
+_UV_RUN_SCRIPT = re.compile(
+    r"\buv[ \t]+run[ \t]+(?:--?[A-Za-z][\w-]*(?:[= ](?!\S+\.py\b)\S+)?[ \t]+)*([\"']?)"
+    r"([^\s\"';&|)]+\.py)\1"
+)
+_RUN_BY_PATH = re.compile(
+    r"(?:^|[;&|(]|\b(?:then|do|else)\s)\s*([\"']?)((?:/|\./)[^\s\"';&|)]+\.py)\1", re.MULTILINE
+)
 
 
-def module_paths(test_script: str, test_sources: Iterable[str] = ()) -> tuple[str, ...]:
-    """Absolute folders the tests put on Python's module path: ``PYTHONPATH=`` in test.sh,
-    ``sys.path.insert``/``append`` of a literal in a test module."""
+def shell_values(test_script: str) -> dict[str, list[str]]:
+    """Every literal value test.sh assigns to each name, in order (``$HOME`` is the verifier's
+    home, ``/root``, unless test.sh sets it)."""
+    values: dict[str, list[str]] = {"HOME": ["/root"]}
+    for match in _ASSIGNMENT.finditer(test_script):
+        name, value = match.group(1), match.group(3)
+        if name == "HOME" and values["HOME"] == ["/root"]:
+            values["HOME"] = []
+        values.setdefault(name, []).append(value)
+    return values
+
+
+def expand(word: str, values: Mapping[str, list[str]], *, depth: int = 0) -> list[str]:
+    """The values a shell word may take through the literal assignments ``values`` (each value
+    of each name: a name assigned twice gives both); none when a name has no known value."""
+    if word == "~" or word.startswith("~/"):
+        word = "$HOME" + word[1:]
+    match = _VARIABLE.search(word)
+    if match is None:
+        return [word]
+    if depth > 4:
+        return []
+    name = match.group(1) or match.group(2)
     found: list[str] = []
-    for value in re.findall(r"PYTHONPATH=[\"']?([^\s\"';]+)", test_script):
-        found += [p for p in value.split(":") if p.startswith("/")]
+    for value in values.get(name, [])[:8]:
+        found += expand(
+            word[: match.start()] + value + word[match.end() :], values, depth=depth + 1
+        )
+    return found[:32]
+
+
+def start_folders(test_script: str) -> tuple[str, ...]:
+    """Folders a test.sh changes into (``cd /app/lib``, ``pushd "$APP_DIR"`` with
+    ``APP_DIR=/app``); a relative one as written (the caller joins it to the workdir)."""
+    values = shell_values(test_script)
+    found: list[str] = []
+    for match in _CHANGE_DIR.finditer(test_script):
+        for folder in expand(match.group(2), values):
+            if folder and folder != "-" and "$" not in folder and "`" not in folder:
+                found.append(posixpath.normpath(folder))
+    return tuple(dict.fromkeys(found))
+
+
+def script_folders(test_script: str) -> tuple[str, ...]:
+    """The folders of the Python scripts test.sh runs (``python3 /tmp/gen_truth.py``, ``uv run
+    scripts/check.py``, ``/root/check.py``): Python puts a script's own folder first on its
+    module path. A relative one as written (the caller joins it to the workdir)."""
+    values = shell_values(test_script)
+    words: list[str] = []
+    for match in _PYTHON_SCRIPT.finditer(test_script):
+        options = match.group(1).split()
+        if any(o.startswith(("-m", "-c")) or o in ("-", "--") for o in options):
+            continue
+        words.append(match.group(3))
+    words += [m.group(2) for m in _UV_RUN_SCRIPT.finditer(test_script)]
+    words += [m.group(2) for m in _RUN_BY_PATH.finditer(test_script)]
+    found: list[str] = []
+    for word in words:
+        for script in expand(word, values):
+            if script and "$" not in script and "`" not in script and not script.startswith("-"):
+                found.append(posixpath.normpath(posixpath.dirname(script) or "."))
+    return tuple(dict.fromkeys(found))
+
+
+def module_paths(
+    test_script: str,
+    test_sources: Iterable[str] = (),
+    verifier_env: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
+    """Folders the tests put on Python's module path: ``PYTHONPATH`` in test.sh (through its
+    variables) or in ``[verifier].env``, the folders of the scripts test.sh runs
+    (:func:`script_folders`), ``sys.path.insert``/``append`` of a literal in a test module. A
+    relative one as written (the caller joins it to the workdir)."""
+    values = shell_values(test_script)
+    found: list[str] = []
+    settings = re.findall(r"PYTHONPATH=[\"']?([^\s\"';]+)", test_script)
+    settings += [v for k, v in (verifier_env or {}).items() if k == "PYTHONPATH"]
+    for setting in settings:  # each part on its own: `/root/src:$PYTHONPATH` gives /root/src
+        for part in setting.split(":"):
+            for value in expand(part, values):
+                found += [p for p in value.split(":") if p and "$" not in p]
+    found += script_folders(test_script)
     for source in test_sources:
         found += re.findall(
             r"sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*[rRbBuU]?[\"'](/[^\"']*)[\"']", source
@@ -885,34 +979,40 @@ def folder_rule(path: str, ground: Ground, is_folder: bool) -> str | None:
 def linked_folder_rules(
     links: Mapping[str, str], paths: Iterable[str], ground: Ground, *, limit: int = 200_000
 ) -> dict[str, str]:
-    """The links that :func:`folder_rule` leaves out for what they will be on the regrade, which
-    lays each as a copy of what it points at (a link at ``/app/environment/skills`` to the
-    agent's ``/tmp/sk`` holding ``checker/``, or at ``/root/make.py`` to a folder): every entry
-    of the work product below a link's target is looked at where the copy puts it, through
-    links below it in turn (by name, up to ``limit`` entries)."""
+    """The links that the rules leave out for what they will be on the regrade, which lays each
+    as a copy of what it points at: every entry of the work product below a link's target is
+    judged by :func:`classify` where the copy puts it, through links below it in turn (by name,
+    up to ``limit`` entries). A link at ``/app`` (where test.sh runs ``cd /app; python3 -m
+    pytest``) to the agent's ``/srv/x`` holding ``pytest/`` lays a ``ground-module`` there; one
+    at ``/app/environment/skills`` to the agent's ``/tmp/sk`` holding ``checker/`` a ``skill``;
+    one at ``/root/make.py`` to a folder a ``script-folder``. A link's rule is the first that
+    leaves out anything of its copy but a benign entry (a copy is laid whole or not at all)."""
     ordered = sorted(set(paths))
     parents = {posixpath.dirname(p) for p in ordered}
-    found: dict[str, str] = {}
+    views: dict[str, str] = {}  # where an entry of a copy lands -> the link whose copy it is
     budget = limit
     for link, target in links.items():
         queue = [(link, _resolved(link, target), 0)]
-        while queue and link not in found and budget > 0:
+        while queue and budget > 0:
             view, real, depth = queue.pop()
-            if real in parents and (rule := folder_rule(view, ground, True)) is not None:
-                found[link] = rule
-                break
+            if real in parents:
+                views.setdefault(view, link)
             start = bisect.bisect_left(ordered, real + "/")
             for entry in itertools.islice(ordered, start, None):
                 if not entry.startswith(real + "/") or budget <= 0:
                     break
                 budget -= 1
                 seen = view + entry[len(real) :]
-                rule = folder_rule(seen, ground, entry in parents)
-                if rule is not None:
-                    found[link] = rule
-                    break
+                views.setdefault(seen, link)
                 if entry in links and depth < 8:
                     queue.append((seen, _resolved(entry, links[entry]), depth + 1))
+    if not views:
+        return {}
+    judged = classify([Change(view, "added") for view in views], ground)
+    found: dict[str, str] = {}
+    for item in judged.excluded:
+        if item.rule != "benign":
+            found.setdefault(views[item.path], item.rule)
     return found
 
 

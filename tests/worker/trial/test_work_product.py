@@ -270,6 +270,46 @@ def test_test_sh_facts() -> None:
     assert start_folders(script) == ("/app",)
 
 
+def test_the_folders_test_sh_starts_in_and_puts_on_the_module_path_are_read_through_its_shell() -> (
+    None
+):
+    """A folder test.sh reaches through a variable or ``pushd``, a script's own folder (first on
+    its Python's module path), ``PYTHONPATH`` in ``[verifier].env``: each is a place the verifier
+    starts or imports from (red team 6: ``cd "$APP_DIR"``, ``python3 /tmp/gen_truth.py``)."""
+    script = (
+        "APP_DIR=/app\n"
+        'export OUT="/srv/out"\n'
+        'cd "$APP_DIR"\n'
+        "pushd /opt/proj\n"
+        "cd ${OUT}/sub\n"
+        'cd -\ncd scripts\ncd "$(dirname "$0")"\ncd ~/work\n'
+        "cp /tests/gen_truth.py /tmp/gen_truth.py\n"
+        "python3 /tmp/gen_truth.py\n"
+        "python3 -u /root/scripts/gen.py --x 1\n"
+        "python3 -m pytest /tests/test_outputs.py\n"
+        "apt-get install -y curl python3\n"
+        'python3 -c "print(1)"\n'
+        "uv run --with pytest check/run.py\n"
+        "if [ -f /x ]; then /opt/tools/check.py; fi\n"
+        "PYTHONPATH=$APP_DIR/src:/lib:$PYTHONPATH python3 -m pytest\n"
+    )
+    assert start_folders(script) == ("/app", "/opt/proj", "/srv/out/sub", "scripts", "/root/work")
+    assert module_paths(script, [], {"PYTHONPATH": "/app/env"}) == (
+        "/app/src",
+        "/lib",
+        "/app/env",
+        "/tmp",
+        "/root/scripts",
+        "check",
+        "/opt/tools",
+    )
+    # a name assigned twice gives both folders; one never assigned gives none
+    assert start_folders("D=/a\nD=/b\ncd $D\ncd $NOWHERE\n") == ("/a", "/b")
+    ground = Ground(workdir="/root", module_paths=module_paths(script))
+    rules = _rule(ground, Change("/tmp/json.py", "added"), Change("/tmp/answer_helper.py", "added"))
+    assert rules == {"/tmp/json.py": "ground-module", "/tmp/answer_helper.py": None}
+
+
 def test_stale_bytecode_python_rewrote_needs_no_regrade_unless_the_verifier_reads_it() -> None:
     # lake-warming-attribution: Python rewrote a stale .pyc under /usr while the agent ran.
     changes = [Change("/usr/lib/python3/dist-packages/x/__pycache__/y.cpython-312.pyc", "modified")]
@@ -725,6 +765,29 @@ def test_a_link_is_judged_where_the_regrades_copy_of_it_will_be() -> None:
         "/app/environment2": "skill",
         "/root/make_truth.py": "script-folder",
     }
+
+
+def test_a_link_is_judged_by_every_rule_where_its_copy_will_be() -> None:
+    """A start folder of test.sh made a link to the agent's folder of a ``pytest`` package (the
+    regrade's copy puts it where ``python3 -m pytest`` imports first) is left out as
+    ``ground-module``; one whose copy holds a pytest configuration where pytest looks for it as
+    ``ground-config``; the same folders linked where no verifier looks, and an output folder
+    linked to data, are the agent's."""
+    ground = Ground(workdir="/root", extra_starts=("/app", "/work"))
+    paths = [
+        "/srv/evil/pytest/__init__.py",
+        "/srv/cfg/pytest.ini",
+        "/srv/data/html/index.html",
+        "/srv/data/answer.json",
+    ]
+    links = {
+        "/app": "/srv/evil",
+        "/work": "../srv/cfg",
+        "/home/u/proj": "/srv/evil",
+        "/root/output": "/srv/data",
+    }
+    found = linked_folder_rules(links, [*paths, *links], ground)
+    assert found == {"/app": "ground-module", "/work": "ground-config"}
 
 
 # The ways a test module or a test.sh names a module or a file (taken from the 87 real tasks'
