@@ -120,6 +120,25 @@ def run_assess(network: Any, client: Any, image: str, participant: str) -> dict[
         return dict(json.loads(member.read()))
 
 
+def trial_records(worker: Any) -> str:
+    """What each trial record in the worker container says of its outcome (failure kind, error,
+    reason), for a failing assertion: the container and its jobs folder are gone afterwards."""
+    try:
+        stream, _ = worker.get_archive("/app/jobs")
+        found = []
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            for member in tar:
+                if not member.name.endswith("/result.json"):
+                    continue
+                handle = tar.extractfile(member)
+                record = json.loads(handle.read()) if handle is not None else {}
+                keys = ("failure", "infra_failure_type", "retried", "error", "reason")
+                found.append({k: record.get(k) for k in keys} | {"file": member.name})
+        return json.dumps(found, indent=1)[:6000]
+    except Exception as exc:  # evidence only: never the test's own failure
+        return f"(the trial records could not be read: {exc!r})"
+
+
 def only_row(results: dict[str, Any]) -> dict[str, Any]:
     assert results["status"] == "completed", results
     [envelope] = results["results"]
@@ -166,12 +185,15 @@ def test_worker_local_self_run(docker_client: Any, service_images: dict[str, str
             run_assess(network, docker_client, service_images["green"], "http://solver:9010/")
         )
         logs = worker.logs().decode()[-4000:]
+        unscored = any(not row["score_eligible"] for row in (placeholder, solver))
+        records = trial_records(worker) if unscored else ""
 
     for row in (placeholder, solver):
         assert row["task_id"] == TASK_ID
         assert row["task_set"] == "examples"
-        assert row["score_eligible"] is True, (row, logs)
-        assert row["infra_failure_type"] is None, (row, logs)
+        outcome = {k: row.get(k) for k in ("infra_failure_type", "error_type", "reward")}
+        assert row["score_eligible"] is True, f"{outcome}\n{records}\n{logs}"
+        assert row["infra_failure_type"] is None, f"{outcome}\n{records}\n{logs}"
         assert row["agent_transport"] == "a2a"
     assert placeholder["reward"] == 0.0 and placeholder["passed"] is False
     assert solver["reward"] == 1.0 and solver["passed"] is True, (solver, logs)

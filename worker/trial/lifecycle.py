@@ -631,7 +631,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
                         places |= skill_places(text)
         _TESTS_FACTS[key] = _TestsFacts(
             extra_starts=start_folders(script),
-            module_paths=module_paths(script, sources, task.config.verifier.env),
+            module_paths=module_paths(script, sources, task.config.verifier.env, file_names(files)),
             pycache_isolated=pycache_isolated(script, task.config.verifier.env),
             builds_project=builds_project(script),
             builds_node_project=builds_node_project(script),

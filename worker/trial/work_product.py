@@ -41,7 +41,7 @@ import itertools
 import posixpath
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -294,6 +294,14 @@ def python_references(source: str) -> References | None:
             return constants.get(node.id)
         return None
 
+    def leading(node: ast.expr) -> str | None:
+        """A name's known start: ``"plugins." + name``, ``f"plugins.{name}"``, a constant."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return leading(node.left)
+        if isinstance(node, ast.JoinedStr) and node.values:
+            return string(node.values[0])
+        return string(node)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(alias.name.split(".")[0] for alias in node.names)
@@ -302,9 +310,9 @@ def python_references(source: str) -> References | None:
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            called = string(node.args[0])
-            if name in _IMPORT_CALLS and called:
-                modules.add(called.split(".")[0])
+            called = leading(node.args[0]) if name in _IMPORT_CALLS else None
+            if called and called.split(".")[0].isidentifier():
+                modules.add(called.split(".")[0])  # a package whose modules it picks by name
         elif isinstance(node, (ast.List, ast.Tuple)):
             items = [string(e) for e in node.elts]
             for flag, word in itertools.pairwise(items):
@@ -419,9 +427,15 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
         hit += [
             p
             for p in entry.import_paths
-            if not (placed and p != path and _named_file(posixpath.basename(p), known))
+            if not (placed and p != path and _named_below(p[len(path) + 1 :], known))
         ]
     return hit
+
+
+def _named_below(relative: str, known: References) -> bool:
+    """Whether a file inside a folder named as a place is named: itself, or a package folder on
+    its way (``plugins/six.py`` when the code imports ``plugins``, by a computed name too)."""
+    return any(_named_file(part, known) for part in relative.split("/") if part)
 
 
 def _named_file(name: str, known: References) -> bool:
@@ -494,6 +508,21 @@ class Ground:
             | STDLIB_OPTIONAL_IMPORTS
             | RUNNER_MODULES
             | self.image_modules
+            | self.installed_modules
+        )
+        return frozenset(name.lower() for name in names)
+
+    @functools.cached_property
+    def anywhere_shadow_names(self) -> frozenset[str]:
+        """Lower case: the names every verifier's Python imports by itself or through its test
+        runner, whatever its module path (the standard library, its optional imports, the test
+        runner's family, what test.sh installs): a module of the agent's by such a name is left
+        out wherever it is (``ground-module``), since no reading of test.sh can list every
+        folder a Python of the verifier's starts in or is pointed at."""
+        names = (
+            frozenset(sys.stdlib_module_names)
+            | STDLIB_OPTIONAL_IMPORTS
+            | RUNNER_MODULES
             | self.installed_modules
         )
         return frozenset(name.lower() for name in names)
@@ -786,10 +815,13 @@ def start_folders(test_script: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def script_folders(test_script: str) -> tuple[str, ...]:
+def script_folders(test_script: str, test_files: Collection[str] | None = None) -> tuple[str, ...]:
     """The folders of the Python scripts test.sh runs (``python3 /tmp/gen_truth.py``, ``uv run
     scripts/check.py``, ``/root/check.py``): Python puts a script's own folder first on its
-    module path. A relative one as written (the caller joins it to the workdir)."""
+    module path. With ``test_files`` (the names of the tests' files), only those of the tests'
+    own scripts (``cp /tests/gen_truth.py /tmp/; python3 /tmp/gen_truth.py``): a script of the
+    agent's that test.sh runs is graded code, which imports what it likes, and its folder is
+    its project. A relative one as written (the caller joins it to the workdir)."""
     values = shell_values(test_script)
     words: list[str] = []
     for match in _PYTHON_SCRIPT.finditer(test_script):
@@ -802,8 +834,11 @@ def script_folders(test_script: str) -> tuple[str, ...]:
     found: list[str] = []
     for word in words:
         for script in expand(word, values):
-            if script and "$" not in script and "`" not in script and not script.startswith("-"):
-                found.append(posixpath.normpath(posixpath.dirname(script) or "."))
+            if not script or "$" in script or "`" in script or script.startswith("-"):
+                continue
+            if test_files is not None and posixpath.basename(script) not in test_files:
+                continue
+            found.append(posixpath.normpath(posixpath.dirname(script) or "."))
     return tuple(dict.fromkeys(found))
 
 
@@ -811,9 +846,10 @@ def module_paths(
     test_script: str,
     test_sources: Iterable[str] = (),
     verifier_env: Mapping[str, str] | None = None,
+    test_files: Collection[str] | None = None,
 ) -> tuple[str, ...]:
     """Folders the tests put on Python's module path: ``PYTHONPATH`` in test.sh (through its
-    variables) or in ``[verifier].env``, the folders of the scripts test.sh runs
+    variables) or in ``[verifier].env``, the folders of the tests' scripts test.sh runs
     (:func:`script_folders`), ``sys.path.insert``/``append`` of a literal in a test module. A
     relative one as written (the caller joins it to the workdir)."""
     values = shell_values(test_script)
@@ -824,7 +860,7 @@ def module_paths(
         for part in setting.split(":"):
             for value in expand(part, values):
                 found += [p for p in value.split(":") if p and "$" not in p]
-    found += script_folders(test_script)
+    found += script_folders(test_script, test_files)
     for source in test_sources:
         found += re.findall(
             r"sys\.path\.(?:insert\(\s*-?\d+\s*,|append\()\s*[rRbBuU]?[\"'](/[^\"']*)[\"']", source
@@ -930,7 +966,9 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
         if named is not None:
             result.exclude(change, named)
             continue
-        rule = _rule(path, change, ground, added, known, ground_dirs, module_dirs, shadows, data)
+        rule = _rule(
+            path, change, ground, added, known, ground_dirs, module_dirs, shadows, data, parents
+        )
         environment = rule in ("system", "home-config", "toolchain")
         if environment and change.kind == "modified" and path in parents:
             # A folder of the image marked only because an entry in it changed (a .pyc Python
@@ -1046,6 +1084,7 @@ def _rule(
     module_dirs: set[str],
     shadows: frozenset[str],
     data_folders: set[str],
+    folders: Collection[str] = frozenset(),
 ) -> str | None:
     name = posixpath.basename(path)
     if name in BENIGN_NAMES or under(path, ["/var/log"]):
@@ -1077,6 +1116,8 @@ def _rule(
         module_dirs,
         shadows,
         data_folders,
+        ground.anywhere_shadow_names,
+        folders,
     )
 
 
@@ -1118,6 +1159,8 @@ def _ground_rule(
     module_dirs: set[str],
     shadows: frozenset[str],
     data_folders: set[str],
+    anywhere: frozenset[str] = frozenset(),
+    folders: Collection[str] = frozenset(),
 ) -> str | None:
     folder = posixpath.dirname(path)
     if change.kind == "deleted":
@@ -1138,7 +1181,25 @@ def _ground_rule(
             module = module_name(entry_name)
             if module is not None and module.lower() in shadows and entry not in data_folders:
                 return "ground-module"
+        elif (
+            entry in added
+            and (is_module_file(entry_name) or entry in folders)
+            and entry not in data_folders
+            and not _in_environment(entry)
+        ):
+            module = module_name(entry_name)
+            if module is not None and module.lower() in anywhere:
+                return "ground-module"
     return None
+
+
+# Folders of Python and node environments: what an environment the agent made holds (its
+# site-packages with pytest, numpy) is read only by that environment's own interpreter.
+_ENVIRONMENT_FOLDERS: Final = frozenset({"site-packages", "dist-packages", "node_modules"})
+
+
+def _in_environment(path: str) -> bool:
+    return not _ENVIRONMENT_FOLDERS.isdisjoint(path.strip("/").split("/")[:-1])
 
 
 # Names whose every module is a regular one (a file, or a folder with __init__): the standard

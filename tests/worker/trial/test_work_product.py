@@ -4,6 +4,8 @@ agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from worker.sandbox.tamper import Change
@@ -303,11 +305,71 @@ def test_the_folders_test_sh_starts_in_and_puts_on_the_module_path_are_read_thro
         "check",
         "/opt/tools",
     )
+    # of the tests' own scripts only, given their names: a script of the agent's is graded code
+    assert module_paths(script, [], {}, frozenset({"gen_truth.py", "test.sh"})) == (
+        "/app/src",
+        "/lib",
+        "/tmp",
+    )
     # a name assigned twice gives both folders; one never assigned gives none
     assert start_folders("D=/a\nD=/b\ncd $D\ncd $NOWHERE\n") == ("/a", "/b")
     ground = Ground(workdir="/root", module_paths=module_paths(script))
     rules = _rule(ground, Change("/tmp/json.py", "added"), Change("/tmp/answer_helper.py", "added"))
     assert rules == {"/tmp/json.py": "ground-module", "/tmp/answer_helper.py": None}
+
+
+def test_a_module_named_like_what_every_verifier_imports_is_left_out_wherever_it_is() -> None:
+    """No reading of test.sh lists every folder a Python of the verifier's starts in or is
+    pointed at (``xargs python3``, ``bash -c``, ``subprocess.run(..., cwd=...)``, a path built
+    from an expression): a module of the agent's named like the standard library's, the test
+    runner's or what test.sh installs is left out anywhere; an environment the agent made keeps
+    its packages, data folders and files Python cannot import keep theirs, and a module by
+    another name (or one named like only an image's library) is the agent's."""
+    ground = Ground(
+        workdir="/root",
+        image_modules=frozenset({"numpy", "html"}),
+        installed_modules=frozenset({"yaml"}),
+    )
+    rules = _rule(
+        ground,
+        Change("/tmp/json.py", "added"),
+        Change("/outputs", "added"),
+        Change("/outputs/json", "added"),
+        Change("/outputs/json/__init__.py", "added"),
+        Change("/srv/evil/pytest/__init__.py", "added"),
+        Change("/srv/evil/pytest", "added"),
+        Change("/srv/evil", "added"),
+        Change("/app/src/statistics.py", "added"),
+        Change("/app/src/yaml.pyc", "added"),
+        Change("/opt/proj", "added"),
+        Change("/opt/proj/.venv", "added"),
+        Change("/opt/proj/.venv/pyvenv.cfg", "added"),
+        Change("/opt/proj/.venv/lib/python3.12/site-packages/pytest/__init__.py", "added"),
+        Change("/opt/proj/web/node_modules/json/index.js", "added"),
+        Change("/home/u/report/html/index.html", "added"),
+        Change("/home/u/report/logging/run.log", "added"),
+        Change("/home/u/report/code", "added"),
+        Change("/home/u/proj/solver.py", "added"),
+        Change("/home/u/proj/numpy_tools.py", "added"),
+        Change("/home/u/proj/numpy.py", "added"),
+    )
+    assert rules["/tmp/json.py"] == "ground-module"
+    assert rules["/outputs/json"] == rules["/outputs/json/__init__.py"] == "ground-module"
+    assert rules["/srv/evil/pytest"] == rules["/srv/evil/pytest/__init__.py"] == "ground-module"
+    assert rules["/app/src/statistics.py"] == rules["/app/src/yaml.pyc"] == "ground-module"
+    for kept in (
+        "/opt/proj/.venv/lib/python3.12/site-packages/pytest/__init__.py",
+        "/opt/proj/web/node_modules/json/index.js",
+        "/home/u/report/html/index.html",
+        "/home/u/report/logging/run.log",
+        "/home/u/report/code",
+        "/home/u/proj/solver.py",
+        "/home/u/proj/numpy_tools.py",
+        "/home/u/proj/numpy.py",
+        "/outputs",
+        "/srv/evil",
+    ):
+        assert rules[kept] is None, kept
 
 
 def test_stale_bytecode_python_rewrote_needs_no_regrade_unless_the_verifier_reads_it() -> None:
@@ -801,6 +863,8 @@ def test_a_link_is_judged_by_every_rule_where_its_copy_will_be() -> None:
         ("spec_from_file_location('acc_system', '/root/acc_system.py')", "acc_system"),
         ('subprocess.run(["python3", "/root/solve.py"])', "solve"),
         ('importlib.import_module("pkg.sub")', "pkg"),
+        ('importlib.import_module("plugins." + name)', "plugins"),
+        ('import_module(f"plugins.{name}")', "plugins"),
         ('subprocess.run([sys.executable, "-m", "solver"])', "solver"),
         ('run(["python3", "/root/mypkg/main.py"])', "main"),
         ("x = '/root/fast.cpython-311-x86_64-linux-gnu.so'", "fast"),
@@ -989,6 +1053,31 @@ def test_a_module_in_a_placed_folder_that_the_reached_code_imports_is_kept() -> 
     }
     named = references("python3 /root/simulation.py\n", "test.sh")
     assert unreached_modules(entries, named) == ["/root/proj/other.py"]
+
+
+def test_a_package_in_a_placed_folder_that_the_reached_code_loads_by_a_computed_name_is_kept() -> (
+    None
+):
+    """test.sh runs ``/root/solution/main.py``, which loads ``plugins.<name>`` by computed names
+    (red team 7's honest plugins): the package's files are kept, another module of the folder
+    that nothing names is not."""
+    entries = {
+        "/root/solution": _entry(
+            "solution",
+            "solution",
+            main_py="import importlib\nimportlib.import_module('plugins.' + NAME)\n",
+        ),
+    }
+    entry = entries["/root/solution"]
+    paths = (
+        "/root/solution/main.py",
+        "/root/solution/plugins/__init__.py",
+        "/root/solution/plugins/six.py",
+        "/root/solution/stray.py",
+    )
+    entries["/root/solution"] = dataclasses.replace(entry, import_paths=paths)
+    named = references("python3 /root/solution/main.py\n", "test.sh")
+    assert unreached_modules(entries, named) == ["/root/solution/stray.py"]
 
 
 def test_a_folder_without_init_named_like_a_regular_module_of_the_image_shadows_nothing() -> None:
