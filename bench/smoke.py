@@ -39,6 +39,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("trial_overhead.py", ["--environment", "docker", "--agent", "oracle", "--module"], True),
     ("host_capacity.py", ["--environment", "local"], False),
     ("leaderboard_queries.py", [], False),
+    ("work_product_rules.py", [], False),
     ("cancel_latency.py", [], False),
     ("sandbox_primitives.py", ["--backend", "local"], False),
     ("cluster_scaling.py", [], False),

@@ -1183,6 +1183,7 @@ def _ground_rule(
                 return "ground-module"
         elif (
             entry in added
+            and entry_name.split(".", 1)[0].lower() in anywhere  # cheap first: most names are not
             and (is_module_file(entry_name) or entry in folders)
             and entry not in data_folders
             and not _in_environment(entry)
