@@ -755,12 +755,13 @@ _ASSIGNMENT = re.compile(
     re.MULTILINE,
 )
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-# Folders test.sh changes into: `cd DIR`, `pushd DIR` (quoted or not, through variables).
-_CHANGE_DIR = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)\s+(?:--\s+)?([\"']?)([^\s\"';&|)]+)\1")
+# Folders test.sh changes into: `cd DIR`, `pushd DIR` (quoted or not, through variables, inside
+# a `bash -c '...'` string too).
+_CHANGE_DIR = re.compile(r"(?:^|[\s;&|(\"'])(?:cd|pushd)\s+(?:--\s+)?([\"']?)([^\s\"';&|)]+)\1")
 # Python run on a script: the script's folder is first on its module path. `python3 [-u ...]
 # SCRIPT`, `uv run [--opts] SCRIPT.py`, and a `.py` run by its own path at a command's start.
 _PYTHON_SCRIPT = re.compile(
-    r"(?:^|[\s;&|(/])python(?:3(?:\.\d+)?)?[ \t]+((?:-[A-Za-z]+[ \t]+)*)([\"']?)"
+    r"(?:^|[\s;&|(/\"'])python(?:3(?:\.\d+)?)?[ \t]+((?:-[A-Za-z]+[ \t]+)*)([\"']?)"
     r"([^\s\"';&|)<>-][^\s\"';&|)<>]*)\2"
 )
 _UV_RUN_SCRIPT = re.compile(
@@ -949,6 +950,12 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
     excluded_roots: dict[str, str] = {}  # an excluded ground entry: all below it goes too
     parents = {posixpath.dirname(c.path) for c in changes}
     data = data_folders(changes) | regular_portions(changes, ground)
+    # Regular packages of the agent's (their __init__ among the changes, not deleted).
+    packages = {
+        posixpath.dirname(c.path)
+        for c in changes
+        if c.kind != "deleted" and posixpath.basename(c.path).startswith("__init__.")
+    }
     for change in changes:
         path = change.path
         if under(path, harness) or path.startswith(HARNESS_PREFIXES) or path == "/":
@@ -967,7 +974,17 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             result.exclude(change, named)
             continue
         rule = _rule(
-            path, change, ground, added, known, ground_dirs, module_dirs, shadows, data, parents
+            path,
+            change,
+            ground,
+            added,
+            known,
+            ground_dirs,
+            module_dirs,
+            shadows,
+            data,
+            parents,
+            packages,
         )
         environment = rule in ("system", "home-config", "toolchain")
         if environment and change.kind == "modified" and path in parents:
@@ -1085,6 +1102,7 @@ def _rule(
     shadows: frozenset[str],
     data_folders: set[str],
     folders: Collection[str] = frozenset(),
+    packages: Collection[str] = frozenset(),
 ) -> str | None:
     name = posixpath.basename(path)
     if name in BENIGN_NAMES or under(path, ["/var/log"]):
@@ -1118,6 +1136,7 @@ def _rule(
         data_folders,
         ground.anywhere_shadow_names,
         folders,
+        packages,
     )
 
 
@@ -1161,6 +1180,7 @@ def _ground_rule(
     data_folders: set[str],
     anywhere: frozenset[str] = frozenset(),
     folders: Collection[str] = frozenset(),
+    packages: Collection[str] = frozenset(),
 ) -> str | None:
     folder = posixpath.dirname(path)
     if change.kind == "deleted":
@@ -1181,16 +1201,22 @@ def _ground_rule(
             module = module_name(entry_name)
             if module is not None and module.lower() in shadows and entry not in data_folders:
                 return "ground-module"
-        elif (
-            entry in added
-            and entry_name.split(".", 1)[0].lower() in anywhere  # cheap first: most names are not
-            and (is_module_file(entry_name) or entry in folders)
-            and entry not in data_folders
-            and not _in_environment(entry)
-        ):
-            module = module_name(entry_name)
-            if module is not None and module.lower() in anywhere:
-                return "ground-module"
+        elif entry in added and not _in_environment(entry):
+            # Anywhere else: a plugin registry (a pytest11 entry point) is read from whatever
+            # folder a Python of the verifier's has on its path; a module named like one every
+            # such Python imports shadows it there. Not a package's own submodule
+            # (``mytool/types.py`` is ``mytool.types``).
+            if is_distribution_metadata(entry_name):
+                return "ground-config"
+            if (
+                entry_name.split(".", 1)[0].lower() in anywhere  # cheap first: most names are not
+                and (is_module_file(entry_name) or entry in folders)
+                and entry not in data_folders
+                and base not in packages
+            ):
+                module = module_name(entry_name)
+                if module is not None and module.lower() in anywhere:
+                    return "ground-module"
     return None
 
 

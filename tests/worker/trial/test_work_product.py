@@ -26,6 +26,7 @@ from worker.trial.work_product import (
     names_of_tests,
     pycache_isolated,
     references,
+    script_folders,
     shadow_candidates,
     skill_places,
     start_folders,
@@ -311,6 +312,9 @@ def test_the_folders_test_sh_starts_in_and_puts_on_the_module_path_are_read_thro
         "/lib",
         "/tmp",
     )
+    # inside a `bash -c '...'` string too
+    assert start_folders("bash -c 'cd /app && python3 -m pytest /tests'\n") == ("/app",)
+    assert script_folders('sh -c "python3 /tmp/gen.py"\n') == ("/tmp",)
     # a name assigned twice gives both folders; one never assigned gives none
     assert start_folders("D=/a\nD=/b\ncd $D\ncd $NOWHERE\n") == ("/a", "/b")
     ground = Ground(workdir="/root", module_paths=module_paths(script))
@@ -352,11 +356,22 @@ def test_a_module_named_like_what_every_verifier_imports_is_left_out_wherever_it
         Change("/home/u/proj/solver.py", "added"),
         Change("/home/u/proj/numpy_tools.py", "added"),
         Change("/home/u/proj/numpy.py", "added"),
+        Change("/home/u/proj/mytool", "added"),
+        Change("/home/u/proj/mytool/__init__.py", "added"),
+        Change("/home/u/proj/mytool/types.py", "added"),
+        Change("/home/u/proj/mytool/email", "added"),
+        Change("/home/u/proj/mytool/email/__init__.py", "added"),
+        Change("/app/rtplug-1.0.dist-info", "added"),
+        Change("/app/rtplug-1.0.dist-info/entry_points.txt", "added"),
+        Change("/app/rtplug.py", "added"),
     )
     assert rules["/tmp/json.py"] == "ground-module"
     assert rules["/outputs/json"] == rules["/outputs/json/__init__.py"] == "ground-module"
     assert rules["/srv/evil/pytest"] == rules["/srv/evil/pytest/__init__.py"] == "ground-module"
     assert rules["/app/src/statistics.py"] == rules["/app/src/yaml.pyc"] == "ground-module"
+    # a plugin registry anywhere (a pytest11 entry point needs no import by the tests)
+    assert rules["/app/rtplug-1.0.dist-info"] == "ground-config"
+    assert rules["/app/rtplug-1.0.dist-info/entry_points.txt"] == "ground-config"
     for kept in (
         "/opt/proj/.venv/lib/python3.12/site-packages/pytest/__init__.py",
         "/opt/proj/web/node_modules/json/index.js",
@@ -366,6 +381,11 @@ def test_a_module_named_like_what_every_verifier_imports_is_left_out_wherever_it
         "/home/u/proj/solver.py",
         "/home/u/proj/numpy_tools.py",
         "/home/u/proj/numpy.py",
+        # a package's own submodules: mytool.types, mytool.email (red team 8's honest package)
+        "/home/u/proj/mytool/types.py",
+        "/home/u/proj/mytool/email",
+        "/home/u/proj/mytool/email/__init__.py",
+        "/app/rtplug.py",
         "/outputs",
         "/srv/evil",
     ):
