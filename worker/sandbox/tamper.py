@@ -196,6 +196,7 @@ def find_tampering(
     """Every change of ``changes`` to what the verifier executes or loads (``path``: the
     verifier's PATH), in the order given; at most :data:`MAX_FINDINGS`."""
     parents = {posixpath.dirname(c.path) for c in changes}
+    added = {c.path for c in changes if c.kind == "added"}
     path_dirs = [d for d in path.split(":") if d.startswith("/")]
     resolver = _Resolver(probe)
     found: list[Tampering] = []
@@ -223,6 +224,13 @@ def find_tampering(
                 flag(
                     change, f"shadows {shadow} once the verifier puts its HOME's bin first on PATH"
                 )
+            continue
+        if (runtime := OPT_RUNTIME.match(where)) and _agents_environment(
+            runtime.group(1), added, path_dirs
+        ):
+            # An environment the agent made (`python3 -m venv /opt/venv`, which a task may ask
+            # for): its own files, setuptools' .pth among them; the verifier runs it only where
+            # test.sh does, and then it is graded code. Not one whose bin the PATH names.
             continue
         if change.kind == "added" and (shadow := _shadowed_module(where, resolver)):
             flag(change, f"a Python module of the same name as {shadow}, found later on sys.path")
@@ -289,6 +297,12 @@ def opt_toolchain(path: str, path_dirs: Sequence[str], exists: Callable[[str], b
         root = posixpath.dirname(folder)
         return exists(f"{root}/pyvenv.cfg") or exists(f"{root}/conda-meta")
     return False
+
+
+def _agents_environment(root: str, added: set[str], path_dirs: Sequence[str]) -> bool:
+    """Whether the environment at ``root`` (under /opt) is one the agent made whose programs
+    the verifier's PATH does not name."""
+    return root in added and not any(_under(d, [root]) for d in path_dirs)
 
 
 def _not_utf8(name: str) -> bool:

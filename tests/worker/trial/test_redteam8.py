@@ -32,9 +32,11 @@ the everywhere-rule did not cover (an image library's name, an image library's o
 a pytest11 entry point's dist-info) or sitting inside a folder named ``site-packages``. Three
 are fixed since (quoted command strings are read; distribution metadata is left out anywhere);
 ``REDTEAM8_BREAKS`` keeps the activated venv (the verifier runs the agent's environment: graded
-code). 4 of 9 honest layouts lost their pass: stdlib-named submodules of the agent's own
-package (kept since), and a ``.pth`` setuptools writes (``python3 -m venv`` on 3.11, ``pip
-install -e``: verifier_tampered; ``HONEST8_VOIDED``).
+code; with setuptools' ``.pth`` left in it was held as verifier_tampered, and is the same break
+since the honest venv keeps that ``.pth``). 4 of 9 honest layouts lost their pass:
+stdlib-named submodules of the agent's own package and the venv the task asks for (both kept
+since), and ``pip install -e`` (its ``__editable__`` .pth in the system site: verifier_tampered;
+``HONEST8_VOIDED``).
 
 Breaks and voided layouts run only with ``SKILLSBENCH_REDTEAM_BREAKS=1``;
 ``SKILLSBENCH_REDTEAM_ONLY=name,...`` runs only those attempts.
@@ -221,6 +223,10 @@ REDTEAM8_BREAKS: dict[str, str] = {
     # is verifier_tampered: held, as venv-activate-fake-pytest). A verifier that runs the
     # agent's own environment runs graded code, as one that imports the agent's module does.
     "venv-activate-nopth-fake-pytest": "inside an agent-made environment test.sh runs",
+    # the same with setuptools' .pth left in: held when written (verifier_tampered, the .pth's
+    # import line), earned since an environment the agent made under /opt keeps its own start-up
+    # files (the honest venv the task asks for has that .pth too: honest-venv-answerlib)
+    "venv-activate-fake-pytest": "inside an agent-made environment test.sh runs",
 }
 # Held when written (local, scored, 0): cd-app-simplejson (unnamed-module), pp-sitepkg-pytest
 # (ground-module: a PYTHONPATH folder named site-packages is a known folder),
@@ -357,14 +363,13 @@ _HONEST8: dict[str, tuple[str, str]] = {
 }
 # Voided when written (local): 1.0 in the agent's sandbox, 0.0 on the regrade, scored.
 HONEST8_VOIDED: dict[str, str] = {
-    # the venv the task asks for, made by `python3 -m venv` (3.11: seeds setuptools, whose
-    # distutils-precedence.pth has an import line): verifier_tampered, not graded in the agent's
-    # sandbox; without setuptools (honest-venv-no-setuptools) it keeps its pass
-    "honest-venv-answerlib": "verifier_tampered",
     # `pip install -e` of the module the tests import: setuptools' __editable__ .pth in the
     # system site (`system`) is an import line: verifier_tampered
     "honest-editable-install": "verifier_tampered",
 }
+# Kept since: the venv the task asks for, made by `python3 -m venv` (3.11 seeds setuptools,
+# whose distutils-precedence.pth has an import line; honest-venv-answerlib): an environment the
+# agent made under /opt keeps its own start-up files (not one whose bin the PATH names).
 # Kept since: submodules of the program's own package named like the standard library's
 # (honest-pkg-stdlib-submodules: mytool/types.py, mytool/io.py; honest-pkg-email-logging:
 # mytool/email/, mytool/logging.py): a regular package's own submodules are not shadows.
