@@ -503,14 +503,7 @@ class Ground:
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
         """Lower case: compared so (``PyPDF2`` is what ``pip install pypdf2`` installs)."""
-        names = (
-            frozenset(sys.stdlib_module_names)
-            | STDLIB_OPTIONAL_IMPORTS
-            | RUNNER_MODULES
-            | self.image_modules
-            | self.installed_modules
-        )
-        return frozenset(name.lower() for name in names)
+        return self.anywhere_shadow_names | {name.lower() for name in self.image_modules}
 
     @functools.cached_property
     def anywhere_shadow_names(self) -> frozenset[str]:
