@@ -1562,6 +1562,8 @@ def _reason(
         )
     elif isinstance(regrade, dict) and regrade.get("reward", 1.0) < first:
         left = (state.verifier.get("work_product") or {}).get("excluded") or []
+        # what made the difference first: a folder marked only by its entries says nothing
+        left = sorted(left, key=lambda item: item.get("rule") == "benign")
         named = ", ".join(f"{item['path']} ({item['rule']})" for item in left[:3])
         parts.append(
             "the pass did not hold on the image plus the agent's work product (reward "

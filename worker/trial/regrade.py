@@ -45,17 +45,21 @@ from worker.trial.work_product import (
     WorkProduct,
     classify,
     data_folders,
+    exclude_site_packages,
     exclude_unnamed,
     link_escapes,
     linked_folder_rules,
     module_folders,
     module_name,
     python_references,
+    runs_named_code,
     shadow_candidates,
     shell_references,
+    site_packages,
     under,
     unnamed_candidates,
     unreached_modules,
+    unreached_site_packages,
 )
 
 _VERIFIER_SCRIPTS: Final = "worker.trial.verifier_scripts"
@@ -90,7 +94,14 @@ TEST_TIME_MODULES_SCRIPT: Final = (
     # and what the installed distributions say they hold, should a module be gone since
     'for r in "$d"/*.dist-info/RECORD "$d"/*.egg-info/top_level.txt; do [ -f "$r" ] && '
     "sed -e 's|[/,].*||' \"$r\" | sort -u | while IFS= read -r n; do "
-    '[ -n "$n" ] && printf \'%s\\t%s\\n\' "$d" "$n"; done; done; done; true'
+    '[ -n "$n" ] && printf \'%s\\t%s\\n\' "$d" "$n"; done; done; '
+    # and, of a distribution installed from a local folder (PEP 610's direct_url.json: test.sh's
+    # `pip3 install .` of the agent's project), that folder: "folder<TAB>name<TAB>file URL path"
+    'for u in "$d"/*.dist-info/direct_url.json; do [ -f "$u" ] || continue; '
+    's=$(sed -n \'s|.*"url": *"file://\\([^"]*\\)".*|\\1|p\' "$u" | head -n 1); '
+    '[ -n "$s" ] && [ -f "${u%/*}/RECORD" ] || continue; '
+    "sed -e 's|[/,].*||' \"${u%/*}/RECORD\" | sort -u | while IFS= read -r n; do "
+    '[ -n "$n" ] && printf \'%s\\t%s\\t%s\\n\' "$d" "$n" "$s"; done; done; done; true'
 )
 
 
@@ -179,12 +190,14 @@ async def capture(
             product.exclude(change, named[change.path])
         kept = [p for p in kept if p not in escaping and p not in named]
     unnamed = unnamed_candidates(product, ground)
+    site = site_packages(product, ground) if ground.named is not None else {}
     if (
         not always_export
         and not product.needs_regrade
         and links is not None
         and not found.candidates
         and not unnamed
+        and not site
     ):
         return found
 
@@ -197,9 +210,13 @@ async def capture(
     found.report = await sandbox.export_changes(kept, archive, max_bytes=max_bytes, link_ok=link_ok)
     found.archive = archive
     found.interpreters = await asyncio.to_thread(managed_interpreters, archive, product)
-    if unnamed and ground.named is not None:
+    if (unnamed or site) and ground.named is not None:
         entries = await asyncio.to_thread(module_entries, archive, product, ground)
         exclude_unnamed(product, unnamed_paths(entries, ground.named, unnamed))
+        runs_code = runs_named_code(product, ground)
+        exclude_site_packages(
+            product, unreached_site_packages(entries, ground.named, site, runs_code=runs_code)
+        )
     return found
 
 

@@ -41,6 +41,7 @@ import itertools
 import posixpath
 import re
 import sys
+import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -242,13 +243,20 @@ _IMPORT_CALLS: Final = frozenset(
 )
 
 
+# A remote resource's address (``https://astral.sh/uv/0.9.7/install.sh``): its file names are
+# the remote host's, never a file of the agent's (an agent's ``/root/install.sh`` is not run by
+# a test.sh that pipes that URL's body into sh). ``file://`` names a local place: kept.
+_REMOTE_URL = re.compile(r"\b(?!file:)[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s\"'`<>]{0,4096}")
+
+
 def _groups(pattern: re.Pattern[str], text: str) -> set[str]:
     return {g for m in pattern.finditer(text) for g in m.groups() if g}
 
 
 def shell_references(text: str) -> References:
     """What a shell text names (test.sh, a script the tests run, a file of tests/ that is not
-    Python)."""
+    Python); never a remote address's parts."""
+    text = _REMOTE_URL.sub(" ", text)
     modules = (
         _groups(_IMPORT_REF, text)
         | _groups(_RUN_MODULE_REF, text)
@@ -319,7 +327,7 @@ def python_references(source: str) -> References | None:
                 if flag == "-m" and word:
                     modules.add(word.split(".")[0])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value[:100_000]
+            text = _REMOTE_URL.sub(" ", node.value[:100_000])
             refs = References(
                 frozenset(_groups(_MODULE_FILE_REF, text) | _groups(_RUN_MODULE_REF, text)),
                 frozenset(_groups(_FOLDER_REF, text)),
@@ -398,6 +406,22 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
     import, ``-m``, ``x.py``) or its whole file name; a folder named as a place only
     (``/root/out/``) keeps its data, and of its code only the files named by their whole name
     (whose code is then read)."""
+    reached, known = reach(entries, named)
+    hit: list[str] = []
+    for path, entry in sorted(entries.items()):
+        if not entry.added or not entry.importable or path in reached:
+            continue
+        placed = entry.module is not None and entry.module in known.places
+        hit += [
+            p
+            for p in entry.import_paths
+            if not (placed and p != path and _named_below(p[len(path) + 1 :], known))
+        ]
+    return hit
+
+
+def reach(entries: Mapping[str, ModuleEntry], named: References) -> tuple[set[str], References]:
+    """The entries ``named`` and the code they reach name, transitively, and all those names."""
     reached: set[str] = set()
     read: set[tuple[str, str]] = set()  # (entry, code file) whose names are known
     known = named
@@ -419,17 +443,78 @@ def unreached_modules(entries: Mapping[str, ModuleEntry], named: References) -> 
                     read.add((path, file))
                     known = known | refs
                     grew = True
-    hit: list[str] = []
-    for path, entry in sorted(entries.items()):
-        if not entry.added or not entry.importable or path in reached:
-            continue
-        placed = entry.module is not None and entry.module in known.places
-        hit += [
-            p
-            for p in entry.import_paths
-            if not (placed and p != path and _named_below(p[len(path) + 1 :], known))
-        ]
-    return hit
+    return reached, known
+
+
+def site_packages(product: WorkProduct, ground: Ground) -> dict[str, str]:
+    """The packages the agent installed into a system or user site folder under a name nothing
+    else has (:func:`new_site_package`) that the work product carries: ``top entry -> module``."""
+    added = {c.path for c in product.applied if c.kind == "added"}
+    found: dict[str, str] = {}
+    for change in product.applied:
+        top = new_site_package(change.path, added, ground.shadow_names)
+        if top is not None and top == change.path:
+            module = module_name(posixpath.basename(top))
+            if module is not None:
+                found[top] = module
+    return found
+
+
+def runs_named_code(product: WorkProduct, ground: Ground) -> bool:
+    """Whether test.sh or the tests name a code file of the agent's by its whole name outside
+    the verifier's module folders (``python3 /app/run.py`` from ``/root``), not one of the
+    tests' own files (``cp /tests/gen_truth.py /tmp/``: an agent's ``gen_truth.py`` elsewhere
+    is not what runs)."""
+    if ground.named is None:
+        return False
+    files = ground.named.files - ground.test_files
+    return any(
+        c.kind != "deleted"
+        and (name := posixpath.basename(c.path)) in files
+        and name.endswith(CODE_SUFFIXES)
+        for c in product.applied
+    )
+
+
+def unreached_site_packages(
+    entries: Mapping[str, ModuleEntry],
+    named: References,
+    site: Mapping[str, str],
+    *,
+    runs_code: bool = False,
+) -> list[str]:
+    """The site packages (:func:`site_packages`) to leave out: all of them, unless the verifier
+    runs code of the agent's. A library the tests import tries optional modules nobody lists
+    (requests' ``simplejson``, urllib3's ``brotlicffi``, pandas' ``numexpr``), and Python
+    finds one the agent installed by itself: its code would run inside the grader though the
+    tests never name it. Once the tests (or test.sh) import or run code of the agent's, in a
+    module folder or one of these packages, or a script of its elsewhere (``runs_code``:
+    :func:`runs_named_code`), that code already runs inside the grader, and everything it
+    installed is kept (a dependency may be imported from compiled code, which no reading
+    sees)."""
+    if not site or runs_code:
+        return []
+    reached, known = reach(entries, named)
+    runs_agent_code = any(
+        path in reached and (entry.importable or entry.code) for path, entry in entries.items()
+    )
+    named_site = any(
+        module in known.modules or posixpath.basename(top) in known.files
+        for top, module in site.items()
+    )
+    return [] if runs_agent_code or named_site else sorted(site)
+
+
+def exclude_site_packages(product: WorkProduct, tops: Iterable[str]) -> None:
+    """Move everything below the site packages ``tops`` to the excluded ones: an installed
+    package is left out whole (a folder left behind would import as an empty namespace
+    package, and a library that tries it would break on it)."""
+    roots = set(tops)
+    if not roots:
+        return
+    for change in [c for c in product.applied if any(a in roots for a in ancestors(c.path))]:
+        product.applied.remove(change)
+        product.exclude(change, "unnamed-module")
 
 
 def _named_below(relative: str, known: References) -> bool:
@@ -1315,17 +1400,33 @@ def exclude_test_time_shadows(
 ) -> list[str]:
     """Move the candidates whose module name ``found`` lists (``"folder\tentry"`` lines: what the
     verifier's Python could import once test.sh ran) from another folder into the excluded
-    ones, with everything below them; the entries moved."""
+    ones, with everything below them; the entries moved. A ``"folder\tentry\tsource"`` line
+    says the name there was installed from the local folder ``source`` (test.sh's ``cd
+    /root/proj && pip3 install .``): a candidate inside it is that install's own code, not a
+    shadow of it (the image-alone listing, where no folder of the agent's exists, still
+    judges the name)."""
     where: dict[str, set[str]] = {}
+    installed_from: dict[tuple[str, str], set[str]] = {}
     for line in found:
-        folder, _, entry = line.rstrip("\n").partition("\t")
+        folder, _, rest = line.rstrip("\n").partition("\t")
+        entry, _, source = rest.partition("\t")
         module = module_name(entry)
-        if module is not None:
-            where.setdefault(module, set()).add(folder)
+        if module is None:
+            continue
+        where.setdefault(module, set()).add(folder)
+        if source.startswith("/"):
+            source = posixpath.normpath(urllib.parse.unquote(source))
+            installed_from.setdefault((folder, module), set()).add(source)
+
+    def shadowed(entry: str, name: str, folder: str, there: str) -> bool:
+        if there == folder or under(there, [entry]):
+            return False
+        return not under(entry, installed_from.get((there, name), ()))
+
     hit = [
         entry
         for entry, (name, folder) in candidates.items()
-        if any(f != folder and not under(f, [entry]) for f in where.get(name, ()))
+        if any(shadowed(entry, name, folder, f) for f in where.get(name, ()))
     ]
     if hit:
         for change in [c for c in product.applied if under(c.path, hit)]:

@@ -16,6 +16,7 @@ from worker.trial.work_product import (
     builds_node_project,
     builds_project,
     classify,
+    exclude_site_packages,
     exclude_test_time_shadows,
     file_names,
     input_dirs,
@@ -26,12 +27,16 @@ from worker.trial.work_product import (
     names_of_tests,
     pycache_isolated,
     references,
+    runs_named_code,
     script_folders,
     shadow_candidates,
+    shell_references,
+    site_packages,
     skill_places,
     start_folders,
     unnamed_candidates,
     unreached_modules,
+    unreached_site_packages,
 )
 
 ROOT = Ground(workdir="/root", skills_dir="/root/.claude/skills")
@@ -1118,3 +1123,112 @@ def test_a_folder_without_init_named_like_a_regular_module_of_the_image_shadows_
     for folder in ("tkinter", "google"):  # not in the image; a namespace package there
         rules = _rule(ground, Change(f"/root/{folder}/x.py", "added"))
         assert rules[f"/root/{folder}/x.py"] == "ground-module", folder
+
+
+SITE = "/usr/local/lib/python3.11/dist-packages"
+
+
+def _site_product(*tops: str) -> tuple[WorkProduct, Ground]:
+    ground = Ground(workdir="/root", named=references("import requests, yaml\n", "t.py"))
+    changes = [Change("/root/answer.yaml", "added")]
+    for top in tops:
+        changes += [Change(f"{SITE}/{top}", "added"), Change(f"{SITE}/{top}/__init__.py", "added")]
+        changes += [Change(f"{SITE}/{top}/_speedups.c", "added")]
+    return classify(changes, ground), ground
+
+
+def test_a_site_package_the_tests_never_reach_is_left_out_whole() -> None:
+    # Red team 9: requests tries `import simplejson`; the agent's simplejson in the system site
+    # patched pytest from inside the grader though no test names it.
+    product, ground = _site_product("simplejson", "brotlicffi")
+    site = site_packages(product, ground)
+    assert site == {f"{SITE}/simplejson": "simplejson", f"{SITE}/brotlicffi": "brotlicffi"}
+    assert ground.named is not None
+    tops = unreached_site_packages({}, ground.named, site)
+    assert tops == [f"{SITE}/brotlicffi", f"{SITE}/simplejson"]
+    exclude_site_packages(product, tops)
+    assert {c.path for c in product.applied} == {"/root/answer.yaml"}
+    left_out = {e.path: e.rule for e in product.excluded if e.rule != "benign"}
+    # the whole package: a folder left behind would import as an empty namespace package
+    assert left_out[f"{SITE}/simplejson/_speedups.c"] == "unnamed-module"
+    assert left_out[f"{SITE}/simplejson"] == "unnamed-module"
+    assert product.needs_regrade
+
+
+def test_site_packages_stay_once_the_verifier_runs_the_agents_code() -> None:
+    product, ground = _site_product("simplejson")
+    site = site_packages(product, ground)
+    used = {"/root/answerlib.py": _entry("answerlib.py", "answerlib", "import simplejson\n")}
+    # the tests import the agent's module: its code runs inside the grader anyway
+    assert unreached_site_packages(used, references("import answerlib\n", "t.py"), site) == []
+    # the tests import the installed package itself
+    assert unreached_site_packages({}, references("import simplejson\n", "t.py"), site) == []
+    # a module of the agent's the tests do not reach opens nothing
+    unused = {"/root/helper.py": _entry("helper.py", "helper", "import simplejson\n")}
+    assert ground.named is not None
+    assert unreached_site_packages(unused, ground.named, site) == [f"{SITE}/simplejson"]
+    # a data file of the agent's the tests read is no code of its
+    data = {"/root/answer.yaml": _entry("answer.yaml", None, importable=False)}
+    named = references("open('/root/answer.yaml')\nimport yaml\n", "t.py")
+    assert unreached_site_packages(data, named, site) == [f"{SITE}/simplejson"]
+
+
+def test_a_remote_address_names_no_file_of_the_agents() -> None:
+    # uv's installer URL: an agent's /root/install.sh is not what test.sh pipes into sh
+    refs = shell_references(
+        "curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh\n"
+        "wget -q 'http://example.org/tools/helper.py' -O /tmp/h\n"
+        "python3 /root/run.py\npip3 install --find-links file:///srv/wheels/x.py a\n"
+    )
+    assert "install.sh" not in refs.files and "helper.py" not in refs.files
+    assert "helper" not in refs.modules
+    assert {"run.py", "x.py"} <= refs.files
+    python = references('URL = "https://example.org/dl/solution.py"\nimport json\n', "t.py")
+    assert "solution.py" not in python.files and "solution" not in python.modules
+
+
+def test_a_module_test_sh_installs_from_the_agents_project_is_not_its_shadow() -> None:
+    # Red team 9 (honest): test.sh runs `cd /root/proj && pip3 install .`; the installed
+    # answerlib is the project's own module, not a library it shadows.
+    ground = Ground(workdir="/root", extra_starts=("/root/proj",))
+    changes = [
+        Change("/root/proj", "added"),
+        Change("/root/proj/answerlib.py", "added"),
+        Change("/root/proj/yaml.py", "added"),
+        Change("/root/proj/pyproject.toml", "added"),
+    ]
+    product = classify(changes, ground)
+    candidates = shadow_candidates(product, ground)
+    assert set(candidates) >= {"/root/proj/answerlib.py", "/root/proj/yaml.py"}
+    listing = [
+        f"{SITE}\tanswerlib.py",
+        f"{SITE}\tanswerlib-1.dist-info",
+        f"{SITE}\tanswerlib.py\t/root/proj",
+        f"{SITE}\tanswerlib-1.dist-info\t/root/proj",
+        f"{SITE}\tyaml",  # a library test.sh's installs brought: still a shadow
+        f"{SITE}\tyaml\t/srv/other%20proj",  # installed from another folder: no exemption
+    ]
+    hit = exclude_test_time_shadows(product, candidates, listing)
+    assert hit == ["/root/proj/yaml.py"]
+    assert "/root/proj/answerlib.py" in {c.path for c in product.applied}
+
+
+def test_a_script_of_the_agents_test_sh_runs_by_path_opens_its_site_packages() -> None:
+    # `python3 /app/run.py` from /root: /app is no module folder, but run.py is the agent's code
+    ground = Ground(
+        workdir="/root",
+        named=references("cp /tests/gen_truth.py /tmp/\npython3 /app/run.py\n", "test.sh"),
+        test_files=frozenset({"gen_truth.py", "test_outputs.py", "test.sh"}),
+    )
+    changes = [Change("/app", "added"), Change("/app/run.py", "added")]
+    assert runs_named_code(classify(changes, ground), ground)
+    # an agent's file named like a file of the tests is not what runs
+    changes = [Change("/srv", "added"), Change("/srv/gen_truth.py", "added")]
+    assert not runs_named_code(classify(changes, ground), ground)
+    # nor an output the tests read
+    changes = [Change("/root/answer.json", "added")]
+    assert not runs_named_code(classify(changes, ground), ground)
+    site = {f"{SITE}/simplejson": "simplejson"}
+    assert ground.named is not None
+    assert unreached_site_packages({}, ground.named, site) == [f"{SITE}/simplejson"]
+    assert unreached_site_packages({}, ground.named, site, runs_code=True) == []
