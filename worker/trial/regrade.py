@@ -52,7 +52,6 @@ from worker.trial.work_product import (
     module_folders,
     module_name,
     python_references,
-    runs_named_code,
     shadow_candidates,
     shell_references,
     site_packages,
@@ -213,10 +212,7 @@ async def capture(
     if (unnamed or site) and ground.named is not None:
         entries = await asyncio.to_thread(module_entries, archive, product, ground)
         exclude_unnamed(product, unnamed_paths(entries, ground.named, unnamed))
-        runs_code = runs_named_code(product, ground)
-        exclude_site_packages(
-            product, unreached_site_packages(entries, ground.named, site, runs_code=runs_code)
-        )
+        exclude_site_packages(product, unreached_site_packages(product, ground, site))
     return found
 
 

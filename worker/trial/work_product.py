@@ -218,10 +218,20 @@ class References:
     modules: frozenset[str] = frozenset()
     places: frozenset[str] = frozenset()
     files: frozenset[str] = frozenset()
+    # Read strictly, for whether the verifier runs code of the agent's at all: what it imports
+    # (statements, import calls, ``-m``; never a file name in a message) and the programs it
+    # runs (``python3 /app/run.py``, ``subprocess.run(["/root/answer"])``, ``./run.sh``):
+    # absolute paths as they are, relative ones by their file name.
+    imports: frozenset[str] = frozenset()
+    runs: frozenset[str] = frozenset()
 
     def __or__(self, other: References) -> References:
         return References(
-            self.modules | other.modules, self.places | other.places, self.files | other.files
+            self.modules | other.modules,
+            self.places | other.places,
+            self.files | other.files,
+            self.imports | other.imports,
+            self.runs | other.runs,
         )
 
 
@@ -237,6 +247,13 @@ _MODULE_FILE_REF = re.compile(
 )
 _FOLDER_REF = re.compile(r"(?<![\w.+-])([A-Za-z_][A-Za-z0-9_]{0,127})/")
 _FILE_REF = re.compile(r"(?<![\w.+-])([A-Za-z0-9_][A-Za-z0-9_.+-]{0,254}\.[A-Za-z0-9_+-]{1,32})")
+# Python's ways to run a program (subprocess, os, pexpect), its command the first argument.
+_RUN_CALLS: Final = frozenset(
+    {"run", "call", "check_call", "check_output", "Popen", "system", "popen", "getoutput"}
+    | {"getstatusoutput", "spawn", "execv", "execvp", "execl", "execlp", "create_subprocess_exec"}
+    | {"create_subprocess_shell", "run_process", "open_process", "spawnl", "spawnlp"}
+)
+_ARGV_CALLS: Final = frozenset({"create_subprocess_exec", "execl", "execlp", "spawnl", "spawnlp"})
 # Python's ways to import by a name given as a string.
 _IMPORT_CALLS: Final = frozenset(
     {"import_module", "__import__", "find_spec", "run_module", "importorskip"}
@@ -257,16 +274,73 @@ def shell_references(text: str) -> References:
     """What a shell text names (test.sh, a script the tests run, a file of tests/ that is not
     Python); never a remote address's parts."""
     text = _REMOTE_URL.sub(" ", text)
-    modules = (
-        _groups(_IMPORT_REF, text)
-        | _groups(_RUN_MODULE_REF, text)
-        | _groups(_MODULE_FILE_REF, text)
-    )
+    imports = _groups(_IMPORT_REF, text) | _groups(_RUN_MODULE_REF, text)
+    modules = imports | _groups(_MODULE_FILE_REF, text)
+    # `cd /root/app && python3 main.py`: the folder it enters is a place of the files it runs
+    entered = {posixpath.basename(d.rstrip("/")) for d in _groups(_ENTERED, text)}
     return References(
         frozenset(modules),
-        frozenset(_groups(_FOLDER_REF, text)),
+        frozenset(_groups(_FOLDER_REF, text) | {d for d in entered if d}),
         frozenset(_groups(_FILE_REF, text)),
+        frozenset(imports),
+        frozenset(shell_runs(text)),
     )
+
+
+_ENTERED = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)[ \t]+[\"']?([^\s\"';&|)]{1,4096})")
+# A command line's segments, and the words before a program that are not it.
+_SEGMENT = re.compile(r"[;&|\n`(){}]|\$\(")
+_WRAPPERS: Final = frozenset(
+    {"exec", "sudo", "nohup", "env", "time", "command", "xargs", "then", "do", "else", "if"}
+    | {"while", "until", "!", "setsid", "stdbuf", "nice"}
+)
+_INTERPRETER = re.compile(
+    r"^(?:python[0-9.]*|pypy[0-9.]*|bash|sh|dash|zsh|ksh|node|nodejs|perl|ruby|Rscript)$"
+)
+# Options of an interpreter that take the next word as their value.
+_VALUE_OPTIONS: Final = frozenset({"-W", "-X", "-O", "--check-hash-based-pycs", "-o", "-r"})
+
+
+def shell_runs(text: str) -> set[str]:
+    """The programs a shell text runs (:attr:`References.runs`): the script an interpreter
+    runs (``python3 -u /app/run.py``), a command given by its path (``./run.sh``,
+    ``/root/answer``)."""
+    runs: set[str] = set()
+    for segment in _SEGMENT.split(text[:1_000_000]):
+        words = [w.strip("\"'") for w in segment.split()[:64]]
+        words = [w for w in words if w]
+        _add_run(words, runs)
+    return runs
+
+
+def _add_run(words: Sequence[str], runs: set[str]) -> None:
+    i = 0
+    while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i].split("/")[0]):
+        i += 1
+    if i < len(words) and words[i] == "timeout":
+        i += 2
+    if i < len(words) and words[i] == "uv" and words[i + 1 : i + 2] == ["run"]:
+        i += 2
+    if i >= len(words):
+        return
+    program = words[i]
+    if _INTERPRETER.match(posixpath.basename(program)):
+        j = i + 1
+        while j < len(words) and words[j].startswith("-"):
+            if words[j] in ("-c", "-m", "-e"):
+                return  # code or a module (its name is among the imports)
+            j += 2 if words[j] in _VALUE_OPTIONS else 1
+        if j < len(words):
+            _add_program(words[j], runs)
+    elif "/" in program:
+        _add_program(program, runs)
+
+
+def _add_program(word: str, runs: set[str]) -> None:
+    if word.startswith("/"):
+        runs.add(posixpath.normpath(word))
+    elif word and not word.startswith(("$", "~", "-")):
+        runs.add(posixpath.basename(word))
 
 
 def python_references(source: str) -> References | None:
@@ -310,6 +384,7 @@ def python_references(source: str) -> References | None:
             return string(node.values[0])
         return string(node)
 
+    runs: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(alias.name.split(".")[0] for alias in node.names)
@@ -321,6 +396,15 @@ def python_references(source: str) -> References | None:
             called = leading(node.args[0]) if name in _IMPORT_CALLS else None
             if called and called.split(".")[0].isidentifier():
                 modules.add(called.split(".")[0])  # a package whose modules it picks by name
+            if name in _RUN_CALLS:
+                first = node.args[0]
+                if name in _ARGV_CALLS:  # the program and its arguments, one by one
+                    _add_run([w for a in node.args[:64] if (w := string(a))], runs)
+                elif isinstance(first, (ast.List, ast.Tuple)):
+                    words = [string(e) or "" for e in first.elts]
+                    _add_run([w for w in words[:64] if w], runs)
+                elif (command := string(first)) is not None:
+                    runs |= shell_runs(command)
         elif isinstance(node, (ast.List, ast.Tuple)):
             items = [string(e) for e in node.elts]
             for flag, word in itertools.pairwise(items):
@@ -332,9 +416,12 @@ def python_references(source: str) -> References | None:
                 frozenset(_groups(_MODULE_FILE_REF, text) | _groups(_RUN_MODULE_REF, text)),
                 frozenset(_groups(_FOLDER_REF, text)),
                 frozenset(_groups(_FILE_REF, text)),
+                frozenset(_groups(_RUN_MODULE_REF, text)),
             )
             found = found | refs
-    return found | References(modules=frozenset(modules))
+    return found | References(
+        modules=frozenset(modules), imports=frozenset(modules), runs=frozenset(runs)
+    )
 
 
 def references(text: str, name: str = "") -> References:
@@ -460,49 +547,46 @@ def site_packages(product: WorkProduct, ground: Ground) -> dict[str, str]:
     return found
 
 
-def runs_named_code(product: WorkProduct, ground: Ground) -> bool:
-    """Whether test.sh or the tests name a code file of the agent's by its whole name outside
-    the verifier's module folders (``python3 /app/run.py`` from ``/root``), not one of the
-    tests' own files (``cp /tests/gen_truth.py /tmp/``: an agent's ``gen_truth.py`` elsewhere
-    is not what runs)."""
-    if ground.named is None:
+def runs_agent_code(product: WorkProduct, ground: Ground, site: Mapping[str, str]) -> bool:
+    """Whether the verifier runs code of the agent's at all, read strictly
+    (:attr:`References.imports` and :attr:`References.runs` of the tests and test.sh): it
+    imports a module of the agent's from its module folders (one the agent added or changed)
+    or one of its site packages ``site``, or runs a program of the agent's (an absolute path
+    as named, a relative one by its file name, never one named like a file of the tests). A
+    name in a message, a file the tests read as text, a word of ``ls`` open nothing: only
+    what runs does."""
+    named = ground.named
+    if named is None:
         return False
-    files = ground.named.files - ground.test_files
-    return any(
-        c.kind != "deleted"
-        and (name := posixpath.basename(c.path)) in files
-        and name.endswith(CODE_SUFFIXES)
-        for c in product.applied
-    )
+    if any(module in named.imports for module in site.values()):
+        return True
+    folders = module_folders(ground)
+    relative = {r for r in named.runs if not r.startswith("/")} - ground.test_files
+    for change in product.applied:
+        if change.kind == "deleted":
+            continue
+        folder, name = posixpath.split(change.path)
+        module = module_name(name)
+        if folder in folders and module is not None and module in named.imports:
+            return True
+        if change.path in named.runs or name in relative:
+            return True
+    return False
 
 
 def unreached_site_packages(
-    entries: Mapping[str, ModuleEntry],
-    named: References,
-    site: Mapping[str, str],
-    *,
-    runs_code: bool = False,
+    product: WorkProduct, ground: Ground, site: Mapping[str, str]
 ) -> list[str]:
     """The site packages (:func:`site_packages`) to leave out: all of them, unless the verifier
-    runs code of the agent's. A library the tests import tries optional modules nobody lists
-    (requests' ``simplejson``, urllib3's ``brotlicffi``, pandas' ``numexpr``), and Python
-    finds one the agent installed by itself: its code would run inside the grader though the
-    tests never name it. Once the tests (or test.sh) import or run code of the agent's, in a
-    module folder or one of these packages, or a script of its elsewhere (``runs_code``:
-    :func:`runs_named_code`), that code already runs inside the grader, and everything it
-    installed is kept (a dependency may be imported from compiled code, which no reading
-    sees)."""
-    if not site or runs_code:
+    runs code of the agent's (:func:`runs_agent_code`). A library the tests import tries
+    optional modules nobody lists (requests' ``simplejson``, urllib3's ``brotlicffi``, pandas'
+    ``numexpr``), and Python finds one the agent installed by itself: its code would run
+    inside the grader though the tests never name it. Once the verifier runs code of the
+    agent's, that code runs inside the grader anyway, and everything it installed is kept (a
+    dependency may be imported from compiled code, which no reading sees)."""
+    if not site or runs_agent_code(product, ground, site):
         return []
-    reached, known = reach(entries, named)
-    runs_agent_code = any(
-        path in reached and (entry.importable or entry.code) for path, entry in entries.items()
-    )
-    named_site = any(
-        module in known.modules or posixpath.basename(top) in known.files
-        for top, module in site.items()
-    )
-    return [] if runs_agent_code or named_site else sorted(site)
+    return sorted(site)
 
 
 def exclude_site_packages(product: WorkProduct, tops: Iterable[str]) -> None:

@@ -27,7 +27,6 @@ from worker.trial.work_product import (
     names_of_tests,
     pycache_isolated,
     references,
-    runs_named_code,
     script_folders,
     shadow_candidates,
     shell_references,
@@ -1143,8 +1142,7 @@ def test_a_site_package_the_tests_never_reach_is_left_out_whole() -> None:
     product, ground = _site_product("simplejson", "brotlicffi")
     site = site_packages(product, ground)
     assert site == {f"{SITE}/simplejson": "simplejson", f"{SITE}/brotlicffi": "brotlicffi"}
-    assert ground.named is not None
-    tops = unreached_site_packages({}, ground.named, site)
+    tops = unreached_site_packages(product, ground, site)
     assert tops == [f"{SITE}/brotlicffi", f"{SITE}/simplejson"]
     exclude_site_packages(product, tops)
     assert {c.path for c in product.applied} == {"/root/answer.yaml"}
@@ -1155,22 +1153,59 @@ def test_a_site_package_the_tests_never_reach_is_left_out_whole() -> None:
     assert product.needs_regrade
 
 
-def test_site_packages_stay_once_the_verifier_runs_the_agents_code() -> None:
-    product, ground = _site_product("simplejson")
-    site = site_packages(product, ground)
-    used = {"/root/answerlib.py": _entry("answerlib.py", "answerlib", "import simplejson\n")}
+def _gate(tests: str, *paths: str, test_sh: str = "") -> bool:
+    """Whether the site package simplejson is kept beside the agent's ``paths``."""
+    ground = Ground(
+        workdir="/root",
+        named=references(tests, "test_outputs.py") | references(test_sh, "test.sh"),
+        test_files=frozenset({"test_outputs.py", "test.sh", "check_answer.py"}),
+    )
+    changes = [Change(p, "added") for p in ("/root/answer.yaml", *paths)]
+    changes += [Change(f"{SITE}/simplejson", "added")]
+    product = classify(changes, ground)
+    return unreached_site_packages(product, ground, site_packages(product, ground)) == []
+
+
+def test_site_packages_stay_only_where_the_verifier_runs_the_agents_code() -> None:
     # the tests import the agent's module: its code runs inside the grader anyway
-    assert unreached_site_packages(used, references("import answerlib\n", "t.py"), site) == []
+    assert _gate("import answerlib\n", "/root/answerlib.py")
+    assert _gate("from app.core import f\n", "/root/app", "/root/app/core.py")
     # the tests import the installed package itself
-    assert unreached_site_packages({}, references("import simplejson\n", "t.py"), site) == []
-    # a module of the agent's the tests do not reach opens nothing
-    unused = {"/root/helper.py": _entry("helper.py", "helper", "import simplejson\n")}
-    assert ground.named is not None
-    assert unreached_site_packages(unused, ground.named, site) == [f"{SITE}/simplejson"]
-    # a data file of the agent's the tests read is no code of its
-    data = {"/root/answer.yaml": _entry("answer.yaml", None, importable=False)}
-    named = references("open('/root/answer.yaml')\nimport yaml\n", "t.py")
-    assert unreached_site_packages(data, named, site) == [f"{SITE}/simplejson"]
+    assert _gate("import simplejson\n")
+    # a program of the agent's that the tests or test.sh run, by path or through python3
+    assert _gate("subprocess.run(['/root/answer', '--x'])\n", "/root/answer")
+    assert _gate("subprocess.run('cd /app && python3 -u run.py', shell=True)\n", "/app/run.py")
+    assert _gate("", "/app/run.py", test_sh="python3 -W ignore /app/run.py > /root/out\n")
+    assert _gate("", "/root/run.sh", test_sh="cd /root && ./run.sh\n")
+    # named but not run (red team 10): a file read as text, a word of a message or of `ls`
+    assert not _gate("src = open('/root/solution.py').read()\n", "/root/solution.py")
+    assert not _gate("assert ok, 'run solve.py first'\n", "/root/solve.py", "/srv/solve.py")
+    assert not _gate("", "/root/solve.py", test_sh="ls -la /root/answer.yaml /root/solve.py\n")
+    # a module of the agent's the tests do not import opens nothing
+    assert not _gate("import yaml\n", "/root/helper.py")
+    # the tests' own script, run by its path: an agent's file of that name is not it
+    assert not _gate(
+        "subprocess.run(['python3', '/tests/check_answer.py'])\n", "/root/check_answer.py"
+    )
+    assert not _gate("", "/srv/check_answer.py", test_sh="python3 check_answer.py\n")
+    # a program run by its absolute path is that path only
+    assert not _gate("subprocess.run(['/usr/bin/ffprobe', 'x'])\n", "/srv/ffprobe")
+
+
+def test_what_runs_is_read_from_shell_and_python() -> None:
+    runs = shell_references(
+        "A=1 timeout 30 python3 -X dev /app/run.py\nsudo -u x bash ./build.sh && ./bin/tool\n"
+        "echo python3 /root/not_run.py | tee x\npython3 -c 'import os'\nuv run python main.py\n"
+    ).runs
+    assert {"/app/run.py", "tool", "main.py"} <= runs
+    assert "/root/not_run.py" not in runs
+    python = references(
+        "subprocess.run(['node', '/root/gen.mjs'])\nos.system('bash /root/a.sh x')\n"
+        "asyncio.create_subprocess_exec('python3', '/root/b.py')\nprint('python3 /root/c.py')\n",
+        "t.py",
+    )
+    assert {"/root/gen.mjs", "/root/a.sh", "/root/b.py"} <= python.runs
+    assert "/root/c.py" not in python.runs
 
 
 def test_a_remote_address_names_no_file_of_the_agents() -> None:
@@ -1211,24 +1246,3 @@ def test_a_module_test_sh_installs_from_the_agents_project_is_not_its_shadow() -
     hit = exclude_test_time_shadows(product, candidates, listing)
     assert hit == ["/root/proj/yaml.py"]
     assert "/root/proj/answerlib.py" in {c.path for c in product.applied}
-
-
-def test_a_script_of_the_agents_test_sh_runs_by_path_opens_its_site_packages() -> None:
-    # `python3 /app/run.py` from /root: /app is no module folder, but run.py is the agent's code
-    ground = Ground(
-        workdir="/root",
-        named=references("cp /tests/gen_truth.py /tmp/\npython3 /app/run.py\n", "test.sh"),
-        test_files=frozenset({"gen_truth.py", "test_outputs.py", "test.sh"}),
-    )
-    changes = [Change("/app", "added"), Change("/app/run.py", "added")]
-    assert runs_named_code(classify(changes, ground), ground)
-    # an agent's file named like a file of the tests is not what runs
-    changes = [Change("/srv", "added"), Change("/srv/gen_truth.py", "added")]
-    assert not runs_named_code(classify(changes, ground), ground)
-    # nor an output the tests read
-    changes = [Change("/root/answer.json", "added")]
-    assert not runs_named_code(classify(changes, ground), ground)
-    site = {f"{SITE}/simplejson": "simplejson"}
-    assert ground.named is not None
-    assert unreached_site_packages({}, ground.named, site) == [f"{SITE}/simplejson"]
-    assert unreached_site_packages({}, ground.named, site, runs_code=True) == []
