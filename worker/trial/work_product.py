@@ -298,7 +298,7 @@ _INTERPRETER = re.compile(
     r"^(?:python[0-9.]*|pypy[0-9.]*|bash|sh|dash|zsh|ksh|node|nodejs|perl|ruby|Rscript)$"
 )
 # Options of an interpreter that take the next word as their value.
-_VALUE_OPTIONS: Final = frozenset({"-W", "-X", "-O", "--check-hash-based-pycs", "-o", "-r"})
+_VALUE_OPTIONS: Final = frozenset({"-W", "-X", "--check-hash-based-pycs", "-r"})
 
 
 def shell_runs(text: str) -> set[str]:

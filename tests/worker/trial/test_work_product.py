@@ -1196,8 +1196,9 @@ def test_what_runs_is_read_from_shell_and_python() -> None:
     runs = shell_references(
         "A=1 timeout 30 python3 -X dev /app/run.py\nsudo -u x bash ./build.sh && ./bin/tool\n"
         "echo python3 /root/not_run.py | tee x\npython3 -c 'import os'\nuv run python main.py\n"
+        "python3 -O -u /app/opt.py\n"
     ).runs
-    assert {"/app/run.py", "tool", "main.py"} <= runs
+    assert {"/app/run.py", "tool", "main.py", "/app/opt.py"} <= runs
     assert "/root/not_run.py" not in runs
     python = references(
         "subprocess.run(['node', '/root/gen.mjs'])\nos.system('bash /root/a.sh x')\n"
