@@ -109,14 +109,12 @@ Breaks and voided layouts run only with ``SKILLSBENCH_REDTEAM_BREAKS=1``;
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.worker.support import script
 from tests.worker.trial import test_redteam
 from tests.worker.trial.test_implicit_inputs import REWARD, _toolchain
 from tests.worker.trial.test_redteam import (
@@ -132,8 +130,8 @@ from tests.worker.trial.test_redteam import (
 from tests.worker.trial.test_redteam4 import (
     CTRF,
     PIP_INSTALL,
-    _honest,
-    breaks_only,
+    honest_layouts_test,
+    known_breaks_test,
     voided_layouts_test,
 )
 from tests.worker.trial.test_redteam8 import IMG_INSTRUCTION, IMG_SOLVE, IMG_TEST, ZERO_YAML
@@ -675,18 +673,7 @@ HONEST10 = {k: v for k, v in _HONEST10.items() if k not in HONEST10_VOIDED}
 HONEST10_LOST = {k: v for k, v in _HONEST10.items() if k in HONEST10_VOIDED}
 
 
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize("environment", ["local"], indirect=True)
-async def test_redteam10_honest_layouts_keep_their_pass(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
-    names = [n for n in HONEST10 if not only or n in only]
-    if not names:
-        pytest.skip("no honest layout chosen")
-    runs = {n: (HONEST10[n][0], script(tmp_path, n, HONEST10[n][1])) for n in names}
-    problems = await _honest(http, tmp_path, environment, runs)
-    assert not problems, "\n".join(problems)
+test_redteam10_honest_layouts_keep_their_pass = honest_layouts_test(HONEST10, ["local"])
 
 
 test_redteam10_honest_layouts_voided = voided_layouts_test(HONEST10_LOST, "tenth", ["local"])
@@ -698,21 +685,9 @@ def _local_cases(attempts: dict[str, Attempt]) -> list[Any]:
     return [c for c in _cases(attempts) if str(c.id).startswith("local-")]
 
 
-@breaks_only("tenth")
-@pytest.mark.xfail(strict=True, reason="known breaks of the tenth red-team pass")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(
-    ("environment", "names"), _local_cases(REDTEAM10_BROKEN), indirect=["environment"]
+test_redteam10_known_breaks = known_breaks_test(
+    REDTEAM10_BROKEN, "tenth", _local_cases(REDTEAM10_BROKEN)
 )
-async def test_redteam10_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
-) -> None:
-    """As ``known_breaks_test``: fails while every attempt of the item still earns."""
-    problems = await _run_redteam2(
-        http, tmp_path, environment, {n: REDTEAM10_BROKEN[n] for n in names}
-    )
-    held = [n for n in names if not any(f" {n}: " in p for p in problems)]
-    assert held, "\n".join(problems)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)

@@ -51,6 +51,7 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -968,15 +969,43 @@ def voided_layouts_test(
     return test
 
 
-def known_breaks_test(broken: dict[str, Attempt], which: str) -> Callable[..., Awaitable[None]]:
+def honest_layouts_test(
+    kept: dict[str, tuple[str, str]], environments: list[str] | None = None
+) -> Callable[..., Awaitable[None]]:
+    """The honest layouts a pass found kept (``name -> (task, agent script)``) keep a reward
+    of 1 (``SKILLSBENCH_REDTEAM_ONLY`` picks some)."""
+
+    @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
+    async def test(http: httpx.AsyncClient, tmp_path: Path, environment: str) -> None:
+        only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
+        names = [n for n in kept if not only or n in only]
+        if not names:
+            pytest.skip("no honest layout chosen")
+        runs = {n: (kept[n][0], script(tmp_path, n, kept[n][1])) for n in names}
+        problems = await _honest(http, tmp_path, environment, runs)
+        assert not problems, "\n".join(problems)
+
+    if environments is not None:
+        test = pytest.mark.parametrize("environment", environments, indirect=True)(test)
+    return test
+
+
+def known_breaks_test(
+    broken: dict[str, Attempt], which: str, cases: list[Any] | None = None
+) -> Callable[..., Awaitable[None]]:
     """A strict xfail over each item of a pass's known breaks: it fails while every attempt of
     the item still breaks the defense, and passes (an XPASS, which fails the suite) once one of
-    them holds, so that it moves to the held ones."""
+    them holds, so that it moves to the held ones. ``cases``: the (environment, names) items,
+    when not every attempt runs on every sandbox."""
 
     @breaks_only(which)
     @pytest.mark.xfail(strict=True, reason=f"known breaks of the {which} red-team pass")
     @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-    @pytest.mark.parametrize(("environment", "names"), _cases(broken), indirect=["environment"])
+    @pytest.mark.parametrize(
+        ("environment", "names"),
+        _cases(broken) if cases is None else cases,
+        indirect=["environment"],
+    )
     async def test(
         http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
     ) -> None:

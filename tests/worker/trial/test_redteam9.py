@@ -63,7 +63,6 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.worker.support import script
 from tests.worker.trial import test_redteam
 from tests.worker.trial.test_implicit_inputs import PIP_TEST, REWARD, UV_TEST, UVX_TEST, _toolchain
 from tests.worker.trial.test_redteam import (
@@ -80,8 +79,8 @@ from tests.worker.trial.test_redteam import (
 from tests.worker.trial.test_redteam4 import (
     CTRF,
     PIP_INSTALL,
-    _honest,
-    breaks_only,
+    honest_layouts_test,
+    known_breaks_test,
     voided_layouts_test,
 )
 from tests.worker.trial.test_redteam8 import (
@@ -390,18 +389,7 @@ HONEST9 = {k: v for k, v in _HONEST9.items() if k not in HONEST9_VOIDED}
 HONEST9_LOST = {k: v for k, v in _HONEST9.items() if k in HONEST9_VOIDED}
 
 
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize("environment", ["local"], indirect=True)
-async def test_redteam9_honest_layouts_keep_their_pass(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str
-) -> None:
-    only = {n for n in os.environ.get("SKILLSBENCH_REDTEAM_ONLY", "").split(",") if n}
-    names = [n for n in HONEST9 if not only or n in only]
-    if not names:
-        pytest.skip("no honest layout chosen")
-    runs = {n: (HONEST9[n][0], script(tmp_path, n, HONEST9[n][1])) for n in names}
-    problems = await _honest(http, tmp_path, environment, runs)
-    assert not problems, "\n".join(problems)
+test_redteam9_honest_layouts_keep_their_pass = honest_layouts_test(HONEST9, ["local"])
 
 
 test_redteam9_honest_layouts_voided = voided_layouts_test(HONEST9_LOST, "ninth", ["local"])
@@ -418,21 +406,9 @@ def _sandbox_cases(attempts: dict[str, Attempt]) -> list[Any]:
     return local + [c for c in _cases(both) if str(c.id).startswith("docker-")]
 
 
-@breaks_only("ninth")
-@pytest.mark.xfail(strict=True, reason="known breaks of the ninth red-team pass")
-@pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(
-    ("environment", "names"), _sandbox_cases(REDTEAM9_BROKEN), indirect=["environment"]
+test_redteam9_known_breaks = known_breaks_test(
+    REDTEAM9_BROKEN, "ninth", _sandbox_cases(REDTEAM9_BROKEN)
 )
-async def test_redteam9_known_breaks(
-    http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
-) -> None:
-    """As ``known_breaks_test``: fails while every attempt of the item still earns."""
-    problems = await _run_redteam2(
-        http, tmp_path, environment, {n: REDTEAM9_BROKEN[n] for n in names}
-    )
-    held = [n for n in names if not any(f" {n}: " in p for p in problems)]
-    assert held, "\n".join(problems)
 
 
 def _held_cases() -> list[Any]:
