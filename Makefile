@@ -13,7 +13,7 @@ endif
 RUN := $(UV) run --frozen
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test test-ray bench-smoke check-real lint typecheck sync host-packages clean
+.PHONY: demo test test-redteam test-ray bench-smoke check-real lint typecheck sync host-packages clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -42,6 +42,12 @@ host-packages:
 # The Ray cluster tests share one cluster: --dist loadgroup keeps them on one xdist worker.
 test: sync host-packages
 	$(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --durations=30
+
+# The red-team suites' whole matrix (tests/worker/trial/test_redteam*.py): every held attempt on
+# docker as well as on local, the known breaks and the voided honest layouts (strict xfails).
+# `make test` runs each attempt once (local; docker for those only docker can run).
+test-redteam: sync host-packages
+	SKILLSBENCH_REDTEAM_BREAKS=1 $(RUN) pytest -n $(PYTEST_WORKERS) --dist loadgroup -q tests/worker/trial/test_redteam*.py
 
 # The Ray cluster tests alone (a multi-node cluster on this machine; also part of `make test`).
 test-ray: sync

@@ -28,7 +28,6 @@ them and is expected to fail (``xfail(strict=True)``). Honest layouts must keep 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
@@ -528,17 +527,8 @@ test_redteam5_honest_layouts_voided = voided_layouts_test(HONEST5_LOST, "fifth",
 test_redteam5_known_breaks = known_breaks_test(REDTEAM5_BROKEN, "fifth")
 
 
-def _held_cases() -> list[object]:
-    """The held attempts on local; on docker too with ``SKILLSBENCH_REDTEAM_BREAKS=1`` (they held
-    there when written: the suite's time on 2 cores keeps them out of ``make test``)."""
-    cases = _cases(REDTEAM5_HELD)
-    if os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") == "1":
-        return cases
-    return [c for c in cases if not str(getattr(c, "id", "")).startswith("docker-")]
-
-
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(("environment", "names"), _held_cases(), indirect=["environment"])
+@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM5_HELD), indirect=["environment"])
 async def test_redteam5_attempts_earn_nothing_and_stay_scored(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:

@@ -583,23 +583,8 @@ test_redteam6_honest_layouts_voided = voided_layouts_test(HONEST6_LOST, "sixth",
 test_redteam6_known_breaks = known_breaks_test(REDTEAM6_BROKEN, "sixth")
 
 
-def _held_cases() -> list[object]:
-    """The held attempts on local, and those only docker can run on docker; every one on
-    docker too with ``SKILLSBENCH_REDTEAM_BREAKS=1`` (they held there when written: the suite's
-    time on 2 cores keeps the rest out of ``make test``)."""
-    if os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") == "1":
-        return _cases(REDTEAM6_HELD)
-    both = {k: v for k, v in REDTEAM6_HELD.items() if not v.docker_only}
-    docker = {k: v for k, v in REDTEAM6_HELD.items() if v.docker_only}
-
-    def only(cases: list[Any], prefix: str) -> list[Any]:
-        return [c for c in cases if str(getattr(c, "id", "")).startswith(prefix)]
-
-    return only(_cases(both), "local-") + only(_cases(docker), "docker-")
-
-
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(("environment", "names"), _held_cases(), indirect=["environment"])
+@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM6_HELD), indirect=["environment"])
 async def test_redteam6_attempts_earn_nothing_and_stay_scored(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -503,14 +502,8 @@ test_redteam7_honest_layouts_voided = voided_layouts_test(HONEST7_LOST, "seventh
 test_redteam7_known_breaks = known_breaks_test(REDTEAM7_BROKEN, "seventh")
 
 
-def _held_cases() -> list[Any]:
-    if os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") == "1":
-        return _cases(REDTEAM7_HELD)
-    return [c for c in _cases(REDTEAM7_HELD) if str(getattr(c, "id", "")).startswith("local-")]
-
-
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(("environment", "names"), _held_cases(), indirect=["environment"])
+@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM7_HELD), indirect=["environment"])
 async def test_redteam7_attempts_earn_nothing_and_stay_scored(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:

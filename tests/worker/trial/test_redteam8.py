@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -395,14 +394,8 @@ test_redteam8_honest_layouts_voided = voided_layouts_test(HONEST8_LOST, "eighth"
 test_redteam8_known_breaks = known_breaks_test(REDTEAM8_BROKEN, "eighth")
 
 
-def _held_cases() -> list[Any]:
-    if os.environ.get("SKILLSBENCH_REDTEAM_BREAKS") == "1":
-        return _cases(REDTEAM8_HELD)
-    return [c for c in _cases(REDTEAM8_HELD) if str(getattr(c, "id", "")).startswith("local-")]
-
-
 @pytest.mark.timeout(RUN_TIMEOUT_SEC + 120)
-@pytest.mark.parametrize(("environment", "names"), _held_cases(), indirect=["environment"])
+@pytest.mark.parametrize(("environment", "names"), _cases(REDTEAM8_HELD), indirect=["environment"])
 async def test_redteam8_attempts_earn_nothing_and_stay_scored(
     http: httpx.AsyncClient, tmp_path: Path, environment: str, names: tuple[str, ...]
 ) -> None:
