@@ -352,12 +352,17 @@ async def serve_worker(
 
 
 async def run_rows(
-    engine: Engine, jobs: Path, task_ids: list[str], agent: str, task_set: str = "test-tasks"
+    engine: Engine,
+    jobs: Path,
+    task_ids: list[str],
+    agent: str,
+    task_set: str = "test-tasks",
+    config: dict[str, Any] | None = None,
 ) -> list[tuple[dict[str, Any], dict[str, Any], Path]]:
     """One run of ``agent`` over ``task_ids`` on a started engine, waited for: each trial's
-    public row, its ``result.json`` and its folder."""
+    public row, its ``result.json`` and its folder. ``config``: over the default config."""
     request = RunRequest(
-        config={"condition": "with_skills"},
+        config={"condition": "with_skills", **(config or {})},
         task_set=task_set,
         task_set_digest="sha256:" + "0" * 64,
         tasks=[RunTask(task_id=t) for t in task_ids],

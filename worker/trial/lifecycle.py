@@ -18,6 +18,7 @@ import logging
 import posixpath
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1138,6 +1139,13 @@ async def _image_shadows(plan: TrialPlan, state: _TrialState, snapshot: str) -> 
         state.verifier["work_product"] = found.evidence()
 
 
+# One look per task at a time, per event loop: the trials of a task that pass at once (k trials
+# of it in a run) wait for the first one's look instead of each running the verifier again.
+_IMAGE_TEST_TIME_LOCKS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
+] = weakref.WeakKeyDictionary()
+
+
 async def _image_test_time_modules(
     plan: TrialPlan, state: _TrialState, snapshot: str
 ) -> list[str] | None:
@@ -1146,6 +1154,16 @@ async def _image_test_time_modules(
     key = (plan.environment, str(plan.task.path))
     if key in _IMAGE_TEST_TIME:
         return _IMAGE_TEST_TIME[key]
+    locks = _IMAGE_TEST_TIME_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    async with locks.setdefault(key, asyncio.Lock()):
+        if key in _IMAGE_TEST_TIME:  # another trial of the task looked while this one waited
+            return _IMAGE_TEST_TIME[key]
+        return await _list_image_test_time_modules(plan, state, snapshot, key)
+
+
+async def _list_image_test_time_modules(
+    plan: TrialPlan, state: _TrialState, snapshot: str, key: tuple[str, str]
+) -> list[str] | None:
     assert state.spec is not None
     if state.sandbox is not None:
         await _stop(state.sandbox, state)  # the agent's: its look is done, its logs are in
