@@ -28,6 +28,7 @@ from task_sets.task import Task
 from worker.agents.base import Agent, AgentContext, AgentOutcome
 from worker.api import RunRequest, RunTask
 from worker.core.capped import CopyBudget
+from worker.core.digests import content_digest
 from worker.core.failures import FailureKind, SandboxEnd, plain_text, sandbox_ended, semantics
 from worker.core.files import disk_full, has_space, write_atomic
 from worker.core.limits import OutputCaps
@@ -533,8 +534,20 @@ async def _infra(awaitable: Awaitable[str]) -> str:
 
 
 # Plantable-file snapshots of fresh sandboxes: identical for every trial of a task in one
-# environment, so taken once per (environment, task folder, skills dir) and reused.
+# environment, so taken once per (environment, task image, skills dir) and reused.
 _SNAPSHOTS: dict[tuple[str, str, str | None], str] = {}
+
+
+def _image_key(plan: TrialPlan) -> tuple[str, str]:
+    """What a fresh sandbox of the task is made of: the backend, task.toml and the build
+    context (by content, so a task edited under a running worker is looked at again)."""
+    task = plan.task
+    return (plan.environment, content_digest(task.path / "task.toml", task.environment_dir))
+
+
+def _verifier_key(plan: TrialPlan) -> tuple[str, str, str]:
+    """The image and the tests the verifier runs on it."""
+    return (*_image_key(plan), content_digest(plan.task.tests_dir))
 
 
 def _task_files(plan: TrialPlan, prompt: str) -> dict[str, Path]:
@@ -551,7 +564,7 @@ def _task_files(plan: TrialPlan, prompt: str) -> dict[str, Path]:
 
 async def _snapshot(plan: TrialPlan, sandbox: Sandbox, skills_dir: str | None) -> str:
     """The plantable files of the fresh sandbox (what hardening keeps)."""
-    key = (plan.environment, str(plan.task.path), skills_dir)
+    key = (*_image_key(plan), skills_dir)
     if key not in _SNAPSHOTS:
         _SNAPSHOTS[key] = await snapshot_plantables(sandbox, skills_dir)
     return _SNAPSHOTS[key]
@@ -562,7 +575,7 @@ _IMAGE_FACTS: dict[tuple[str, str], ImageFacts] = {}
 
 
 async def _image_facts(plan: TrialPlan, sandbox: Sandbox) -> ImageFacts:
-    key = (plan.environment, str(plan.task.path))
+    key = _image_key(plan)
     if key not in _IMAGE_FACTS:
         try:
             result = await sandbox.exec(
@@ -598,7 +611,7 @@ _TESTS_FACTS: dict[str, _TestsFacts] = {}
 
 
 def _tests_facts(task: Task) -> _TestsFacts:
-    key = str(task.tests_dir)
+    key = content_digest(task.tests_dir)
     if key not in _TESTS_FACTS:
         script = ""
         with contextlib.suppress(OSError):
@@ -1121,7 +1134,7 @@ async def _test_time_shadows(state: _TrialState) -> None:
 # What the verifier's Python can import once test.sh ran on the image alone, per task: listed
 # where no code of an agent ran (the agent's own module, imported by the tests, can delete the
 # library it shadows, and its metadata, before any look in its sandbox).
-_IMAGE_TEST_TIME: dict[tuple[str, str], list[str]] = {}
+_IMAGE_TEST_TIME: dict[tuple[str, str, str], list[str]] = {}
 
 
 async def _image_shadows(plan: TrialPlan, state: _TrialState, snapshot: str) -> None:
@@ -1142,7 +1155,7 @@ async def _image_shadows(plan: TrialPlan, state: _TrialState, snapshot: str) -> 
 # One look per task at a time, per event loop: the trials of a task that pass at once (k trials
 # of it in a run) wait for the first one's look instead of each running the verifier again.
 _IMAGE_TEST_TIME_LOCKS: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
+    asyncio.AbstractEventLoop, dict[tuple[str, str, str], asyncio.Lock]
 ] = weakref.WeakKeyDictionary()
 
 
@@ -1151,7 +1164,7 @@ async def _image_test_time_modules(
 ) -> list[str] | None:
     """:data:`TEST_TIME_MODULES_SCRIPT`'s lines on a fresh sandbox of the image after its
     verifier ran there (once per task); None when it could not be had."""
-    key = (plan.environment, str(plan.task.path))
+    key = _verifier_key(plan)
     if key in _IMAGE_TEST_TIME:
         return _IMAGE_TEST_TIME[key]
     locks = _IMAGE_TEST_TIME_LOCKS.setdefault(asyncio.get_running_loop(), {})
@@ -1162,7 +1175,7 @@ async def _image_test_time_modules(
 
 
 async def _list_image_test_time_modules(
-    plan: TrialPlan, state: _TrialState, snapshot: str, key: tuple[str, str]
+    plan: TrialPlan, state: _TrialState, snapshot: str, key: tuple[str, str, str]
 ) -> list[str] | None:
     assert state.spec is not None
     if state.sandbox is not None:

@@ -45,3 +45,24 @@ async def test_trials_of_a_task_passing_at_once_share_one_image_listing(
         assert not [e for e in excluded if "answerlib" in str(e.get("path"))], excluded
     looked = [folder.name for _, _, folder in done if (folder / "image-listing").exists()]
     assert len(looked) == 1, f"trials that ran the image-alone verifier: {looked}"
+
+
+def test_what_the_tests_install_is_read_again_when_the_task_is_edited(tmp_path: Path) -> None:
+    """Per-task facts are keyed by content: a task edited in place under a running worker (a new
+    version of the task set in its tasks folder) is read again, and a copy of a task elsewhere
+    shares the first reading."""
+    from task_sets.task import load_task
+    from tests.support import make_task
+    from worker.trial import lifecycle
+
+    folder = make_task(tmp_path / "tasks", "edited", test_sh=UVX_TEST)
+    before = lifecycle._tests_facts(load_task(folder))
+    script = folder / "tests" / "test.sh"
+    script.write_text(
+        script.read_text().replace("--with pytest==8.4.1", "--with pytest==8.4.1 --with pyyaml")
+    )
+    after = lifecycle._tests_facts(load_task(folder))
+    assert "yaml" in after.installed_modules and "yaml" not in before.installed_modules
+
+    copy = make_task(tmp_path / "copies", "edited", test_sh=script.read_text())
+    assert lifecycle._tests_facts(load_task(copy)) is after
