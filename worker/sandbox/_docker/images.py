@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import shutil
 import socket
@@ -15,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from worker.core.digests import content_digest
 from worker.sandbox._docker.client import client_lock
 from worker.sandbox._docker.client import errors as docker_errors
 from worker.sandbox.base import SandboxError
@@ -76,41 +76,13 @@ def _shut(connection: Any) -> None:
             sock.close()
 
 
-_DIGESTS: dict[tuple[object, ...], str] = {}
-
-
 def build_context_digest(environment: Path, with_skills: bool, skills_dir: str) -> str:
-    """Content hash of the build context and the skills condition (tags never collide).
-
-    Hashing reads every file; a stat walk is enough to tell that nothing changed since the last
-    trial of the same task, so the hash is remembered per (paths, sizes, mtimes).
-    """
-    stamp = (str(environment), with_skills, skills_dir, *_stat_walk(environment))
-    if stamp not in _DIGESTS:
-        _DIGESTS[stamp] = _hash_context(environment, with_skills, skills_dir)
-    return _DIGESTS[stamp]
-
-
-def _stat_walk(environment: Path) -> list[tuple[str, int, int, int]]:
-    out = []
-    for path in sorted(environment.rglob("*")):
-        info = path.lstat()
-        out.append((str(path), info.st_mode, info.st_size, info.st_mtime_ns))
-    return out
-
-
-def _hash_context(environment: Path, with_skills: bool, skills_dir: str) -> str:
-    digest = hashlib.sha256(f"v1|skills={with_skills}|{skills_dir}".encode())
-    for path in sorted(environment.rglob("*")):
-        rel = path.relative_to(environment).as_posix()
-        if path.is_symlink():
-            digest.update(f"L{rel}->{os.readlink(path)}\0".encode())
-        elif path.is_file():
-            digest.update(f"F{rel}:{path.stat().st_mode & 0o777}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-        elif path.is_dir():
-            digest.update(f"D{rel}\0".encode())
-    return digest.hexdigest()[:20]
+    """Content hash of the build context and the skills condition (tags never collide); the
+    context's own hash is remembered per (paths, sizes, mtimes) by :func:`content_digest`."""
+    context = content_digest(environment)
+    return hashlib.sha256(f"v2|skills={with_skills}|{skills_dir}|{context}".encode()).hexdigest()[
+        :20
+    ]
 
 
 def image_tag(task_id: str, digest: str) -> str:
