@@ -354,7 +354,9 @@ def ensure_purple_cli_image(
 # * ``/opt/wheels``: ``pytest==8.4.1``, ``pytest-json-ctrf==0.3.5`` and their dependencies (plus
 #   ``colorama``, which ``uv add``'s universal lock wants), fetched once with ``pip download`` into a
 #   cache folder; a task's ``[verifier].env`` points uv and pip there (``UV_OFFLINE=1``,
-#   ``UV_FIND_LINKS``, ``PIP_NO_INDEX=1``, ``PIP_FIND_LINKS``), so its test.sh keeps the real text;
+#   ``UV_FIND_LINKS``, ``PIP_NO_INDEX=1``, ``PIP_FIND_LINKS``), so its test.sh keeps the real text
+#   (and ``PIP_COMPILE=0``: the verifiers' pip runs were a third of the suite's CPU, half of it
+#   byte-compiling what they install);
 # * ``/root/.local/bin/{uv,uvx,env}``: this host's uv binaries and the ``env`` file uv's installer
 #   writes, as ``curl -LsSf https://astral.sh/uv/…/install.sh | sh`` leaves them;
 # * ``curl`` (docker only): this host's curl and the libraries it loads that the base lacks, so the

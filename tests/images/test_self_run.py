@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.docker_images import ensure_test_image
+
 TASK_ID = "csv-sales-summary"
 SOCKET = "/var/run/docker.sock"
 # Run by the agent under test in its copy of the workspace (/root): the task's answer, computed.
@@ -149,6 +151,9 @@ def only_row(results: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_worker_local_self_run(docker_client: Any, service_images: dict[str, str]) -> None:
+    # The worker builds the task's image on this engine, `FROM python:3.11-slim`: that name is the
+    # test `python` image's alias, made here (on a fresh machine this test runs first of all).
+    ensure_test_image(docker_client, "python")
     token = secrets.token_hex(16)
     with scenario_network(docker_client) as network:
         start(
