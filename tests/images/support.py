@@ -500,7 +500,7 @@ def ensure_verifier_image(client: Any, base_tag: str) -> str:
     wheels = sorted(wheelhouse().glob("*.whl"))
     uv, uvx = host_uv()
     curl = _curl_files()
-    digest = hashlib.sha256(f"v1\0{client.images.get(base_tag).id}".encode())
+    digest = hashlib.sha256(f"v2\0{client.images.get(base_tag).id}".encode())
     for item in [*wheels, uv, uvx, *sorted(curl.values())]:
         info = item.stat()
         digest.update(f"{item.name}:{info.st_size}:{int(info.st_mtime)}\0".encode())
@@ -529,6 +529,9 @@ def ensure_verifier_image(client: Any, base_tag: str) -> str:
                 "COPY wheels/ /opt/wheels/\n"
                 "COPY uvbin/ /root/.local/bin/\n"
                 "RUN chmod 755 /root/.local/bin/uv /root/.local/bin/uvx\n"
+                # The verifier's `apt-get update` finds no network here: apt's retries wait 1, 2
+                # and 4 s before it gives up (7 s a verifier run); fail at once instead.
+                f"RUN printf 'Acquire::Retries \"0\";\\n' > {APT_OFFLINE_CONF}\n"
                 f"{install_curl}"
                 f"LABEL {VERIFIER_LABEL}={tag}\n"
             )
@@ -537,6 +540,8 @@ def ensure_verifier_image(client: Any, base_tag: str) -> str:
 
 
 TOOL_PACKAGES = ("git", "nodejs", "npm", "maven")
+# The toolchain image's apt setting that makes an offline `apt-get update` give up at once.
+APT_OFFLINE_CONF = "/etc/apt/apt.conf.d/00skillsbench-test-offline"
 
 
 def ensure_tools_image(client: Any, verifier_tag: str) -> str:
@@ -553,7 +558,8 @@ def ensure_tools_image(client: Any, verifier_tag: str) -> str:
         with tempfile.TemporaryDirectory(prefix="skillsbench-tools-image-") as tmp:
             (Path(tmp) / "Dockerfile").write_text(
                 f"FROM {verifier_tag}\n"
-                "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                "RUN apt-get -o Acquire::Retries=3 update && DEBIAN_FRONTEND=noninteractive "
+                "apt-get -o Acquire::Retries=3 install -y "
                 f"--no-install-recommends {' '.join(TOOL_PACKAGES)} && "
                 "rm -rf /var/lib/apt/lists/* && git --version && node --version && "
                 "npm --version && mvn -v\n"
