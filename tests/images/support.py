@@ -355,8 +355,7 @@ def ensure_purple_cli_image(
 #   ``colorama``, which ``uv add``'s universal lock wants), fetched once with ``pip download`` into a
 #   cache folder; a task's ``[verifier].env`` points uv and pip there (``UV_OFFLINE=1``,
 #   ``UV_FIND_LINKS``, ``PIP_NO_INDEX=1``, ``PIP_FIND_LINKS``), so its test.sh keeps the real text
-#   (and ``PIP_COMPILE=0``: the verifiers' pip runs were a third of the suite's CPU, half of it
-#   byte-compiling what they install);
+#   (and ``PIP_COMPILE=0``: docs/sandboxes.md, "Tests and images");
 # * ``/root/.local/bin/{uv,uvx,env}``: this host's uv binaries and the ``env`` file uv's installer
 #   writes, as ``curl -LsSf https://astral.sh/uv/…/install.sh | sh`` leaves them;
 # * ``curl`` (docker only): this host's curl and the libraries it loads that the base lacks, so the
@@ -493,6 +492,10 @@ def _curl_files() -> dict[str, Path]:
     return files
 
 
+# The toolchain image's apt setting that makes an offline `apt-get update` give up at once.
+APT_OFFLINE_CONF = "/etc/apt/apt.conf.d/00skillsbench-test-offline"
+
+
 def ensure_verifier_image(client: Any, base_tag: str) -> str:
     """``base_tag`` + /opt/wheels, uv in /root/.local/bin and curl (built once, cached by tag)."""
     import docker.errors
@@ -540,8 +543,6 @@ def ensure_verifier_image(client: Any, base_tag: str) -> str:
 
 
 TOOL_PACKAGES = ("git", "nodejs", "npm", "maven")
-# The toolchain image's apt setting that makes an offline `apt-get update` give up at once.
-APT_OFFLINE_CONF = "/etc/apt/apt.conf.d/00skillsbench-test-offline"
 
 
 def ensure_tools_image(client: Any, verifier_tag: str) -> str:

@@ -79,10 +79,8 @@ def _shut(connection: Any) -> None:
 def build_context_digest(environment: Path, with_skills: bool, skills_dir: str) -> str:
     """Content hash of the build context and the skills condition (tags never collide); the
     context's own hash is remembered per (paths, sizes, mtimes) by :func:`content_digest`."""
-    context = content_digest(environment)
-    return hashlib.sha256(f"v2|skills={with_skills}|{skills_dir}|{context}".encode()).hexdigest()[
-        :20
-    ]
+    key = f"v2|skills={with_skills}|{skills_dir}|{content_digest(environment)}"
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
 def image_tag(task_id: str, digest: str) -> str:
