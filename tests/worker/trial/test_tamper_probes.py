@@ -238,8 +238,14 @@ async def test_tampering_fails_the_row_and_a_new_install_keeps_its_reward(
     for name in ("oracle", "install"):
         run_id, _, status = by_name.pop(name)
         (row,) = status["rows"]
-        assert row["passed"] and row["infra_failure_type"] is None, (name, row)
         result = _result(tmp_path, run_id, row)
+        assert row["passed"] and row["infra_failure_type"] is None, (
+            name,
+            result["failure"],
+            result.get("error"),  # first: a long message is cut, and these say why
+            result["verifier"],
+            row,
+        )
         assert result["failure"] is None and "tampering" not in result["verifier"], result
     (nop,) = by_name.pop("nop")[2]["rows"]
     assert nop["score_eligible"] and not nop["passed"], nop
