@@ -83,6 +83,7 @@ from worker.trial.work_product import (
     builds_project,
     exclude_test_time_shadows,
     file_names,
+    image_input_dirs,
     input_dirs,
     installed_modules,
     module_paths,
@@ -680,7 +681,9 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         image_modules=state.image.modules,
         **({"path_dirs": state.image.path_dirs} if state.image.path_dirs else {}),
         installed_modules=facts.installed_modules,
-        input_dirs=facts.input_dirs,
+        input_dirs=tuple(
+            sorted({*facts.input_dirs, *image_input_dirs(state.image.env, sandbox.workdir)})
+        ),
         test_names=facts.test_names,
         test_files=facts.test_files,
         skill_places=facts.skill_places,

@@ -66,14 +66,19 @@ EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted
 # How much of the agent's code in its module folders is read for the names it uses.
 CODE_FILE_MAX: Final = 256 << 10
 CODE_TOTAL_MAX: Final = 8 << 20
-# The listing of the image's Python module folders (one exec per task, cached by the caller).
+ENV_MARK: Final = "--- environment ---"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The listing of the image's PATH, Python module folders and environment (one exec per task,
+# cached by the caller).
 IMAGE_MODULES_SCRIPT: Final = (
     'echo "PATH=$PATH"; '
     "for d in /usr/lib/python3* /usr/lib/python3*/site-packages /usr/lib/python3*/dist-packages "
     "/usr/lib/python3*/lib-dynload /usr/lib/python3/dist-packages /usr/local/lib/python3* "
     "/usr/local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
     "/usr/local/lib/python3*/lib-dynload /opt/*/lib/python3*/site-packages /opt/*/lib/python3*; "
-    'do [ -d "$d" ] && ls -1 "$d"; done 2>/dev/null; true'
+    'do [ -d "$d" ] && ls -1 "$d"; done 2>/dev/null; '
+    # and the image's environment (its ENV lines): settings that name the verifier's inputs
+    f'echo "{ENV_MARK}"; env; true'
 )
 
 
@@ -137,10 +142,12 @@ class Capture:
 
 @dataclass(frozen=True)
 class ImageFacts:
-    """What the work product rule needs of the image: its PATH and Python module names."""
+    """What the work product rule needs of the image: its PATH, Python module names and the
+    rest of its environment."""
 
     path_dirs: tuple[str, ...] = ()
     modules: frozenset[str] = frozenset()
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def image_facts(listing: str) -> ImageFacts:
@@ -149,8 +156,16 @@ def image_facts(listing: str) -> ImageFacts:
     path_dirs: tuple[str, ...] = ()
     if lines and lines[0].startswith("PATH="):
         path_dirs = tuple(d for d in lines.pop(0)[5:].split(":") if d.startswith("/"))
+    env: list[tuple[str, str]] = []
+    if ENV_MARK in lines:
+        at = lines.index(ENV_MARK)
+        for line in lines[at + 1 :]:  # a value's own line breaks give lines without a name
+            name, equals, value = line.partition("=")
+            if equals and _ENV_NAME.fullmatch(name):
+                env.append((name, value))
+        del lines[at:]
     names = (module_name(line.strip()) for line in lines)
-    return ImageFacts(path_dirs, frozenset(name for name in names if name))
+    return ImageFacts(path_dirs, frozenset(name for name in names if name), tuple(env))
 
 
 async def capture(

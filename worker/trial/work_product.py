@@ -753,6 +753,15 @@ _INSTALLER_KEY = re.compile(
     r"REGISTRY|MIRROR"
 )
 _NOT_INPUT_DIRS: Final = ("/", "/tmp", "/root", "/home", "/usr", "/usr/local")
+# The image's own settings for the tools of the real verifier shapes (pip, uv, curl, git, npm):
+# the installers' own and where a tool reads its configuration, data or user packages. Not
+# every name with CONFIG or CACHE in it, as [verifier].env's: an image's `APP_CONFIG` may name
+# the very file the task asks the agent to fix.
+_IMAGE_TOOL_KEY = re.compile(
+    r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|"
+    r"^(?:XDG_(?:CONFIG|CACHE|DATA)_HOME|XDG_CONFIG_DIRS|CURL_HOME|WGETRC|PYTHONUSERBASE|"
+    r"GIT_CONFIG_(?:GLOBAL|SYSTEM))$"
+)
 
 
 def names_of_tests(test_files: Iterable[str]) -> frozenset[str]:
@@ -810,6 +819,20 @@ def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, 
         found += [m.group(1) for m in _SHORT_INDEX_OPTION.finditer(command.group(0))]
     dirs = {posixpath.normpath("/" + d.lstrip("/")) for d in found}
     return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
+
+
+def image_input_dirs(env: Iterable[tuple[str, str]], workdir: str) -> tuple[str, ...]:
+    """What the image's own environment names for the verifier's tools (:attr:`Ground.input_dirs`):
+    every absolute path in a setting of an installer or a tool of the verifier's, under ``/tmp``
+    too (speaker-diarization-subtitles sets ``PIP_CONSTRAINT=/tmp/constraints.txt``: the
+    agent must not add its own wheel to it). The agent cannot change test.sh's environment, only
+    the files it names. Never the working directory or a folder above it (the agent's outputs)."""
+    found: set[str] = set()
+    for key, value in env:
+        if _IMAGE_TOOL_KEY.search(key.upper()):
+            found |= {posixpath.normpath(m.group(1)) for m in _ABSOLUTE.finditer(value)}
+    above = set(ancestors(workdir))
+    return tuple(sorted(d for d in found if d not in _NOT_INPUT_DIRS and d not in above))
 
 
 # Distributions whose import name is not their name, among what real test.sh files install
@@ -1320,7 +1343,12 @@ def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]
         if root not in added and not any(a in added for a in ancestors(root)[1:]):
             return "toolchain"
     folder = posixpath.dirname(path)
-    if folder in ground.path_dirs and folder not in added:
+    if _on_image_path(folder, ground) or (change.kind == "added" and _on_image_path(path, ground)):
+        # A folder of the image's PATH holds the image's programs, whether or not the image
+        # made it (jax-computing-basics puts a `/app/kona` it never creates first on PATH):
+        # a program the agent puts there is found before the image's, by test.sh's shell
+        # and by the tools that look for an interpreter on PATH (uv, uvx). So is a folder
+        # (or a link) the agent puts at such a place.
         return "toolchain"
     if under(path, ["/opt"]) and opt_toolchain(path, ground.path_dirs, lambda p: False):
         runtime = OPT_RUNTIME.match(path)
@@ -1385,6 +1413,16 @@ def _ground_rule(
 # Folders of Python and node environments: what an environment the agent made holds (its
 # site-packages with pytest, numpy) is read only by that environment's own interpreter.
 _ENVIRONMENT_FOLDERS: Final = frozenset({"site-packages", "dist-packages", "node_modules"})
+
+
+def _on_image_path(folder: str, ground: Ground) -> bool:
+    """Whether ``folder`` is one of the image's PATH folders, but not one test.sh starts in
+    (a PATH naming the working directory would leave every output of the agent out)."""
+    return (
+        folder in ground.path_dirs
+        and folder != ground.workdir
+        and (folder not in ground.extra_starts)
+    )
 
 
 def _in_environment(path: str) -> bool:

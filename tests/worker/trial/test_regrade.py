@@ -15,7 +15,9 @@ import pytest
 from worker.sandbox.scripts import shell_script
 from worker.sandbox.tamper import Change
 from worker.trial.regrade import (
+    ENV_MARK,
     archive_links,
+    image_facts,
     managed_interpreters,
     module_entries,
     unnamed_paths,
@@ -253,3 +255,29 @@ def test_links_past_the_copy_cap_stop_the_laying(
         f"skillsbench-link too-large {tmp_path / 'b'}",
     ]
     assert not (tmp_path / "a").is_symlink()
+
+
+def test_the_image_listing_reads_the_images_environment() -> None:
+    """The image listing's last part is the image's environment (``env``); a value's own line
+    breaks give lines that are no setting, and no module name either."""
+    listing = "\n".join(
+        [
+            "PATH=/app/kona:/usr/bin",
+            "yaml",
+            "numpy",
+            ENV_MARK,
+            "PIP_CONSTRAINT=/tmp/constraints.txt",
+            "NOTE=two",
+            "lines continued",
+            "HOME=/root",
+        ]
+    )
+    facts = image_facts(listing)
+    assert facts.path_dirs == ("/app/kona", "/usr/bin")
+    assert facts.modules == frozenset({"yaml", "numpy"})
+    assert facts.env == (
+        ("PIP_CONSTRAINT", "/tmp/constraints.txt"),
+        ("NOTE", "two"),
+        ("HOME", "/root"),
+    )
+    assert image_facts("PATH=/usr/bin\nyaml").env == ()

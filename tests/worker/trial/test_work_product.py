@@ -19,6 +19,7 @@ from worker.trial.work_product import (
     exclude_site_packages,
     exclude_test_time_shadows,
     file_names,
+    image_input_dirs,
     input_dirs,
     installed_modules,
     link_escapes,
@@ -705,6 +706,62 @@ def test_folders_the_verifiers_configuration_names_hold_what_the_image_had() -> 
     assert rules["/srv/index/pytest/index.html"] == "verifier-input"
     assert rules["/opt/answertool/answer.py"] is None
     assert rules["/app/solution.py"] is None
+
+
+def test_the_images_path_folders_hold_its_programs_even_where_it_never_made_them() -> None:
+    """jax-computing-basics' image puts ``/app/kona`` first on PATH and never makes it: a
+    ``python`` the agent puts there is the interpreter uv and uvx find first (red team 11), a
+    ``pytest`` there the program a bare ``pytest`` runs. Such a folder, a link at its place and
+    what is in it are the image's; a PATH naming the working directory names no ground."""
+    ground = Ground(workdir="/app", path_dirs=("/app/kona", "/home/travis/bin", "/usr/bin"))
+    rules = _rule(
+        ground,
+        Change("/app/kona", "added"),
+        Change("/app/kona/python3.99", "added"),
+        Change("/home/travis/bin/python", "added"),
+        Change("/app/answer.txt", "added"),
+        Change("/app/tools/make-answer", "added"),
+    )
+    assert rules["/app/kona"] == "toolchain"
+    assert rules["/app/kona/python3.99"] == "toolchain"
+    assert rules["/home/travis/bin/python"] == "toolchain"
+    assert rules["/app/answer.txt"] is None
+    assert rules["/app/tools/make-answer"] is None
+    # a link the agent makes at the PATH folder's place is judged where its copy lands
+    links = {"/app/kona": "/srv/bin"}
+    assert linked_folder_rules(links, ["/srv/bin", "/srv/bin/python"], ground) == {
+        "/app/kona": "toolchain"
+    }
+    on_path = Ground(workdir="/app", path_dirs=("/app", "/usr/bin"))
+    assert _rule(on_path, Change("/app/answer.txt", "added")) == {"/app/answer.txt": None}
+
+
+def test_what_the_images_environment_names_for_the_tools_holds_what_the_image_had() -> None:
+    """speaker-diarization-subtitles' image sets ``PIP_CONSTRAINT=/tmp/constraints.txt``: the
+    agent's line in that file (a direct URL to its own pytest wheel) must not reach test.sh's
+    pip (red team 11). What the image's ENV names for an installer or a tool is the verifier's
+    input as ``[verifier].env``'s is, under /tmp too; never the working directory or above."""
+    env = [
+        ("PIP_CONSTRAINT", "/tmp/constraints.txt"),
+        ("UV_CACHE_DIR", "/srv/uv-cache"),
+        ("CURL_HOME", "/srv/curl"),
+        ("XDG_CONFIG_HOME", "/app"),  # the working directory's parent: not taken
+        ("PYTHONPATH", "/app/lib"),  # the agent's modules go there
+        ("PATH", "/app/kona:/usr/bin"),
+        ("VENV", "/opt/venv"),
+        ("APP_CONFIG", "/srv/app/config.yaml"),  # maybe the file the task asks to fix
+    ]
+    dirs = image_input_dirs(env, "/app/workspace")
+    assert dirs == ("/srv/curl", "/srv/uv-cache", "/tmp/constraints.txt")
+    ground = Ground(workdir="/app/workspace", input_dirs=dirs)
+    rules = _rule(
+        ground,
+        Change("/tmp/constraints.txt", "modified"),
+        Change("/tmp/w/pytest-8.4.1-py3-none-any.whl", "added"),
+        Change("/app/workspace/out.srt", "added"),
+    )
+    assert rules["/tmp/constraints.txt"] == "verifier-input"
+    assert rules["/app/workspace/out.srt"] is None
 
 
 def test_files_named_like_the_tasks_test_code_stay_out() -> None:
