@@ -47,6 +47,9 @@ from worker.trial.work_product import (
     data_folders,
     exclude_site_packages,
     exclude_unnamed,
+    image_module_hits,
+    image_module_queries,
+    image_module_script,
     link_escapes,
     linked_folder_rules,
     module_folders,
@@ -203,6 +206,7 @@ async def capture(
             product.applied.remove(change)
             product.exclude(change, named[change.path])
         kept = [p for p in kept if p not in escaping and p not in named]
+    await _exclude_image_modules(sandbox, product, ground)
     unnamed = unnamed_candidates(product, ground)
     site = site_packages(product, ground) if ground.named is not None else {}
     if (
@@ -229,6 +233,35 @@ async def capture(
         exclude_unnamed(product, unnamed_paths(entries, ground.named, unnamed))
         exclude_site_packages(product, unreached_site_packages(product, ground, site))
     return found
+
+
+_QUERY_CHUNK: Final = 200  # queried entries per exec (a command line stays short)
+
+
+async def _exclude_image_modules(sandbox: Sandbox, product: WorkProduct, ground: Ground) -> None:
+    """Leave out the agent's modules that win over the image's in a folder of the image
+    (``image-module``, :func:`image_module_queries`), looked for in the agent's sandbox once its
+    processes are gone; where the look fails nothing is left out by it."""
+    queries = image_module_queries(product, ground)
+    if not queries:
+        return
+    added = {c.path for c in product.applied if c.kind == "added"}
+    items = sorted(queries.items())
+    hits: list[str] = []
+    for start in range(0, len(items), _QUERY_CHUNK):
+        chunk = dict(items[start : start + _QUERY_CHUNK])
+        try:
+            result = await sandbox.exec(
+                ["/bin/sh", "-c", image_module_script(chunk)], user="0:0", timeout_sec=60
+            )
+        except SandboxError:
+            return
+        if result.exit_code != 0 or result.timed_out or result.truncated:
+            return
+        hits += image_module_hits(chunk, set(result.stdout.splitlines()), added)
+    for change in [c for c in product.applied if under(c.path, hits)]:
+        product.applied.remove(change)
+        product.exclude(change, "image-module")
 
 
 def unnamed_paths(

@@ -40,6 +40,7 @@ import functools
 import itertools
 import posixpath
 import re
+import shlex
 import sys
 import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -196,6 +197,10 @@ REASONS: Final = {
     "library from the first of several places that exists",
     "script-folder": "a folder named like a script (x.py, x.mjs): a verifier that copies its own "
     "script there would copy it inside, and its run of that path run the folder's entry point",
+    "image-module": "a module put in a folder of the image, outside the places the agent's "
+    "work goes, that wins the image's own imports there: a package folder or an extension "
+    "beside a module of the image's of the same name, or a module named like a library of the "
+    "image's in a folder that is no package (one an image library puts on sys.path as it runs)",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "link": "a link of the work product is laid as a copy of what it points at when the "
@@ -758,9 +763,13 @@ _NOT_INPUT_DIRS: Final = ("/", "/tmp", "/root", "/home", "/usr", "/usr/local")
 # every name with CONFIG or CACHE in it, as [verifier].env's: an image's `APP_CONFIG` may name
 # the very file the task asks the agent to fix.
 _IMAGE_TOOL_KEY = re.compile(
-    r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|"
+    r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|CACHE|"
     r"^(?:XDG_(?:CONFIG|CACHE|DATA)_HOME|XDG_CONFIG_DIRS|CURL_HOME|WGETRC|PYTHONUSERBASE|"
-    r"GIT_CONFIG_(?:GLOBAL|SYSTEM))$"
+    r"GIT_CONFIG_(?:GLOBAL|SYSTEM)|"
+    # the model and data caches libraries the tests import load from (torch.hub's
+    # checkpoints, Hugging Face's, NLTK's corpora, matplotlib's): outside a home's dot
+    # folders (home-config), an image may put them in /tmp or the working directory's sibling
+    r"TORCH_HOME|HF_HOME|SENTENCE_TRANSFORMERS_HOME|KERAS_HOME|NLTK_DATA|MPLCONFIGDIR)$"
 )
 
 
@@ -819,6 +828,75 @@ def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, 
         found += [m.group(1) for m in _SHORT_INDEX_OPTION.finditer(command.group(0))]
     dirs = {posixpath.normpath("/" + d.lstrip("/")) for d in found}
     return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
+
+
+@dataclass(frozen=True)
+class ImageModuleQuery:
+    """What makes one of the agent's new modules in a folder of the image an ``image-module``:
+    one of ``siblings`` (shell globs) being the image's, or, where its name is one of the
+    image's libraries, ``package_init`` missing (the folder is no package)."""
+
+    siblings: tuple[str, ...] = ()
+    package_init: str | None = None
+
+
+def image_module_queries(product: WorkProduct, ground: Ground) -> dict[str, ImageModuleQuery]:
+    """The agent's new modules and packages in folders of the image (not one the agent made),
+    outside the places its work goes (the working directory, the folders test.sh enters or
+    puts on ``sys.path``: their own rules), with what to look for in the sandbox. Python's path
+    finder takes a package folder before a module file of the same name in the same folder,
+    and an extension before source: such a file wins over the image's without changing it
+    (multilingual-video-dubbing's tests load ``/opt/SpeechMOS`` through torch.hub, which puts
+    that folder first on ``sys.path`` while its model imports torchaudio)."""
+    added = {c.path for c in product.applied if c.kind == "added"}
+    own = [ground.workdir, *ground.extra_starts, *ground.module_paths]
+    libraries = {name.lower() for name in ground.image_modules}
+    inits = {posixpath.dirname(p) for p in added if posixpath.basename(p).startswith("__init__.")}
+    queries: dict[str, ImageModuleQuery] = {}
+    for path in sorted(added):
+        folder, name = posixpath.split(path)
+        module = module_name(name)
+        if module is None or folder in added or under(path, own):
+            continue
+        package = path in inits
+        if not package and not is_module_file(name):
+            continue
+        stem = shlex.quote(posixpath.join(folder, module))
+        siblings: tuple[str, ...] = ()
+        if package:
+            siblings = (f"{stem}.py", f"{stem}.pyc", f"{stem}.so", f"{stem}.*.so")
+        elif name.endswith(".so"):
+            siblings = (f"{stem}.py", f"{stem}.pyc")
+        package_init = (
+            posixpath.join(folder, "__init__.py") if module.lower() in libraries else None
+        )
+        if siblings or package_init:
+            queries[path] = ImageModuleQuery(siblings, package_init)
+    return queries
+
+
+def image_module_script(queries: Mapping[str, ImageModuleQuery]) -> str:
+    """One shell command printing which of the queried paths exist (globs expanded)."""
+    words = [w for q in queries.values() for w in q.siblings]
+    words += [shlex.quote(q.package_init) for q in queries.values() if q.package_init]
+    return "for p in " + " ".join(words) + '; do [ -e "$p" ] && printf "%s\\n" "$p"; done; true'
+
+
+def image_module_hits(
+    queries: Mapping[str, ImageModuleQuery], present: Collection[str], added: Collection[str]
+) -> list[str]:
+    """The queried entries that are ``image-module``s, given the paths found (``present``)."""
+    found = set(present) - set(added)  # a sibling the agent made is no image's module
+    hits = []
+    for path, query in queries.items():
+        folder = posixpath.dirname(path)
+        module = module_name(posixpath.basename(path)) or ""
+        stem = posixpath.join(folder, module) + "."
+        beside = any(f.startswith(stem) and posixpath.dirname(f) == folder for f in found)
+        no_package = query.package_init is not None and query.package_init not in present
+        if beside or no_package:
+            hits.append(path)
+    return hits
 
 
 def image_input_dirs(env: Iterable[tuple[str, str]], workdir: str) -> tuple[str, ...]:

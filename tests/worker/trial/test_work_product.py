@@ -5,6 +5,8 @@ agent's work (research: the 87 public tasks, docs/sandboxes.md "Work product")."
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,9 @@ from worker.trial.work_product import (
     exclude_test_time_shadows,
     file_names,
     image_input_dirs,
+    image_module_hits,
+    image_module_queries,
+    image_module_script,
     input_dirs,
     installed_modules,
     link_escapes,
@@ -736,6 +741,72 @@ def test_the_images_path_folders_hold_its_programs_even_where_it_never_made_them
     assert _rule(on_path, Change("/app/answer.txt", "added")) == {"/app/answer.txt": None}
 
 
+def test_a_module_that_wins_over_the_images_in_a_folder_of_the_image_is_left_out() -> None:
+    """Red team 12 (multilingual-video-dubbing's /opt/SpeechMOS, which torch.hub puts first on
+    sys.path): a package folder beside the image's ``model.py``, an extension beside its source,
+    a module named like an image library in a folder that is no package. What is looked for,
+    and what the look's answer makes of it; nothing in the places the agent's work goes."""
+    ground = Ground(workdir="/root", image_modules=frozenset({"mosaudio", "yaml"}))
+    model = "/opt/SpeechMOS/speechmos/strong/model"
+    product = WorkProduct(
+        applied=[
+            Change(f"{model}", "added"),
+            Change(f"{model}/__init__.py", "added"),
+            Change("/opt/SpeechMOS/mosaudio.py", "added"),
+            Change("/opt/tool/fast.cpython-311-x86_64-linux-gnu.so", "added"),
+            Change("/opt/tool/pkg/yaml.py", "added"),  # a submodule of the image's package
+            Change("/opt/mine", "added"),  # a folder the agent made: its own
+            Change("/opt/mine/mosaudio.py", "added"),
+            Change("/root/yaml.py", "added"),  # the working directory: its own rules
+            Change("/opt/SpeechMOS/notes.txt", "added"),
+        ]
+    )
+    queries = image_module_queries(product, ground)
+    assert set(queries) == {
+        model,
+        "/opt/SpeechMOS/mosaudio.py",
+        "/opt/tool/fast.cpython-311-x86_64-linux-gnu.so",
+        "/opt/tool/pkg/yaml.py",
+    }
+    assert queries[model].siblings[0] == f"{model}.py"
+    script = image_module_script(queries)
+    assert f"{model}.*.so" in script
+    # the image has model.py and fast.py; /opt/tool/pkg is a package, /opt/SpeechMOS is not
+    present = {f"{model}.py", "/opt/tool/fast.py", "/opt/tool/pkg/__init__.py"}
+    added = {c.path for c in product.applied}
+    hits = image_module_hits(queries, present, added)
+    assert sorted(hits) == sorted(
+        [model, "/opt/SpeechMOS/mosaudio.py", "/opt/tool/fast.cpython-311-x86_64-linux-gnu.so"]
+    )
+    # a sibling the agent made itself is no image's module
+    assert image_module_hits(queries, present, added | {f"{model}.py"}) == [
+        "/opt/SpeechMOS/mosaudio.py",
+        "/opt/tool/fast.cpython-311-x86_64-linux-gnu.so",
+    ]
+
+
+def test_the_image_module_look_runs_in_a_shell_and_names_what_exists(tmp_path: Path) -> None:
+    """The look is one ``sh`` command: globs expanded, odd names quoted, only what exists."""
+    odd = tmp_path / "it's a dir"
+    (odd / "mod").mkdir(parents=True)
+    (odd / "mod.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    (odd / "other.py").write_text("")
+    ground = Ground(workdir="/root", image_modules=frozenset({"other"}))
+    product = WorkProduct(
+        applied=[
+            Change(f"{odd}/mod", "added"),
+            Change(f"{odd}/mod/__init__.py", "added"),
+            Change(f"{odd}/x.py", "added"),
+        ]
+    )
+    queries = image_module_queries(product, ground)
+    assert set(queries) == {f"{odd}/mod"}
+    done = subprocess.run(
+        ["/bin/sh", "-c", image_module_script(queries)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines() == [f"{odd}/mod.cpython-311-x86_64-linux-gnu.so"]
+
+
 def test_what_the_images_environment_names_for_the_tools_holds_what_the_image_had() -> None:
     """speaker-diarization-subtitles' image sets ``PIP_CONSTRAINT=/tmp/constraints.txt``: the
     agent's line in that file (a direct URL to its own pytest wheel) must not reach test.sh's
@@ -750,9 +821,17 @@ def test_what_the_images_environment_names_for_the_tools_holds_what_the_image_ha
         ("PATH", "/app/kona:/usr/bin"),
         ("VENV", "/opt/venv"),
         ("APP_CONFIG", "/srv/app/config.yaml"),  # maybe the file the task asks to fix
+        ("TORCH_HOME", "/tmp/torch"),  # torch.hub's checkpoints, which the tests load
+        ("NUMBA_CACHE_DIR", "/srv/numba"),
     ]
     dirs = image_input_dirs(env, "/app/workspace")
-    assert dirs == ("/srv/curl", "/srv/uv-cache", "/tmp/constraints.txt")
+    assert dirs == (
+        "/srv/curl",
+        "/srv/numba",
+        "/srv/uv-cache",
+        "/tmp/constraints.txt",
+        "/tmp/torch",
+    )
     ground = Ground(workdir="/app/workspace", input_dirs=dirs)
     rules = _rule(
         ground,
