@@ -520,6 +520,9 @@ def check_task(
 
 
 def cleanup_task_images(task_ids: list[str]) -> None:
+    """Remove the images built for ``task_ids`` (their untagged parent layers go with them).
+    Never a machine-wide ``docker image prune``: it removed layers that builds running beside
+    this script (a test suite's, another check) still needed ("failed to get digest")."""
     for task_id in task_ids:
         repo = f"skillsbench-env/{task_id}"
         out = subprocess.run(
@@ -527,7 +530,6 @@ def cleanup_task_images(task_ids: list[str]) -> None:
         ).stdout.split()
         if out:
             subprocess.run(["docker", "rmi", "-f", *sorted(set(out))], capture_output=True)
-    subprocess.run(["docker", "image", "prune", "-f"], capture_output=True)
 
 
 def summary_table(results: list[TaskResult]) -> str:
