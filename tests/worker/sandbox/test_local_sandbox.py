@@ -104,6 +104,34 @@ async def test_run_lines_that_need_docker_fail_clearly(make_task: MakeTask, tmp_
     await sb.stop()
 
 
+async def test_a_run_line_killed_from_outside_is_a_start_failure_not_needs_docker(
+    make_task: MakeTask, tmp_path: Path
+) -> None:
+    """A SIGKILL that was not the step's timeout (the host's, a memory cgroup's) says nothing of
+    whether the task runs here: a plain SandboxError, which the trial tries again."""
+    dockerfile = DOCKERFILE + "RUN echo started && kill -9 $$\n"
+    sb = local(make_task(dockerfile), tmp_path / "s")
+    with pytest.raises(SandboxError, match=r"Dockerfile line 6: the local sandbox saw") as caught:
+        await sb.start()
+    await sb.stop()
+    assert not isinstance(caught.value, SandboxUnsupported), caught.value
+
+
+def test_only_the_sandboxs_own_failures_of_a_run_line_are_retried() -> None:
+    from worker.sandbox._bubblewrap.recipe import _not_the_steps_failure
+    from worker.sandbox.base import ExecResult
+
+    setup = "bwrap: Creating new namespace failed: Resource temporarily unavailable\n"
+    assert "could not run the step: bwrap: Creating new" in str(
+        _not_the_steps_failure(ExecResult(1, "", setup))
+    )
+    assert _not_the_steps_failure(ExecResult(137, "", "")) is not None
+    # the step's own failures, and its timeout, stay the step's
+    assert _not_the_steps_failure(ExecResult(1, "", "pip: no such package\n")) is None
+    assert _not_the_steps_failure(ExecResult(139, "", "Segmentation fault\n")) is None
+    assert _not_the_steps_failure(ExecResult(137, "", "", timed_out=True)) is None
+
+
 async def test_copy_outside_the_workdir_is_read_only_layer(
     make_task: MakeTask, tmp_path: Path
 ) -> None:

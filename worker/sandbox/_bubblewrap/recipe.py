@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from worker.sandbox._bubblewrap.files import copy_in, inside, is_glob, top
 from worker.sandbox._bubblewrap.host import HIDDEN_TOP_LEVEL
-from worker.sandbox.base import SandboxUnsupported
+from worker.sandbox.base import ExecResult, SandboxError, SandboxUnsupported
 from worker.sandbox.dockerfile import (
     Copy,
     DockerfileError,
@@ -37,6 +37,7 @@ _COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 _QUOTE_LIMIT = 120
+_KILLED = 128 + 9  # SIGKILL: no step's own exit; the kernel's or the host's
 # Words before the program of a simple command: shell keywords and wrappers that run the rest.
 _PREFIX_WORDS = frozenset(
     {"sudo", "env", "exec", "command", "nohup", "time", "then", "do", "else", "elif", "if",
@@ -216,6 +217,10 @@ async def _apply_run(box: BubblewrapSandbox, run: Run, timeout: float) -> None:
     result = await box.exec(run.command, cwd=run.workdir, env=run.env, timeout_sec=timeout)
     if result.exit_code == 0:
         return
+    if (why := _not_the_steps_failure(result)) is not None:
+        # Not the step's doing, so it says nothing of whether the task runs here: a plain
+        # SandboxError is a start failure, tried again in a fresh sandbox.
+        raise SandboxError(f"Dockerfile line {run.line}: the local sandbox {why}")
     output = _ANSI.sub("", f"{result.stderr}\n{result.stdout}")
     read_only = [line.strip() for line in output.splitlines() if "Read-only file system" in line]
     if read_only:
@@ -229,3 +234,20 @@ async def _apply_run(box: BubblewrapSandbox, run: Run, timeout: float) -> None:
     last = " | ".join(tail.splitlines()[-3:])[:400]
     reason = "timed out" if result.timed_out else f"exit {result.exit_code}"
     raise _needs_docker(box, run, f"failed in the local sandbox ({reason}): {last}")
+
+
+def _not_the_steps_failure(result: ExecResult) -> str | None:
+    """Why the step's failure is the sandbox's, not the step's (None: the step's own exit).
+
+    bwrap says so itself when it cannot set the command up (its own "bwrap: ..." message, seen
+    on a loaded host), and a SIGKILL that was not our timeout came from outside the step (the
+    host, or its memory cgroup): neither tells whether the step can be emulated here.
+    """
+    if result.timed_out:
+        return None
+    bwrap = [line for line in result.stderr.splitlines() if line.startswith("bwrap: ")]
+    if bwrap:
+        return f"could not run the step: {bwrap[0][:200]}"
+    if result.exit_code == _KILLED:
+        return "saw the step killed (SIGKILL) by something other than its timeout"
+    return None
