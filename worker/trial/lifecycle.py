@@ -88,6 +88,7 @@ from worker.trial.work_product import (
     installed_modules,
     module_paths,
     names_of_tests,
+    node_script_folders,
     pycache_isolated,
     references,
     skill_places,
@@ -606,6 +607,7 @@ class _TestsFacts:
     test_files: frozenset[str]  # every file name of tests/
     skill_places: frozenset[str]  # the skill folders the tests name
     named: References  # what the tests name (worker/trial/work_product.py, unnamed-module)
+    node_scripts: tuple[str, ...]  # folders of the tests' scripts test.sh runs with node
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -657,6 +659,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             test_files=file_names(files),
             skill_places=places,
             named=named,
+            node_scripts=node_script_folders(script, file_names(files)),
         )
     return _TESTS_FACTS[key]
 
@@ -688,7 +691,17 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         test_files=facts.test_files,
         skill_places=facts.skill_places,
         named=facts.named,
+        node_dirs=_node_dirs(state.image.script_dirs, facts.node_scripts, sandbox.workdir),
     )
+
+
+def _node_dirs(
+    image: tuple[str, ...] | None, tests: tuple[str, ...], workdir: str
+) -> tuple[str, ...] | None:
+    if image is None:
+        return None  # the image had too many script folders to list: every folder counts
+    joined = (posixpath.normpath(posixpath.join(workdir, f)) for f in tests)
+    return tuple(sorted({*image, *joined}))
 
 
 async def _run_agent(

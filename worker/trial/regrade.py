@@ -70,6 +70,19 @@ EVIDENCE_MAX: Final = 100  # excluded paths kept in result.json (all are counted
 CODE_FILE_MAX: Final = 256 << 10
 CODE_TOTAL_MAX: Final = 8 << 20
 ENV_MARK: Final = "--- environment ---"
+SCRIPTS_MARK: Final = "--- javascript ---"
+# Folders of the image's JavaScript files listed at most; past it every folder counts as one.
+SCRIPT_DIRS_MAX: Final = 20_000
+_NOT_SCRIPT_PLACES: Final = " -o ".join(
+    [
+        *(f"-path {root}" for root in ("/proc", "/sys", "/dev", "/run", "/usr", "/etc", "/var")),
+        *(f"-path {root}" for root in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")),
+        *(f"-path {root}" for root in ("/boot", "/logs", "/tests", "/solution")),
+        "-path '/tmp/skillsbench-*'",
+        "-path '/.skillsbench-*'",
+        *(f"-name {name}" for name in ("node_modules", "site-packages", "dist-packages", ".git")),
+    ]
+)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The listing of the image's PATH, Python module folders and environment (one exec per task,
 # cached by the caller).
@@ -80,6 +93,11 @@ IMAGE_MODULES_SCRIPT: Final = (
     "/usr/local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages "
     "/usr/local/lib/python3*/lib-dynload /opt/*/lib/python3*/site-packages /opt/*/lib/python3*; "
     'do [ -d "$d" ] && ls -1 "$d"; done 2>/dev/null; '
+    # the folders of the image's JavaScript files, outside the system, node_modules and Python
+    # environments: node resolves their bare imports up through node_modules and package.json
+    f'echo "{SCRIPTS_MARK}"; find / -maxdepth 12 \\( {_NOT_SCRIPT_PLACES} \\) -prune -o -type f '
+    "\\( -name '*.js' -o -name '*.mjs' -o -name '*.cjs' \\) -print 2>/dev/null | "
+    f"sed 's|/[^/]*$||' | sort -u | head -n {SCRIPT_DIRS_MAX + 1}; "
     # and the image's environment (its ENV lines): settings that name the verifier's inputs
     f'echo "{ENV_MARK}"; env; true'
 )
@@ -151,6 +169,8 @@ class ImageFacts:
     path_dirs: tuple[str, ...] = ()
     modules: frozenset[str] = frozenset()
     env: tuple[tuple[str, str], ...] = ()
+    # Folders holding JavaScript files of the image's; None: too many to list (all count).
+    script_dirs: tuple[str, ...] | None = ()
 
 
 def image_facts(listing: str) -> ImageFacts:
@@ -167,8 +187,14 @@ def image_facts(listing: str) -> ImageFacts:
             if equals and _ENV_NAME.fullmatch(name):
                 env.append((name, value))
         del lines[at:]
+    script_dirs: tuple[str, ...] | None = ()
+    if SCRIPTS_MARK in lines:
+        at = lines.index(SCRIPTS_MARK)
+        found = [line for line in lines[at + 1 :] if line.startswith("/")]
+        script_dirs = None if len(found) > SCRIPT_DIRS_MAX else tuple(found)
+        del lines[at:]
     names = (module_name(line.strip()) for line in lines)
-    return ImageFacts(path_dirs, frozenset(name for name in names if name), tuple(env))
+    return ImageFacts(path_dirs, frozenset(name for name in names if name), tuple(env), script_dirs)
 
 
 async def capture(

@@ -24,6 +24,8 @@ product is everything the agent changed *except* these classes, which must come 
   that neither the tests nor the agent's code they reach import or run (an optional
   import, ``pickle``'s ``org.python.core``, would find it first): decided on the exported work
   product (:func:`unreached_modules`);
+* ``node-module``: a ``node_modules`` or ``package.json`` where node resolves the imports of a
+  script that is not the agent's (the image's JavaScript, the tests' own scripts run with node);
 * ``harness-link``: a symbolic link that reaches what the harness places later (``/tests``,
   ``/logs``, ``/solution``) or the kernel's views (``/proc``, ``/sys``, ``/dev``).
 
@@ -201,6 +203,9 @@ REASONS: Final = {
     "work goes, that wins the image's own imports there: a package folder or an extension "
     "beside a module of the image's of the same name, or a module named like a library of the "
     "image's in a folder that is no package (one an image library puts on sys.path as it runs)",
+    "node-module": "a node_modules folder or a package.json put where node resolves the "
+    "imports of a script of the image's or of the tests' (in the script's folder or one above "
+    "it): it would win the script's bare imports, its package scope or its self-reference",
     "harness-link": "a link to what the harness places (tests, logs, solution) or to the "
     "kernel's views",
     "link": "a link of the work product is laid as a copy of what it points at when the "
@@ -670,9 +675,18 @@ class Ground:
     # The skill folders the tests name (:func:`skill_places`): they may validate with a skill's
     # library from the first of several places that exists; relative ones anywhere.
     skill_places: frozenset[str] = frozenset()
+    # Folders node resolves imports from that are not the agent's: those of the image's
+    # JavaScript files and of the tests' own scripts test.sh runs with node (None: every
+    # folder counts, the image had too many to list).
+    node_dirs: tuple[str, ...] | None = ()
     # What the task's tests import and run (:func:`references`): a module the agent put in a
     # module folder counts as work product only if they, or its code they reach, name it. None: the ``unnamed-module`` rule is off (the facts are unknown).
     named: References | None = None
+
+    @functools.cached_property
+    def node_scopes(self) -> frozenset[str]:
+        """Every folder at or above one of :attr:`node_dirs` but ``/`` (its own rules)."""
+        return frozenset(a for d in self.node_dirs or () for a in ancestors(d)[:-1])
 
     @functools.cached_property
     def shadow_names(self) -> frozenset[str]:
@@ -1106,6 +1120,29 @@ def script_folders(test_script: str, test_files: Collection[str] | None = None) 
     return tuple(dict.fromkeys(found))
 
 
+# node run on a script: `node [--opts] SCRIPT` (`nodejs` too).
+_NODE_SCRIPT = re.compile(
+    r"(?:^|[\s;&|(/\"'])node(?:js)?[ \t]+((?:-[^\s]+[ \t]+)*)([\"']?)"
+    r"([^\s\"';&|)<>-][^\s\"';&|)<>]*)\2"
+)
+
+
+def node_script_folders(test_script: str, test_files: Collection[str]) -> tuple[str, ...]:
+    """The folders of the tests' own scripts test.sh runs with node (``cp
+    /tests/gen_ground_truth.mjs /root/; node /root/gen_ground_truth.mjs``): node resolves their
+    imports up from there. A script of the agent's that test.sh runs is graded code, whose
+    project is its own. A relative one as written (the caller joins it to the workdir)."""
+    values = shell_values(test_script)
+    found: list[str] = []
+    for match in _NODE_SCRIPT.finditer(test_script):
+        for script in expand(match.group(3), values):
+            if not script or "$" in script or "`" in script:
+                continue
+            if posixpath.basename(script) in test_files:
+                found.append(posixpath.normpath(posixpath.dirname(script) or "."))
+    return tuple(dict.fromkeys(found))
+
+
 def module_paths(
     test_script: str,
     test_sources: Iterable[str] = (),
@@ -1386,7 +1423,7 @@ def _rule(
     project_files = (PROJECT_FILES if ground.builds_project else frozenset()) | (
         NODE_PROJECT_FILES if ground.builds_node_project else frozenset()
     )
-    return _ground_rule(
+    rule = _ground_rule(
         path,
         change,
         project_files,
@@ -1401,6 +1438,42 @@ def _rule(
         folders,
         packages,
     )
+    if rule is None and change.kind != "deleted":
+        rule = _node_rule(path, ground, starts)
+    return rule
+
+
+def node_scope(path: str) -> str | None:
+    """The folder whose scripts' module resolution ``path`` takes part in: ``D`` for
+    ``D/node_modules`` and all below it (the first ``node_modules``), and for ``D/package.json``
+    (the package scope of the scripts below ``D``: their ``"type"``, ``"imports"`` and the
+    self-reference by ``"name"`` and ``"exports"``)."""
+    parts = path.split("/")
+    if "node_modules" in parts[1:]:
+        return "/".join(parts[: parts.index("node_modules", 1)]) or "/"
+    if parts[-1] == "package.json":
+        return "/".join(parts[:-1]) or "/"
+    return None
+
+
+def _node_rule(path: str, ground: Ground, starts: set[str]) -> str | None:
+    """``node-module``: node resolves a bare import up from the importing script's folder
+    through every ``node_modules`` and takes the nearest ``package.json`` as its scope, so an
+    entry of the agent's there wins the imports of a script the verifier runs with node that is
+    not the agent's: the tests' own (threejs-structure-parser's test.sh copies
+    gen_ground_truth.mjs into /root and runs it), and every script of the image's they load
+    (its input /root/data/object.js imports three). A package.json where test.sh runs npm is
+    the project's own (:data:`NODE_PROJECT_FILES`)."""
+    if ground.node_dirs == ():
+        return None
+    scope = node_scope(path)
+    if scope is None:
+        return None
+    if ground.node_dirs is not None and scope not in ground.node_scopes:
+        return None
+    if ground.builds_node_project and scope in starts and path == f"{scope}/package.json":
+        return None
+    return "node-module"
 
 
 def _environment_rule(path: str, change: Change, ground: Ground, added: set[str]) -> str | None:

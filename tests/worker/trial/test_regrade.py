@@ -16,6 +16,9 @@ from worker.sandbox.scripts import shell_script
 from worker.sandbox.tamper import Change
 from worker.trial.regrade import (
     ENV_MARK,
+    IMAGE_MODULES_SCRIPT,
+    SCRIPT_DIRS_MAX,
+    SCRIPTS_MARK,
     archive_links,
     image_facts,
     managed_interpreters,
@@ -281,3 +284,43 @@ def test_the_image_listing_reads_the_images_environment() -> None:
         ("HOME", "/root"),
     )
     assert image_facts("PATH=/usr/bin\nyaml").env == ()
+
+
+def test_the_image_listing_reads_the_folders_of_the_images_scripts() -> None:
+    listing = "\n".join(
+        ["PATH=/usr/bin", "yaml", SCRIPTS_MARK, "/opt/scene", "/root/data", ENV_MARK, "A=1"]
+    )
+    facts = image_facts(listing)
+    assert facts.script_dirs == ("/opt/scene", "/root/data")
+    assert facts.modules == frozenset({"yaml"})  # no folder taken for a module name
+    assert facts.env == (("A", "1"),)
+    many = [f"/srv/f{i}" for i in range(SCRIPT_DIRS_MAX + 1)]
+    assert image_facts("\n".join(["PATH=/usr/bin", SCRIPTS_MARK, *many])).script_dirs is None
+    assert image_facts("PATH=/usr/bin\nyaml").script_dirs == ()  # an older listing: none
+
+
+async def test_the_listing_finds_the_images_scripts_in_a_real_sandbox(tmp_path: Path) -> None:
+    """Run in a local sandbox of an image with scripts in a data folder and under /opt: the
+    folders of its own scripts, never those inside node_modules or a Python environment."""
+    from tests.worker.sandbox.support import make_spec, write_task
+    from worker.sandbox import sandbox_class
+
+    dockerfile = (
+        "FROM python:3.11-slim\nWORKDIR /root\n"
+        "RUN mkdir -p /root/data /opt/scene/deep/er /opt/scene/node_modules/three "
+        "/srv/venv/lib/python3.11/site-packages/bokeh && echo 1 > /root/data/object.js && "
+        "echo 1 > /opt/scene/deep/er/x.mjs && echo 1 > /opt/scene/node_modules/three/i.js && "
+        "echo 1 > /srv/venv/lib/python3.11/site-packages/bokeh/b.js && echo 1 > /srv/a.cjs\n"
+    )
+    task = write_task(tmp_path, dockerfile, skills=False)
+    sandbox = sandbox_class("local")(make_spec(task, tmp_path / "state", "local"))
+    await sandbox.start()
+    try:
+        done = await sandbox.exec(["/bin/sh", "-c", IMAGE_MODULES_SCRIPT], timeout_sec=120)
+    finally:
+        await sandbox.stop()
+    assert done.exit_code == 0, done.stderr
+    dirs = image_facts(done.stdout).script_dirs
+    assert dirs is not None
+    assert {"/root/data", "/opt/scene/deep/er", "/srv"} <= set(dirs), dirs
+    assert not any("node_modules" in d or "site-packages" in d for d in dirs), dirs

@@ -31,6 +31,8 @@ from worker.trial.work_product import (
     linked_folder_rules,
     module_paths,
     names_of_tests,
+    node_scope,
+    node_script_folders,
     pycache_isolated,
     references,
     script_folders,
@@ -1383,3 +1385,104 @@ def test_a_module_test_sh_installs_from_the_agents_project_is_not_its_shadow() -
     hit = exclude_test_time_shadows(product, candidates, listing)
     assert hit == ["/root/proj/yaml.py"]
     assert "/root/proj/answerlib.py" in {c.path for c in product.applied}
+
+
+# threejs-structure-parser: test.sh copies the tests' generator into /root and runs it with
+# node; it imports three, and so does the image's input /root/data/object.js it loads.
+THREEJS = Ground(workdir="/root", node_dirs=("/opt/scene", "/root", "/root/data"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/root/data/node_modules",  # a folder or a link of the agent's beside the input
+        "/root/data/node_modules/three/package.json",
+        "/root/data/node_modules/three/build/three.module.js",
+        "/root/data/package.json",  # the input's package scope: type, imports, self-reference
+        "/opt/scene/node_modules/@scope/lib/index.js",
+        "/opt/node_modules/three/index.js",  # above an image script's folder
+        "/opt/package.json",
+    ],
+)
+def test_an_entry_where_node_resolves_a_script_not_the_agents_is_node_module(path: str) -> None:
+    assert _rule(THREEJS, Change(path, "added"))[path] == "node-module"
+    # an image's package.json changed there is the same
+    if path.endswith("package.json"):
+        assert _rule(THREEJS, Change(path, "modified"))[path] == "node-module"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/root/output/node_modules/d3/index.js",  # the agent's own folder: no script of others
+        "/root/output/package.json",
+        "/tmp/node_modules/d3/dist/d3.min.js",  # data-to-d3's oracle installs d3 in /tmp
+        "/root/myproj/node_modules/x/index.js",
+        "/root/data/answer.js",  # a script, not a resolution entry
+        "/srv/package.json.bak",
+    ],
+)
+def test_node_entries_elsewhere_stay_work_product(path: str) -> None:
+    assert _rule(THREEJS, Change(path, "added"))[path] is None
+
+
+def test_deleting_is_no_node_module_and_no_listing_means_no_rule() -> None:
+    deleted = "/root/data/node_modules/three/index.js"
+    assert _rule(THREEJS, Change(deleted, "deleted"))[deleted] is None
+    plain = Ground(workdir="/root")  # the image's scripts unknown (no listing): inert
+    assert (
+        _rule(plain, Change("/opt/scene/node_modules/x.js", "added"))[
+            "/opt/scene/node_modules/x.js"
+        ]
+        is None
+    )
+
+
+def test_too_many_image_scripts_to_list_makes_every_folder_count() -> None:
+    every = Ground(workdir="/root", node_dirs=None)
+    path = "/srv/anywhere/node_modules/x/index.js"
+    assert _rule(every, Change(path, "added"))[path] == "node-module"
+
+
+def test_the_project_test_sh_runs_npm_in_keeps_its_package_json() -> None:
+    """fix-visual-stability: `cd /app; npm install; npm run build` on the agent's project."""
+    ground = Ground(
+        workdir="/app",
+        builds_node_project=True,
+        node_dirs=("/app/src", "/app/src/components"),
+    )
+    assert _rule(ground, Change("/app/package.json", "modified"))["/app/package.json"] is None
+    # its node_modules are the image's all the same (ground-config: npm install remakes them)
+    nested = "/app/node_modules/left-pad/index.js"
+    assert _rule(ground, Change(nested, "added"))[nested] == "ground-config"
+    # a package scope of the agent's below it, over the image's scripts, is not the project's
+    inner = "/app/src/package.json"
+    assert _rule(ground, Change(inner, "added"))[inner] == "node-module"
+
+
+@pytest.mark.parametrize(
+    ("path", "scope"),
+    [
+        ("/root/data/node_modules", "/root/data"),
+        ("/root/data/node_modules/a/node_modules/b/index.js", "/root/data"),
+        ("/node_modules/x", "/"),
+        ("/opt/x/package.json", "/opt/x"),
+        ("/opt/x/package.json5", None),
+        ("/opt/x/index.js", None),
+    ],
+)
+def test_node_scope(path: str, scope: str | None) -> None:
+    assert node_scope(path) == scope
+
+
+def test_the_tests_node_scripts_are_found_through_variables_and_options() -> None:
+    script = (
+        "OUT=/root/gen\n"
+        "cp /tests/gen_ground_truth.mjs /root/gen_ground_truth.mjs\n"
+        "node /root/gen_ground_truth.mjs\n"
+        "node --experimental-vm-modules $OUT/check.js > /dev/null\n"
+        "node /root/solution.js\n"  # the agent's script: its project is its own
+        "cd /app && node scripts/verify.cjs\n"
+    )
+    files = {"gen_ground_truth.mjs", "check.js", "verify.cjs", "test.sh"}
+    assert node_script_folders(script, files) == ("/root", "/root/gen", "scripts")
