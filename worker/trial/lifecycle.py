@@ -93,6 +93,7 @@ from worker.trial.work_product import (
     references,
     skill_places,
     start_folders,
+    verifier_outputs,
 )
 from worker.trial_record import harbor
 from worker.trial_record.benchflow import benchflow_fields
@@ -608,6 +609,7 @@ class _TestsFacts:
     skill_places: frozenset[str]  # the skill folders the tests name
     named: References  # what the tests name (worker/trial/work_product.py, unnamed-module)
     node_scripts: tuple[str, ...]  # folders of the tests' scripts test.sh runs with node
+    script: str  # test.sh itself
 
 
 _TESTS_FACTS: dict[str, _TestsFacts] = {}
@@ -660,6 +662,7 @@ def _tests_facts(task: Task) -> _TestsFacts:
             skill_places=places,
             named=named,
             node_scripts=node_script_folders(script, file_names(files)),
+            script=script,
         )
     return _TESTS_FACTS[key]
 
@@ -692,6 +695,7 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
         skill_places=facts.skill_places,
         named=facts.named,
         node_dirs=_node_dirs(state.image.script_dirs, facts.node_scripts, sandbox.workdir),
+        verifier_outputs=verifier_outputs(facts.script, sandbox.workdir),
     )
 
 

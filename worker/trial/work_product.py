@@ -24,6 +24,8 @@ product is everything the agent changed *except* these classes, which must come 
   that neither the tests nor the agent's code they reach import or run (an optional
   import, ``pickle``'s ``org.python.core``, would find it first): decided on the exported work
   product (:func:`unreached_modules`);
+* ``verifier-output``: a file test.sh's own commands write (``ssconvert -S in.xlsx sheet.csv``
+  makes ``sheet.csv.0``, ...), which the tests would otherwise read from the agent;
 * ``node-module``: a ``node_modules`` or ``package.json`` where node resolves the imports of a
   script that is not the agent's (the image's JavaScript, the tests' own scripts run with node);
 * ``harness-link``: a symbolic link that reaches what the harness places later (``/tests``,
@@ -203,6 +205,9 @@ REASONS: Final = {
     "work goes, that wins the image's own imports there: a package folder or an extension "
     "beside a module of the image's of the same name, or a module named like a library of the "
     "image's in a folder that is no package (one an image library puts on sys.path as it runs)",
+    "verifier-output": "a file test.sh's own commands write (a converter's output, a "
+    "redirection's target): the verifier makes it, and the agent's copy would be read as the "
+    "verifier's should the command fail",
     "node-module": "a node_modules folder or a package.json put where node resolves the "
     "imports of a script of the image's or of the tests' (in the script's folder or one above "
     "it): it would win the script's bare imports, its package scope or its self-reference",
@@ -675,6 +680,8 @@ class Ground:
     # The skill folders the tests name (:func:`skill_places`): they may validate with a skill's
     # library from the first of several places that exists; relative ones anywhere.
     skill_places: frozenset[str] = frozenset()
+    # Files test.sh's own commands write (:func:`verifier_outputs`; ``X.*``: every ``X.<n>``).
+    verifier_outputs: tuple[str, ...] = ()
     # Folders node resolves imports from that are not the agent's: those of the image's
     # JavaScript files and of the tests' own scripts test.sh runs with node (None: every
     # folder counts, the image had too many to list).
@@ -842,6 +849,126 @@ def input_dirs(test_script: str, verifier_env: Mapping[str, str]) -> tuple[str, 
         found += [m.group(1) for m in _SHORT_INDEX_OPTION.finditer(command.group(0))]
     dirs = {posixpath.normpath("/" + d.lstrip("/")) for d in found}
     return tuple(sorted(d for d in dirs if d not in _NOT_INPUT_DIRS and not d.startswith("/tmp/")))
+
+
+# Converters whose last operand is the file they write (and OUT.<n>, OUT-<n>.<ext>: `ssconvert
+# -S IN OUT` writes one file a sheet, OUT.0, OUT.1, ...: reserves-at-risk-calc,
+# shock-analysis-demand, weighted-gdp-calc; pdftoppm's pages), given an input operand first.
+_CONVERTERS: Final = frozenset(
+    {"ssconvert", "convert", "magick", "ffmpeg", "pdftotext", "pdftoppm", "pdftocairo", "sox"}
+)
+_OUTPUT_OPTIONS: Final = frozenset({"-o", "--output", "-O", "--output-document", "--outfile"})
+# Their -o/-O/--output names a file they write.
+_OUTPUT_TOOLS: Final = frozenset({"pandoc", "curl", "wget", "unoconv", "sort", "jq", "yq"})
+_HEREDOC = re.compile(r"<<-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_COMMAND_BREAKS: Final = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
+_KEYWORDS: Final = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"})
+_NOT_OUTPUTS: Final = ("/dev", "/proc", *HARNESS_ROOTS)
+
+
+def verifier_outputs(test_script: str, workdir: str) -> tuple[str, ...]:
+    """What test.sh's own commands write (:attr:`Ground.verifier_outputs`): the target of a
+    redirection (``> file``, ``>> file``) or of ``tee``, the file a converter writes (``cd
+    /root/output; ssconvert -S rar_result.xlsx sheet.csv``: ``/root/output/sheet.csv`` and
+    ``/root/output/sheet.csv.*``; ``OUT-*`` too: pdftoppm's pages), and a download's ``-o``/``-O``. A file the verifier makes is
+    the verifier's: an agent's file in its place is what the tests would read should the command
+    fail (``|| true``), as if the verifier had written it. Relative paths are taken from the
+    folder test.sh is in by then (its ``cd``s followed in order); heredoc bodies are skipped."""
+    values = shell_values(test_script)
+    cwd = posixpath.normpath(workdir)
+    found: list[str] = []
+    lines = test_script.replace("\\\n", " ").splitlines()
+    skip_until: str | None = None
+    for line in lines:
+        if skip_until is not None:
+            if line.strip() == skip_until:
+                skip_until = None
+            continue
+        if (doc := _HEREDOC.search(line)) is not None:
+            skip_until = doc.group(2)
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+        except ValueError:
+            continue
+        command: list[str] = []
+        for token in [*tokens, ";"]:
+            if token in _COMMAND_BREAKS:
+                cwd = _outputs_of(command, cwd, values, found)
+                command = []
+            else:
+                command.append(token)
+    outputs = {
+        p
+        for p in found
+        if not under(p.removesuffix(".*").removesuffix("-*"), _NOT_OUTPUTS)
+        and p.rstrip(".*-") not in ("", "/")
+    }
+    return tuple(sorted(outputs))
+
+
+def _outputs_of(
+    words: list[str], cwd: str, values: Mapping[str, list[str]], found: list[str]
+) -> str:
+    """Adds what one simple command writes to ``found``; the folder test.sh is in after it."""
+
+    def place(word: str) -> str | None:
+        options = [w for w in expand(word, values) if w and "$" not in w and "`" not in w]
+        if not options:
+            return None
+        return posixpath.normpath(posixpath.join(cwd, options[0]))
+
+    plain: list[str] = []
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word in (">", ">>", ">|", "&>", "&>>") or (word[:-1].isdigit() and word[-1:] == ">"):
+            if at + 1 < len(words) and (target := place(words[at + 1])) is not None:
+                found.append(target)
+            at += 2
+            continue
+        if word.isdigit() and at + 1 < len(words) and words[at + 1].startswith(">"):
+            at += 1  # the fd of `2> file`, `2>&1`
+            continue
+        if word.startswith(">&") or word == "&":
+            at += 1
+            continue
+        plain.append(word)
+        at += 1
+    while plain and (plain[0] in _KEYWORDS or _ASSIGNMENT.match(plain[0])):
+        plain.pop(0)
+    if not plain:
+        return cwd
+    program, args = posixpath.basename(plain[0]), plain[1:]
+    if program in ("cd", "pushd") and args and args[0] != "-":
+        return place(args[-1] if args[0] == "--" else args[0]) or cwd
+    if program == "tee":
+        found += [t for a in args if not a.startswith("-") and (t := place(a)) is not None]
+    elif program in _CONVERTERS:
+        operands = [a for a in args if not a.startswith("-")]
+        if len(operands) >= 2 and (target := place(operands[-1])) is not None:
+            found += [target, f"{target}.*", f"{target}-*"]
+    elif program in _OUTPUT_TOOLS:
+        for option, value in itertools.pairwise(args):
+            if option in _OUTPUT_OPTIONS and (target := place(value)) is not None:
+                found.append(target)
+        for arg in args:
+            if arg.startswith("--output=") and (target := place(arg[9:])) is not None:
+                found.append(target)
+    return cwd
+
+
+def is_verifier_output(path: str, outputs: Iterable[str]) -> bool:
+    """Whether ``path`` is, or is inside, a file test.sh writes (:func:`verifier_outputs`)."""
+    for output in outputs:
+        if output.endswith((".*", "-*")):
+            if path.startswith(output[:-1]) and len(path) > len(output) - 1:
+                return True
+        elif path == output or path.startswith(output + "/"):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -1265,6 +1392,10 @@ def classify(changes: Sequence[Change], ground: Ground) -> WorkProduct:
             continue
         if ground.input_dirs and under(path, ground.input_dirs):
             result.exclude(change, "verifier-input")
+            continue
+        outputs = ground.verifier_outputs
+        if outputs and change.kind != "deleted" and is_verifier_output(path, outputs):
+            result.exclude(change, "verifier-output")
             continue
         if change.kind != "deleted" and posixpath.basename(path) in ground.test_names:
             result.exclude(change, "test-name")

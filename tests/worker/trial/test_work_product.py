@@ -27,6 +27,7 @@ from worker.trial.work_product import (
     image_module_script,
     input_dirs,
     installed_modules,
+    is_verifier_output,
     link_escapes,
     linked_folder_rules,
     module_paths,
@@ -44,6 +45,7 @@ from worker.trial.work_product import (
     unnamed_candidates,
     unreached_modules,
     unreached_site_packages,
+    verifier_outputs,
 )
 
 ROOT = Ground(workdir="/root", skills_dir="/root/.claude/skills")
@@ -1486,3 +1488,84 @@ def test_the_tests_node_scripts_are_found_through_variables_and_options() -> Non
     )
     files = {"gen_ground_truth.mjs", "check.js", "verify.cjs", "test.sh"}
     assert node_script_folders(script, files) == ("/root", "/root/gen", "scripts")
+
+
+# reserves-at-risk-calc's test.sh (shock-analysis-demand and weighted-gdp-calc the same in /root)
+CONVERT_SH = """\
+if [ -f /root/output/rar_result.xlsx ]; then
+    echo "Evaluating Excel formulas with gnumeric..."
+    cd /root/output
+    ssconvert -S rar_result.xlsx sheet.csv 2>/dev/null || true
+fi
+mkdir -p /logs/verifier
+cd /root
+uvx --with pytest==8.4.1 pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+cp /root/output/sheet.csv.* /logs/verifier/ 2>/dev/null || true
+"""
+
+
+def test_what_test_sh_writes_is_read_in_the_folder_it_is_in_by_then() -> None:
+    assert verifier_outputs(CONVERT_SH, "/root") == (
+        "/root/output/sheet.csv",
+        "/root/output/sheet.csv-*",
+        "/root/output/sheet.csv.*",
+    )
+    shock = (
+        'cd /root\nssconvert -S "/root/test - demand.xlsx" /root/sheet.csv 2>/dev/null || true\n'
+    )
+    assert verifier_outputs(shock, "/app") == (
+        "/root/sheet.csv",
+        "/root/sheet.csv-*",
+        "/root/sheet.csv.*",
+    )
+    pages = "pdftoppm -png /root/report.pdf out/page\nconvert in.png\n"  # one operand: none
+    assert verifier_outputs(pages, "/root") == (
+        "/root/out/page",
+        "/root/out/page-*",
+        "/root/out/page.*",
+    )
+    script = (
+        "OUT=/srv/out\n"
+        "curl -fL https://x/cs.gz | gzip -d > cs && chmod +x cs && ./cs setup\n"  # in workdir
+        'echo done | tee -a "$OUT/log.txt" > /dev/null\n'
+        "cd sub && wget -q -O data.bin https://x/d 2>&1\n"
+        "pandoc notes.md --output=/srv/notes.html\n"
+        "python3 - <<'EOF'\nif a > b:\n    print(1 >> 2)\nEOF\n"  # a heredoc's body: no shell
+        "echo 1 > /logs/verifier/reward.txt 2>&1\n"  # the harness's own folder
+    )
+    assert verifier_outputs(script, "/root") == (
+        "/root/cs",
+        "/root/sub/data.bin",
+        "/srv/notes.html",
+        "/srv/out/log.txt",
+    )
+    assert verifier_outputs("pytest /tests/test_outputs.py -rA\n", "/root") == ()
+    assert verifier_outputs("echo 'unclosed > x\n", "/root") == ()  # unreadable: nothing
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("/root/output/sheet.csv.0", "verifier-output"),  # the converter's output, planted
+        ("/root/output/sheet.csv.12", "verifier-output"),
+        ("/root/output/sheet.csv", "verifier-output"),
+        ("/root/output/sheet.csv.0/inner", "verifier-output"),  # a folder in its place
+        ("/root/output/rar_result.xlsx", None),  # the agent's own output
+        ("/root/output/sheet.csv0", None),
+        ("/root/output/sheet.csvx", None),
+    ],
+)
+def test_a_file_test_sh_writes_is_the_verifiers(path: str, rule: str | None) -> None:
+    ground = Ground(workdir="/root", verifier_outputs=verifier_outputs(CONVERT_SH, "/root"))
+    assert _rule(ground, Change(path, "added"))[path] == rule
+    assert _rule(ground, Change(path, "deleted"))[path] is None  # a deletion is no copy of it
+    declared = dataclasses.replace(ground, declared=("/root/output",))
+    assert _rule(declared, Change(path, "added"))[path] is None  # the task says it is the agent's
+
+
+def test_is_verifier_output_takes_whole_names_only() -> None:
+    outputs = ("/root/a.csv", "/root/a.csv.*")
+    assert is_verifier_output("/root/a.csv.1", outputs)
+    assert not is_verifier_output("/root/a.csv.", outputs)
+    assert not is_verifier_output("/root/a.csvs", outputs)
+    assert not is_verifier_output("/root/a", outputs)
