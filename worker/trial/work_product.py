@@ -786,7 +786,7 @@ _NOT_INPUT_DIRS: Final = ("/", "/tmp", "/root", "/home", "/usr", "/usr/local")
 _IMAGE_TOOL_KEY = re.compile(
     r"^(?:PIP|UV|NPM_CONFIG|YARN|CONDA|POETRY|PDM|HATCH|PIPX)_|CACHE|"
     r"^(?:XDG_(?:CONFIG|CACHE|DATA)_HOME|XDG_CONFIG_DIRS|CURL_HOME|WGETRC|PYTHONUSERBASE|"
-    r"GIT_CONFIG_(?:GLOBAL|SYSTEM)|"
+    r"GIT_CONFIG_(?:GLOBAL|SYSTEM)|NODE_PATH|"
     # the model and data caches libraries the tests import load from (torch.hub's
     # checkpoints, Hugging Face's, NLTK's corpora, matplotlib's): outside a home's dot
     # folders (home-config), an image may put them in /tmp or the working directory's sibling
@@ -1588,21 +1588,30 @@ def node_scope(path: str) -> str | None:
 
 
 def _node_rule(path: str, ground: Ground, starts: set[str]) -> str | None:
-    """``node-module``: node resolves a bare import up from the importing script's folder
-    through every ``node_modules`` and takes the nearest ``package.json`` as its scope, so an
-    entry of the agent's there wins the imports of a script the verifier runs with node that is
-    not the agent's: the tests' own (threejs-structure-parser's test.sh copies
-    gen_ground_truth.mjs into /root and runs it), and every script of the image's they load
-    (its input /root/data/object.js imports three). A package.json where test.sh runs npm is
-    the project's own (:data:`NODE_PROJECT_FILES`)."""
-    if ground.node_dirs == ():
-        return None
+    """``node-module``. Node resolves a bare import up from the importing script's folder
+    through every ``node_modules``: one of the agent's answers the imports of any script run
+    from below it, and no reading of test.sh lists every folder a script of the tests' is
+    copied to and run from (a renamed copy, a glob, ``env -C``, a test's own subprocess), so
+    every ``node_modules`` entry of the agent's is left out wherever it is; a project test.sh
+    runs npm in remakes its own (``npm install``). Node also takes the nearest ``package.json``
+    as a script's package scope (``"type"``, ``"imports"``, a self-reference by ``"name"`` and
+    ``"exports"``): one of the agent's at or above a folder of the image's scripts or of the
+    tests' scripts test.sh runs with node (threejs-structure-parser's generator loads the
+    image's input /root/data/object.js, which imports three) is left out too, but the
+    project's own where test.sh runs npm in the working directory
+    (:data:`NODE_PROJECT_FILES`; an image service test.sh starts elsewhere, `cd
+    /services/api-simulator && npm start`, is the image's)."""
     scope = node_scope(path)
     if scope is None:
         return None
+    if posixpath.basename(path) != "package.json" or "node_modules" in path.split("/"):
+        return "node-module"  # a node_modules entry (a package's own package.json too)
+    if ground.node_dirs == ():
+        return None
     if ground.node_dirs is not None and scope not in ground.node_scopes:
         return None
-    if ground.builds_node_project and scope in starts and path == f"{scope}/package.json":
+    own = scope == posixpath.normpath(ground.workdir) or scope not in ground.node_scopes
+    if ground.builds_node_project and scope in starts and own:
         return None
     return "node-module"
 

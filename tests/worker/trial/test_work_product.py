@@ -386,9 +386,10 @@ def test_a_module_named_like_what_every_verifier_imports_is_left_out_wherever_it
     # a plugin registry anywhere (a pytest11 entry point needs no import by the tests)
     assert rules["/app/rtplug-1.0.dist-info"] == "ground-config"
     assert rules["/app/rtplug-1.0.dist-info/entry_points.txt"] == "ground-config"
+    # node's json package is no shadow of Python's, but every node_modules entry is node-module
+    assert rules["/opt/proj/web/node_modules/json/index.js"] == "node-module"
     for kept in (
         "/opt/proj/.venv/lib/python3.12/site-packages/pytest/__init__.py",
-        "/opt/proj/web/node_modules/json/index.js",
         "/home/u/report/html/index.html",
         "/home/u/report/logging/run.log",
         "/home/u/report/code",
@@ -912,8 +913,9 @@ def test_a_folder_named_like_a_file_of_the_tests_or_a_script_stays_out() -> None
         "/root/lib.js/index.js": "script-folder",
         "/root/data": None,
         "/root/data/x.csv": None,
-        "/root/web/node_modules/expected.txt/index.js": None,
-        "/root/web/node_modules/chart.js/dist/chart.js": None,
+        # npm's own names, not the tests' or a script's; node-module all the same
+        "/root/web/node_modules/expected.txt/index.js": "node-module",
+        "/root/web/node_modules/chart.js/dist/chart.js": "node-module",
     }
 
 
@@ -1416,33 +1418,44 @@ def test_an_entry_where_node_resolves_a_script_not_the_agents_is_node_module(pat
 @pytest.mark.parametrize(
     "path",
     [
-        "/root/output/node_modules/d3/index.js",  # the agent's own folder: no script of others
-        "/root/output/package.json",
-        "/tmp/node_modules/d3/dist/d3.min.js",  # data-to-d3's oracle installs d3 in /tmp
-        "/root/myproj/node_modules/x/index.js",
+        "/root/output/package.json",  # the agent's own folder: no script of others below it
+        "/root/myproj/package.json",
         "/root/data/answer.js",  # a script, not a resolution entry
         "/srv/package.json.bak",
     ],
 )
-def test_node_entries_elsewhere_stay_work_product(path: str) -> None:
+def test_package_scopes_elsewhere_stay_work_product(path: str) -> None:
     assert _rule(THREEJS, Change(path, "added"))[path] is None
 
 
-def test_deleting_is_no_node_module_and_no_listing_means_no_rule() -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/root/output/node_modules/d3/index.js",
+        "/tmp/node_modules/d3/dist/d3.min.js",  # data-to-d3's oracle installs d3 in /tmp
+        "/root/myproj/node_modules/x/index.js",
+        "/root/gt/node_modules",  # where a renamed copy of the tests' generator may run
+        "/opt/s/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/node_modules/x/package.json",
+    ],
+)
+def test_every_node_modules_entry_of_the_agents_is_left_out(path: str) -> None:
+    """A test.sh or a test can copy the tests' script anywhere and run it: no reading lists
+    every such folder, and a project test.sh runs npm in makes its node_modules again."""
+    for ground in (THREEJS, Ground(workdir="/root")):
+        assert _rule(ground, Change(path, "added"))[path] == "node-module"
+
+
+def test_deleting_is_no_node_module_and_no_listing_means_no_package_scope_rule() -> None:
     deleted = "/root/data/node_modules/three/index.js"
     assert _rule(THREEJS, Change(deleted, "deleted"))[deleted] is None
-    plain = Ground(workdir="/root")  # the image's scripts unknown (no listing): inert
-    assert (
-        _rule(plain, Change("/opt/scene/node_modules/x.js", "added"))[
-            "/opt/scene/node_modules/x.js"
-        ]
-        is None
-    )
+    plain = Ground(workdir="/root")  # the image's scripts unknown (no listing)
+    scope = "/opt/scene/package.json"
+    assert _rule(plain, Change(scope, "added"))[scope] is None
 
 
 def test_too_many_image_scripts_to_list_makes_every_folder_count() -> None:
     every = Ground(workdir="/root", node_dirs=None)
-    path = "/srv/anywhere/node_modules/x/index.js"
+    path = "/srv/anywhere/package.json"
     assert _rule(every, Change(path, "added"))[path] == "node-module"
 
 
@@ -1460,6 +1473,20 @@ def test_the_project_test_sh_runs_npm_in_keeps_its_package_json() -> None:
     # a package scope of the agent's below it, over the image's scripts, is not the project's
     inner = "/app/src/package.json"
     assert _rule(ground, Change(inner, "added"))[inner] == "node-module"
+
+
+def test_an_image_service_test_sh_starts_keeps_its_package_json() -> None:
+    """react-performance-debugging: `cd /services/api-simulator && npm start`, then the agent's
+    project in the working directory /app: the service's start script is the image's."""
+    ground = Ground(
+        workdir="/app",
+        extra_starts=("/services/api-simulator",),
+        builds_node_project=True,
+        node_dirs=("/services/api-simulator", "/app/src"),
+    )
+    service = "/services/api-simulator/package.json"
+    assert _rule(ground, Change(service, "modified"))[service] == "node-module"
+    assert _rule(ground, Change("/app/package.json", "modified"))["/app/package.json"] is None
 
 
 @pytest.mark.parametrize(
