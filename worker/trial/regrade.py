@@ -54,6 +54,7 @@ from worker.trial.work_product import (
     linked_folder_rules,
     module_folders,
     module_name,
+    node_shadow_queries,
     python_references,
     shadow_candidates,
     shell_references,
@@ -268,7 +269,7 @@ async def _exclude_image_modules(sandbox: Sandbox, product: WorkProduct, ground:
     """Leave out the agent's modules that win over the image's in a folder of the image
     (``image-module``, :func:`image_module_queries`), looked for in the agent's sandbox once its
     processes are gone; where the look fails nothing is left out by it."""
-    queries = image_module_queries(product, ground)
+    queries = {**node_shadow_queries(product, ground), **image_module_queries(product, ground)}
     if not queries:
         return
     added = {c.path for c in product.applied if c.kind == "added"}

@@ -204,7 +204,9 @@ REASONS: Final = {
     "image-module": "a module put in a folder of the image, outside the places the agent's "
     "work goes, that wins the image's own imports there: a package folder or an extension "
     "beside a module of the image's of the same name, or a module named like a library of the "
-    "image's in a folder that is no package (one an image library puts on sys.path as it runs)",
+    "image's in a folder that is no package (one an image library puts on sys.path as it runs); "
+    "for node, a new file beside one of the image's that a relative require takes first "
+    "(parts.js before parts.json, lib.js before lib/)",
     "verifier-output": "a file test.sh's own commands write (a converter's output, a "
     "redirection's target): the verifier makes it, and the agent's copy would be read as the "
     "verifier's should the command fail",
@@ -979,6 +981,40 @@ class ImageModuleQuery:
 
     siblings: tuple[str, ...] = ()
     package_init: str | None = None
+    # Paths whose existence (not made by the agent) makes it one: a folder as ``D/X/.``.
+    exact: tuple[str, ...] = ()
+
+
+# CommonJS's require('./X') tries X, X.js, X.json, X.node, then the folder X/: a new file of
+# the agent's earlier in that order wins over the image's later one.
+_REQUIRE_ORDER: Final = ("", ".js", ".json", ".node")
+
+
+def node_shadow_queries(product: WorkProduct, ground: Ground) -> dict[str, ImageModuleQuery]:
+    """The agent's new files that may win a relative ``require`` over a file of the image's
+    beside them, in a folder at or below one of the image's or the tests' scripts: ``parts.js``
+    or an extensionless ``parts`` beside the image's ``parts.json``, ``lib.js`` beside its
+    ``lib/`` (the tests' generator requires the image's input, which requires its neighbours)."""
+    if ground.node_dirs == ():
+        return {}
+    added = {c.path for c in product.applied if c.kind == "added"}
+    queries: dict[str, ImageModuleQuery] = {}
+    for path in sorted(added):
+        folder, name = posixpath.split(path)
+        if folder in added or "node_modules" in path.split("/"):
+            continue
+        if ground.node_dirs is not None and not under(folder, ground.node_dirs):
+            continue
+        stem, suffix = posixpath.splitext(name)
+        if suffix not in _REQUIRE_ORDER[1:]:
+            stem, suffix = name, ""  # an extensionless file is tried first of all
+        if not stem or stem.startswith("."):
+            continue
+        rank = _REQUIRE_ORDER.index(suffix)
+        base = posixpath.join(folder, stem)
+        later = [base + ext for ext in _REQUIRE_ORDER[rank + 1 :] if ext]
+        queries[path] = ImageModuleQuery(exact=(*later, f"{base}/."))
+    return queries
 
 
 def image_module_queries(product: WorkProduct, ground: Ground) -> dict[str, ImageModuleQuery]:
@@ -1020,6 +1056,7 @@ def image_module_script(queries: Mapping[str, ImageModuleQuery]) -> str:
     """One shell command printing which of the queried paths exist (globs expanded)."""
     words = [w for q in queries.values() for w in q.siblings]
     words += [shlex.quote(q.package_init) for q in queries.values() if q.package_init]
+    words += [shlex.quote(w) for q in queries.values() for w in q.exact]
     return "for p in " + " ".join(words) + '; do [ -e "$p" ] && printf "%s\\n" "$p"; done; true'
 
 
@@ -1035,7 +1072,8 @@ def image_module_hits(
         stem = posixpath.join(folder, module) + "."
         beside = any(f.startswith(stem) and posixpath.dirname(f) == folder for f in found)
         no_package = query.package_init is not None and query.package_init not in present
-        if beside or no_package:
+        image = [e for e in query.exact if e in present and e.removesuffix("/.") not in added]
+        if beside or no_package or image:
             hits.append(path)
     return hits
 

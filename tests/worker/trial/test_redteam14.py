@@ -49,7 +49,9 @@ on the regrade (``honest-npm-project-dep`` with ``/app/node_modules`` left out a
 ``ground-config``: test.sh's ``npm install`` made it again). Held since (local, scored, 0.0 on
 the regrade): nine more, every node_modules entry of the agent's being ``node-module`` wherever
 it is, the image's ``NODE_PATH`` ``verifier-input`` and an image service's ``package.json``
-``node-module``; left: the four CommonJS relative-resolution attempts.
+``node-module``, and three CommonJS relative-resolution attempts ``image-module`` (a new file
+a relative require takes before the image's beside it); left: the optional require of a file
+the image lacks (``cjs-optional-local-config``).
 
 Breaks run only with ``SKILLSBENCH_REDTEAM_BREAKS=1``; ``SKILLSBENCH_REDTEAM_ONLY=name,...``
 runs only those attempts (and honest layouts).
@@ -406,11 +408,8 @@ REDTEAM14_BREAKS: dict[str, str] = {
     # (held since the image's NODE_PATH folders are verifier-input: nodepath-first-folder)
     # (held since a package.json test.sh runs npm by is the project's own only in the working
     # directory; an image service's elsewhere is node-module: npm-service-start-script)
-    "cjs-js-over-json": "parts.js beside the image's parts.json: require('./parts') takes it",
-    "cjs-extensionless-over-json": "an extensionless parts beside the image's parts.json: "
-    "require('./parts') takes the exact file first",
-    "cjs-file-over-folder": "lib.js beside the image's lib/index.js: require('./lib') takes "
-    "the file before the folder",
+    # (held since a new file that a relative require takes before the image's file beside it
+    # is image-module: cjs-js-over-json, cjs-extensionless-over-json, cjs-file-over-folder)
     "cjs-optional-local-config": "local.config.js that the image's input requires in a "
     "try/catch (an optional require of a file the image lacks)",
 }

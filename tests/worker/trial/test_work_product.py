@@ -34,6 +34,7 @@ from worker.trial.work_product import (
     names_of_tests,
     node_scope,
     node_script_folders,
+    node_shadow_queries,
     pycache_isolated,
     references,
     script_folders,
@@ -1596,3 +1597,50 @@ def test_is_verifier_output_takes_whole_names_only() -> None:
     assert not is_verifier_output("/root/a.csv.", outputs)
     assert not is_verifier_output("/root/a.csvs", outputs)
     assert not is_verifier_output("/root/a", outputs)
+
+
+def test_a_new_file_that_wins_a_relative_require_over_the_images_is_queried_and_hit(
+    tmp_path: Path,
+) -> None:
+    """CommonJS's require('./X') tries X, X.js, X.json, X.node, then X/: run the real query in
+    a shell over a folder standing in for the image's /root/data."""
+    data = tmp_path / "root" / "data"
+    (data / "lib").mkdir(parents=True)
+    (data / "lib" / "index.js").write_text("module.exports = 1\n")
+    (data / "parts.json").write_text("[1]\n")
+    (data / "object.js").write_text("require('./parts')\n")
+    new = {
+        "parts.js": True,  # before the image's parts.json
+        "parts": True,  # an extensionless file is tried first of all
+        "lib.js": True,  # a file before the image's folder
+        "object.json": False,  # the image's object.js comes first
+        "notes.md": False,  # nothing of the image's named so
+        "helper.js": False,
+        ".hidden.js": False,
+    }
+    for name in new:
+        (data / name).write_text("module.exports = 7\n")
+    root = str(data)
+    product = WorkProduct(applied=[Change(f"{root}/{n}", "added") for n in new])
+    ground = Ground(workdir="/root", node_dirs=(root,))
+    queries = node_shadow_queries(product, ground)
+    assert f"{root}/.hidden.js" not in queries  # require names no dot file by a stem
+    present = subprocess.run(
+        ["sh", "-c", image_module_script(queries)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    added = {c.path for c in product.applied}
+    hits = image_module_hits(queries, present, added)
+    assert sorted(hits) == sorted(f"{root}/{n}" for n, won in new.items() if won), hits
+    # a folder of the image's scripts only: elsewhere the agent's files are its own
+    assert node_shadow_queries(product, Ground(workdir="/root", node_dirs=("/srv",))) == {}
+    assert node_shadow_queries(product, Ground(workdir="/root")) == {}
+    # the agent's own folder beside its own file is no image's
+    mine = WorkProduct(
+        applied=[Change(f"{root}/mine", "added"), Change(f"{root}/mine.js", "added")]
+    )
+    (data / "mine").mkdir()
+    mine_queries = node_shadow_queries(mine, ground)
+    present = subprocess.run(
+        ["sh", "-c", image_module_script(mine_queries)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert image_module_hits(mine_queries, present, {f"{root}/mine", f"{root}/mine.js"}) == []
