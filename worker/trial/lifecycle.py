@@ -84,6 +84,7 @@ from worker.trial.work_product import (
     exclude_test_time_shadows,
     file_names,
     image_input_dirs,
+    image_python_paths,
     input_dirs,
     installed_modules,
     module_paths,
@@ -679,7 +680,8 @@ def _ground(plan: TrialPlan, sandbox: Sandbox, state: _TrialState) -> Ground:
             posixpath.normpath(posixpath.join(sandbox.workdir, f)) for f in facts.extra_starts
         ),
         module_paths=tuple(
-            posixpath.normpath(posixpath.join(sandbox.workdir, f)) for f in facts.module_paths
+            posixpath.normpath(posixpath.join(sandbox.workdir, f))
+            for f in (*facts.module_paths, *image_python_paths(state.image.env))
         ),
         pycache_isolated=facts.pycache_isolated,
         builds_project=facts.builds_project,

@@ -47,7 +47,7 @@ import re
 import shlex
 import sys
 import urllib.parse
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -877,8 +877,21 @@ def verifier_outputs(test_script: str, workdir: str) -> tuple[str, ...]:
     fail (``|| true``), as if the verifier had written it. Relative paths are taken from the
     folder test.sh is in by then (its ``cd``s followed in order); heredoc bodies are skipped."""
     values = shell_values(test_script)
-    cwd = posixpath.normpath(workdir)
     found: list[str] = []
+    _script_outputs(test_script, posixpath.normpath(workdir), values, found, depth=0)
+    outputs = {
+        p
+        for p in found
+        if not under(p.removesuffix(".*").removesuffix("-*"), _NOT_OUTPUTS)
+        and p.rstrip(".*-") not in ("", "/")
+    }
+    return tuple(sorted(outputs))
+
+
+def _script_outputs(
+    test_script: str, cwd: str, values: Mapping[str, list[str]], found: list[str], depth: int
+) -> str:
+    """:func:`verifier_outputs` of one script (a ``bash -c`` string's too); its last folder."""
     lines = test_script.replace("\\\n", " ").splitlines()
     skip_until: str | None = None
     for line in lines:
@@ -895,24 +908,34 @@ def verifier_outputs(test_script: str, workdir: str) -> tuple[str, ...]:
             tokens = list(lexer)
         except ValueError:
             continue
+        # A write guarded by a test of its own target (`[ -f x ] || echo none > x`) makes the
+        # file only where the agent did not: the agent's is its own then.
+        guarded = set(_GUARD.findall(line))
         command: list[str] = []
         for token in [*tokens, ";"]:
             if token in _COMMAND_BREAKS:
-                cwd = _outputs_of(command, cwd, values, found)
+                before = len(found)
+                cwd = _outputs_of(command, cwd, values, found, depth)
+                if guarded:
+                    found[before:] = [f for f in found[before:] if not _is_guarded(f, guarded, cwd)]
                 command = []
             else:
                 command.append(token)
-    outputs = {
-        p
-        for p in found
-        if not under(p.removesuffix(".*").removesuffix("-*"), _NOT_OUTPUTS)
-        and p.rstrip(".*-") not in ("", "/")
-    }
-    return tuple(sorted(outputs))
+    return cwd
+
+
+_GUARD = re.compile(r"(?:\[\[?|\btest)\s+!?\s*-[efsr]\s+[\"']?([^\s\"';&|\]]+)")
+_SHELLS: Final = frozenset({"sh", "bash", "dash", "zsh"})
+_OFFICE: Final = frozenset({"soffice", "libreoffice", "lowriter", "localc", "loimpress"})
+
+
+def _is_guarded(output: str, guarded: set[str], cwd: str) -> bool:
+    names = {posixpath.normpath(posixpath.join(cwd, g)) for g in guarded}
+    return output.removesuffix(".*").removesuffix("-*") in names or output in names
 
 
 def _outputs_of(
-    words: list[str], cwd: str, values: Mapping[str, list[str]], found: list[str]
+    words: list[str], cwd: str, values: Mapping[str, list[str]], found: list[str], depth: int
 ) -> str:
     """Adds what one simple command writes to ``found``; the folder test.sh is in after it."""
 
@@ -941,9 +964,27 @@ def _outputs_of(
         at += 1
     while plain and (plain[0] in _KEYWORDS or _ASSIGNMENT.match(plain[0])):
         plain.pop(0)
+    # wrappers that run the rest as a command: `xargs [-I{}] prog`, `env X=1 prog`, `$CONV`
+    while plain and posixpath.basename(plain[0]) in ("xargs", "env", "nohup", "timeout", "time"):
+        head = posixpath.basename(plain.pop(0))
+        while plain and (plain[0].startswith("-") or _ASSIGNMENT.match(plain[0])):
+            option = plain.pop(0)
+            if head == "xargs" and option in ("-I", "-n", "-P", "-d", "-L") and plain:
+                plain.pop(0)
+        if head == "timeout" and plain:
+            plain.pop(0)  # its duration
     if not plain:
         return cwd
-    program, args = posixpath.basename(plain[0]), plain[1:]
+    programs = [w for w in expand(plain[0], values) if w and "$" not in w] or [plain[0]]
+    program, args = posixpath.basename(programs[0]), plain[1:]
+    if program in _SHELLS and depth < 3:
+        for option, script in itertools.pairwise(args):
+            if option in ("-c", "-lc", "-ec", "-xc", "-euc"):
+                _script_outputs(script, cwd, values, found, depth + 1)
+        return cwd
+    if program in _OFFICE:
+        _office_outputs(args, place, found)
+        return cwd
     if program in ("cd", "pushd") and args and args[0] != "-":
         return place(args[-1] if args[0] == "--" else args[0]) or cwd
     if program == "tee":
@@ -960,6 +1001,32 @@ def _outputs_of(
             if arg.startswith("--output=") and (target := place(arg[9:])) is not None:
                 found.append(target)
     return cwd
+
+
+def _office_outputs(args: list[str], place: Callable[[str], str | None], found: list[str]) -> None:
+    """``soffice --headless --convert-to csv[:filter] --outdir DIR IN...``: DIR/<stem>.csv."""
+    extension = outdir = None
+    inputs: list[str] = []
+    at = 0
+    while at < len(args):
+        arg = args[at]
+        if arg in ("--convert-to", "--outdir") and at + 1 < len(args):
+            if arg == "--convert-to":
+                extension = args[at + 1].split(":", 1)[0]
+            else:
+                outdir = args[at + 1]
+            at += 2
+            continue
+        if not arg.startswith("-"):
+            inputs.append(arg)
+        at += 1
+    if extension is None:
+        return
+    for source in inputs:
+        stem = posixpath.splitext(posixpath.basename(source))[0]
+        folder = outdir if outdir is not None else "."
+        if (target := place(posixpath.join(folder, f"{stem}.{extension}"))) is not None:
+            found.append(target)
 
 
 def is_verifier_output(path: str, outputs: Iterable[str]) -> bool:
@@ -1076,6 +1143,17 @@ def image_module_hits(
         if beside or no_package or image:
             hits.append(path)
     return hits
+
+
+def image_python_paths(env: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """The folders the image's own ``PYTHONPATH`` puts first on every Python's module path of
+    the verifier's (dialogue-parser's image sets one): module folders like the working
+    directory, whether or not the image made them (:attr:`Ground.module_paths`)."""
+    found: list[str] = []
+    for key, value in env:
+        if key == "PYTHONPATH":
+            found += [p for p in value.split(":") if p.startswith("/")]
+    return tuple(dict.fromkeys(posixpath.normpath(p) for p in found))
 
 
 def image_input_dirs(env: Iterable[tuple[str, str]], workdir: str) -> tuple[str, ...]:
@@ -1196,7 +1274,9 @@ _ASSIGNMENT = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]*)=([\"']?)([^\s\"';&|()`$]*)\2(?=[\s;&|)]|$)",
     re.MULTILINE,
 )
-_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VARIABLE = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
 # Folders test.sh changes into: `cd DIR`, `pushd DIR` (quoted or not, through variables, inside
 # a `bash -c '...'` string too).
 _CHANGE_DIR = re.compile(r"(?:^|[\s;&|(\"'])(?:cd|pushd)\s+(?:--\s+)?([\"']?)([^\s\"';&|)]+)\1")
@@ -1215,12 +1295,24 @@ _RUN_BY_PATH = re.compile(
 )
 
 
+# `NAME="${OTHER:-/literal}"`: the default is a value NAME takes.
+_DEFAULT_ASSIGNMENT = re.compile(
+    r"(?:^|[\s;&|(])(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)=([\"']?)\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=]([^}\s\"'$`]*)\}\2"
+    r"(?=[\s;&|)]|$)",
+    re.MULTILINE,
+)
+
+
 def shell_values(test_script: str) -> dict[str, list[str]]:
     """Every literal value test.sh assigns to each name, in order (``$HOME`` is the verifier's
-    home, ``/root``, unless test.sh sets it)."""
+    home, ``/root``, unless test.sh sets it), and the default of ``NAME="${NAME:-/root/v}"``."""
     values: dict[str, list[str]] = {"HOME": ["/root"]}
-    for match in _ASSIGNMENT.finditer(test_script):
-        name, value = match.group(1), match.group(3)
+    assignments = [(m.start(), m.group(1), m.group(3)) for m in _ASSIGNMENT.finditer(test_script)]
+    assignments += [
+        (m.start(), m.group(1), m.group(3)) for m in _DEFAULT_ASSIGNMENT.finditer(test_script)
+    ]
+    for _, name, value in sorted(assignments):
         if name == "HOME" and values["HOME"] == ["/root"]:
             values["HOME"] = []
         values.setdefault(name, []).append(value)
@@ -1237,22 +1329,43 @@ def expand(word: str, values: Mapping[str, list[str]], *, depth: int = 0) -> lis
         return [word]
     if depth > 4:
         return []
-    name = match.group(1) or match.group(2)
+    name = match.group(1) or match.group(3)
     found: list[str] = []
-    for value in values.get(name, [])[:8]:
+    choices = values.get(name, [])[:8]
+    if match.group(2) is not None:  # ${NAME:-default}: the default too
+        choices = [*choices, match.group(2)]
+    for value in choices:
         found += expand(
             word[: match.start()] + value + word[match.end() :], values, depth=depth + 1
         )
     return found[:32]
 
 
+# uv told to work in a project folder without a cd: `uv --directory DIR run`, `uv run
+# --project DIR`, `uv init DIR` (then `uv add` there through --directory).
+_UV_INIT_VALUE = (
+    r"(?:-p|--(?:python|name|build-backend|vcs|author-from|description|cache-dir|config-file|"
+    r"color|index|index-url|default-index))"
+)
+_UV_FOLDER = re.compile(
+    r"\buvx?\b[^\n;&|]*?[ \t]--(?:directory|project)(?:[ \t]+|=)([\"']?)([^\s\"';&|)]+)\1"
+    rf"|\buv[ \t]+init[ \t]+(?:{_UV_INIT_VALUE}(?:=\S+|[ \t]+\S+)[ \t]+"
+    rf"|(?!{_UV_INIT_VALUE}\b)--?[A-Za-z][\w-]*(?:=\S+)?[ \t]+)*"
+    r"([\"']?)([^\s\"';&|)-][^\s\"';&|)]*)\3"
+)
+
+
 def start_folders(test_script: str) -> tuple[str, ...]:
     """Folders a test.sh changes into (``cd /app/lib``, ``pushd "$APP_DIR"`` with
-    ``APP_DIR=/app``); a relative one as written (the caller joins it to the workdir)."""
+    ``APP_DIR=/app``, ``cd "${DIR:-/root/verify}"``) or has uv work in (``uv --directory
+    /root/verify run``, ``uv init /root/verify``); a relative one as written (the caller joins
+    it to the workdir)."""
     values = shell_values(test_script)
     found: list[str] = []
-    for match in _CHANGE_DIR.finditer(test_script):
-        for folder in expand(match.group(2), values):
+    words = [m.group(2) for m in _CHANGE_DIR.finditer(test_script)]
+    words += [m.group(2) or m.group(4) for m in _UV_FOLDER.finditer(test_script)]
+    for word in words:
+        for folder in expand(word, values):
             if folder and folder != "-" and "$" not in folder and "`" not in folder:
                 found.append(posixpath.normpath(folder))
     return tuple(dict.fromkeys(found))

@@ -25,6 +25,7 @@ from worker.trial.work_product import (
     image_module_hits,
     image_module_queries,
     image_module_script,
+    image_python_paths,
     input_dirs,
     installed_modules,
     is_verifier_output,
@@ -1644,3 +1645,52 @@ def test_a_new_file_that_wins_a_relative_require_over_the_images_is_queried_and_
         ["sh", "-c", image_module_script(mine_queries)], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert image_module_hits(mine_queries, present, {f"{root}/mine", f"{root}/mine.js"}) == []
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "cd /root/output\nCONVERTER=ssconvert\n$CONVERTER -S result.txt sheet.csv || true\n",
+        "cd /root/output; echo result.txt | xargs -I{} ssconvert -S {} sheet.csv || true\n",
+        "bash -c 'cd /root/output && ssconvert -S result.txt sheet.csv' 2>/dev/null || true\n",
+        "timeout 60 env LC_ALL=C ssconvert -S /root/output/result.txt /root/output/sheet.csv\n",
+    ],
+)
+def test_a_converter_run_through_a_variable_a_wrapper_or_a_shell_string_is_read(
+    script: str,
+) -> None:
+    assert "/root/output/sheet.csv.*" in verifier_outputs(script, "/root")
+
+
+def test_an_office_conversion_writes_the_inputs_stem_in_its_outdir() -> None:
+    script = "soffice --headless --convert-to csv:Text --outdir /root/output /root/output/r.xlsx\n"
+    assert verifier_outputs(script, "/root") == ("/root/output/r.csv",)
+    assert verifier_outputs("cd /srv && libreoffice --convert-to pdf a.docx\n", "/") == (
+        "/srv/a.pdf",
+    )
+
+
+def test_a_write_guarded_by_a_test_of_its_target_is_the_agents_where_it_made_one() -> None:
+    guarded = "[ -f /root/output/summary.txt ] || echo missing > /root/output/summary.txt\n"
+    assert verifier_outputs(guarded, "/root") == ()
+    inline = "cd /root\nif [ ! -s out.txt ]; then echo none > out.txt; fi; echo x > log.txt\n"
+    assert verifier_outputs(inline, "/app") == ("/root/log.txt",)
+
+
+def test_the_folders_uv_is_told_to_work_in_are_starts() -> None:
+    script = (
+        "uv init /root/verify\n"
+        "uv --directory /root/verify add pytest==8.4.1\n"
+        "uv run --project=/srv/p pytest\n"
+        "uv init --python 3.10\n"  # a value, no folder
+        'D="${VERIFY_DIR:-/opt/v}"\ncd "$D"\n'
+    )
+    assert start_folders(script) == ("/opt/v", "/root/verify", "/srv/p")
+
+
+def test_the_images_pythonpath_folders_are_module_paths() -> None:
+    env = (("PYTHONPATH", "/opt/plugins:/opt/lib:relative"), ("PATH", "/usr/bin"))
+    assert image_python_paths(env) == ("/opt/plugins", "/opt/lib")
+    ground = Ground(workdir="/root", module_paths=image_python_paths(env))
+    path = "/opt/plugins/json.py"  # a stdlib name first on every Python's path there
+    assert _rule(ground, Change(path, "added"))[path] == "ground-module"
