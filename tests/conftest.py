@@ -20,6 +20,26 @@ os.environ.update(
     }
 )
 from tests.support import A2A03_PYTHON, docker_available
+from tests.support.durations import load, longest_first
+
+
+@pytest.hookimpl(trylast=True)  # after tests/images marks its image groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The recorded slow tests first, longest first (tests/support/durations.py says why): an
+    image build or a whole trial no longer starts last, with one worker idle beside it."""
+    tests = []
+    for item in items:
+        group = _group(item)  # pytest-xdist may have put "@group" after the ID already
+        node = item.nodeid.removesuffix(f"@{group}") if group is not None else item.nodeid
+        tests.append((node, group))
+    items[:] = longest_first(items, tests, load())
+
+
+def _group(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
 
 
 @pytest.fixture
