@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -40,9 +41,12 @@ def _stopping_server(config: Any, stopping: asyncio.Event) -> Any:
 
     class StoppingServer(uvicorn.Server):
         loop: asyncio.AbstractEventLoop | None = None
+        interrupted = False  # a SIGINT asked it to stop
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
+            if sig == signal.SIGINT:
+                self.interrupted = True
             if self.loop is not None:
                 self.loop.call_soon_threadsafe(stopping.set)
 
@@ -294,5 +298,10 @@ def worker(
             config.setup_event_loop()
         with asyncio.Runner(loop_factory=loop_factory() if loop_factory else None) as runner:
             runner.run(serve())
+        if server.interrupted:
+            # uvicorn raises the SIGINT again once it has stopped, but asyncio.Runner's own
+            # handler turns it into a cancel of a task that may have ended already: then the
+            # run returns as if nothing happened, and Ctrl-C would exit 0 instead of 130.
+            raise KeyboardInterrupt
     finally:
         sock.close()

@@ -3,6 +3,7 @@ per task, even when several trials of the task pass at once: the others wait for
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,9 @@ async def test_trials_of_a_task_passing_at_once_share_one_image_listing(
         test_outputs=MODULE_TEST,
         solve_sh="#!/bin/sh\necho 'ANSWER = 42' > /root/answerlib.py\n",
     )
+    # Tests of its own, unlike any other task's of this process: the look is cached per task
+    # content, and a task of test_implicit_inputs run before it on this worker is the same.
+    (tasks / "module-answer" / "tests" / "unique.txt").write_text(f"{uuid.uuid4()}\n")
     jobs = tmp_path / "jobs"
     engine = make_engine(jobs, tasks, "local", concurrency=INSTANCES)
     await engine.start()
