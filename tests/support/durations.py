@@ -65,16 +65,11 @@ def from_junit(report: Path, root: Path = DURATIONS_FILE.parents[1]) -> dict[str
         if case.find("skipped") is not None:
             continue
         name = _without_group(case.get("name", ""))
-        file = case.get("file")
-        classname = case.get("classname", "")
-        parts = classname.split(".")
-        if file is None:  # pytest's default junit_family: the module's dotted path
-            module = _module_file(root, parts)
-            if module is None:
-                continue
-            file, rest = module
-        else:
-            rest = parts[len(Path(file).with_suffix("").parts) :]
+        # the module's dotted path, then a class (every junit_family writes classname so)
+        module = _module_file(root, case.get("classname", "").split("."))
+        if module is None:
+            continue
+        file, rest = module
         node = "::".join([file, *rest, name])
         found[node] = max(found.get(node, 0.0), float(case.get("time", "0") or 0))
     return found

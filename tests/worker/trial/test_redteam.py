@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -524,6 +525,21 @@ def _cases(attempts: dict[str, Attempt]) -> list[Any]:
             for chunk in chunks
         ]
     return cases
+
+
+def local_only(cases: list[Any], names: Collection[str]) -> list[Any]:
+    """``cases`` without the attempts ``names`` on docker (a tool the docker test image lacks:
+    node, yaml); an item left with none is dropped."""
+    kept = []
+    for case in cases:
+        env, chosen = case.values
+        if env == "docker":
+            chosen = tuple(n for n in chosen if n not in names)
+            if not chosen:
+                continue
+            case = pytest.param(env, chosen, id=f"docker-{'+'.join(chosen)}", marks=case.marks)
+        kept.append(case)
+    return kept
 
 
 async def _run_attempts(

@@ -99,6 +99,7 @@ from tests.worker.trial.test_redteam import (
     _module,
     _run_redteam2,
     full_matrix,
+    local_only,
 )
 from tests.worker.trial.test_redteam4 import (
     CTRF,
@@ -325,16 +326,7 @@ LOCAL_ONLY = frozenset({"pythonpath-yaml-shadow"})
 
 
 def _held_cases() -> list[Any]:
-    cases = []
-    for case in _cases(REDTEAM11_HELD):
-        env, names = case.values
-        if env == "docker":
-            names = tuple(n for n in names if n not in LOCAL_ONLY)
-            if not names:
-                continue
-            case = pytest.param(env, names, id=f"docker-{'+'.join(names)}", marks=case.marks)
-        cases.append(case)
-    return cases
+    return local_only(_cases(REDTEAM11_HELD), LOCAL_ONLY)
 
 
 def _path_task(

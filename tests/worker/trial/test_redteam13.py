@@ -71,6 +71,7 @@ from tests.worker.trial.test_redteam import (
     _cases,
     _module,
     _run_redteam2,
+    local_only,
 )
 from tests.worker.trial.test_redteam4 import (
     CTRF,
@@ -289,21 +290,8 @@ LOCAL_ONLY = frozenset(
 )
 
 
-def _local_only(cases: list[Any]) -> list[Any]:
-    kept = []
-    for case in cases:
-        env, names = case.values
-        if env == "docker":
-            names = tuple(n for n in names if n not in LOCAL_ONLY)
-            if not names:
-                continue
-            case = pytest.param(env, names, id=f"docker-{'+'.join(names)}", marks=case.marks)
-        kept.append(case)
-    return kept
-
-
 def _held_cases() -> list[Any]:
-    return _local_only(_cases(REDTEAM13_HELD))
+    return local_only(_cases(REDTEAM13_HELD), LOCAL_ONLY)
 
 
 def _scene_task(
@@ -407,7 +395,7 @@ test_redteam13_honest_layouts_voided = voided_layouts_test(HONEST13_LOST, "thirt
 
 
 test_redteam13_known_breaks = known_breaks_test(
-    REDTEAM13_BROKEN, "thirteenth", _local_only(_cases(REDTEAM13_BROKEN))
+    REDTEAM13_BROKEN, "thirteenth", local_only(_cases(REDTEAM13_BROKEN), LOCAL_ONLY)
 )
 
 

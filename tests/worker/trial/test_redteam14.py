@@ -74,6 +74,7 @@ from tests.worker.trial.test_redteam import (
     _cases,
     _module,
     _run_redteam2,
+    local_only,
 )
 from tests.worker.trial.test_redteam4 import (
     CTRF,
@@ -420,21 +421,8 @@ REDTEAM14 = _REDTEAM14
 LOCAL_ONLY = frozenset(_REDTEAM14)
 
 
-def _local_only(cases: list[Any]) -> list[Any]:
-    kept = []
-    for case in cases:
-        env, names = case.values
-        if env == "docker":
-            names = tuple(n for n in names if n not in LOCAL_ONLY)
-            if not names:
-                continue
-            case = pytest.param(env, names, id=f"docker-{'+'.join(names)}", marks=case.marks)
-        kept.append(case)
-    return kept
-
-
 def _held_cases() -> list[Any]:
-    return _local_only(_cases(REDTEAM14_HELD))
+    return local_only(_cases(REDTEAM14_HELD), LOCAL_ONLY)
 
 
 def _instruct(folder: Path, text: str) -> None:
@@ -639,7 +627,7 @@ test_redteam14_honest_layouts_voided = voided_layouts_test(HONEST14_LOST, "fourt
 
 
 test_redteam14_known_breaks = known_breaks_test(
-    REDTEAM14_BROKEN, "fourteenth", _local_only(_cases(REDTEAM14_BROKEN))
+    REDTEAM14_BROKEN, "fourteenth", local_only(_cases(REDTEAM14_BROKEN), LOCAL_ONLY)
 )
 
 
